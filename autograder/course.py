@@ -1,0 +1,152 @@
+"""The course on disk: where weeks live and what each week's tasks are worth.
+
+A week is defined by its reference notebook ``source/weekNN/weekNN.ipynb``: notebook
+metadata ``autograder.week``/``autograder.title``, and one markdown cell per task with
+metadata ``autograder: {"task": N, "points": P, "manual": bool}``. The hidden tests in
+``source/weekNN/tests/`` say with ``@pytest.mark.task(N)`` / ``@pytest.mark.points(P)``
+how a task's points split across tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import nbformat
+
+from autograder.exceptions import CourseError
+
+WEEK_PATTERN = re.compile(r"^week\d{2}$")
+
+
+@dataclass(frozen=True)
+class Task:
+    number: int
+    points: float
+    manual: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class Week:
+    """One week of the course, read from ``source/<name>/``."""
+
+    name: str
+    root: Path  # the course root (holds source/, assignments/, solutions/)
+
+    @property
+    def source_dir(self) -> Path:
+        return self.root / "source" / self.name
+
+    @property
+    def source_notebook(self) -> Path:
+        return self.source_dir / f"{self.name}.ipynb"
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.source_dir / "tests"
+
+    @property
+    def assignment_notebook(self) -> Path:
+        return self.root / "assignments" / self.name / f"{self.name}.ipynb"
+
+    @property
+    def solution_notebook(self) -> Path:
+        return self.root / "solutions" / self.name / f"{self.name}.ipynb"
+
+    @cached_property
+    def notebook(self) -> nbformat.NotebookNode:
+        return nbformat.read(self.source_notebook, as_version=4)
+
+    @cached_property
+    def title(self) -> str:
+        return str(self.notebook.metadata.get("autograder", {}).get("title", self.name))
+
+    @cached_property
+    def tasks(self) -> tuple[Task, ...]:
+        """The week's tasks in number order, from the task cells' metadata."""
+        found: dict[int, Task] = {}
+        for cell in self.notebook.cells:
+            meta = cell.get("metadata", {}).get("autograder", {})
+            if "task" not in meta or "points" not in meta:
+                continue
+            number = int(meta["task"])
+            if number in found:
+                raise CourseError(f"{self.source_notebook}: task {number} is declared twice")
+            first_line = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+            found[number] = Task(
+                number=number,
+                points=float(meta["points"]),
+                manual=bool(meta.get("manual", False)),
+                title=first_line.lstrip("#").strip(),
+            )
+        if not found:
+            raise CourseError(
+                f"{self.source_notebook}: no task cells (markdown cells with metadata "
+                '"autograder": {"task": N, "points": P})'
+            )
+        return tuple(found[n] for n in sorted(found))
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.points for t in self.tasks)
+
+    @cached_property
+    def test_files(self) -> tuple[Path, ...]:
+        return tuple(sorted(self.tests_dir.glob("test_*.py")))
+
+    @cached_property
+    def tests_sha256(self) -> str:
+        """Hash of everything that decides a score: the hidden tests and the task points."""
+        h = hashlib.sha256()
+        for path in sorted(p for p in self.tests_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(str(path.relative_to(self.tests_dir)).encode())
+            h.update(path.read_bytes())
+        for t in self.tasks:
+            h.update(f"{t.number}:{t.points}:{t.manual}".encode())
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Course:
+    """The course folder: ``source/``, ``assignments/``, ``solutions/``."""
+
+    root: Path
+
+    @classmethod
+    def locate(cls, root: Path | str | None = None) -> "Course":
+        """Find the course: an explicit root, else ``$AUTOGRADER_COURSE``, else the nearest
+        folder holding ``source/`` above the working directory, else this checkout."""
+        if root is None:
+            root = os.environ.get("AUTOGRADER_COURSE") or None
+        if root is not None:
+            path = Path(root).resolve()
+            if not (path / "source").is_dir():
+                raise CourseError(f"{path} has no source/ folder: is it a course folder?")
+            return cls(path)
+        for candidate in [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parent.parent]:
+            if (candidate / "source").is_dir():
+                return cls(candidate.resolve())
+        raise CourseError("no course found: run inside a course folder or pass --course DIR")
+
+    def week_names(self) -> list[str]:
+        return sorted(p.name for p in (self.root / "source").iterdir() if WEEK_PATTERN.match(p.name) and p.is_dir())
+
+    def week(self, name: str) -> Week:
+        name = normalise_week_name(name)
+        week = Week(name=name, root=self.root)
+        if not week.source_notebook.is_file():
+            raise CourseError.no_week(name, self.root)
+        return week
+
+
+def normalise_week_name(name: str) -> str:
+    """Accept ``week01``, ``week1``, ``01`` and ``1`` for the same week."""
+    digits = name.lower().removeprefix("week")
+    if digits.isdigit():
+        return f"week{int(digits):02d}"
+    raise CourseError(f"{name!r} is not a week name: use week01 ... week06 (or just 1 ... 6)")

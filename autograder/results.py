@@ -1,0 +1,106 @@
+"""What grading produces: plain dataclasses with computed totals.
+
+Output formats (Gradescope-style JSON, the Moodle worksheet, HTML feedback) live in their
+own modules and read these; nothing here knows about a file format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """The state of one graded submission, as reported to the instructor."""
+
+    GRADED = "graded"
+    NOT_ATTEMPTED = "not_attempted"  # every autograded task still raises NotImplementedError
+    ERROR = "error"  # the submission could not be read or run at all
+    TIMEOUT = "timeout"  # the notebook did not finish within the submission's deadline
+    NOT_SUBMITTED = "not_submitted"  # a Moodle entry without a notebook
+
+
+class Visibility(StrEnum):
+    """Gradescope's visibility values; hidden-test feedback is shown once published."""
+
+    VISIBLE = "visible"
+    HIDDEN = "hidden"
+    AFTER_DUE_DATE = "after_due_date"
+    AFTER_PUBLISHED = "after_published"
+
+
+@dataclass(frozen=True)
+class Participant:
+    """Who handed a submission in, as Moodle names them (None fields when unknown)."""
+
+    participant_id: str | None = None  # Moodle's per-assignment id, "123456"
+    full_name: str | None = None
+    group_id: str | None = None  # team submissions: the group id
+    group_name: str | None = None
+    folder: str | None = None  # the export's folder/prefix, e.g. "Jane Doe_123456_assignsubmission_file"
+
+
+@dataclass
+class TestResult:
+    """One hidden test: what it checked (``output``, safe to show a student) and its points."""
+
+    name: str
+    task: int
+    score: float
+    max_score: float
+    output: str
+    visibility: Visibility = Visibility.VISIBLE
+    not_attempted: bool = False  # the student's code raised NotImplementedError
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+@dataclass
+class TaskResult:
+    """Points for one task of the week; manual tasks stay at 0 until marked by hand."""
+
+    task: int
+    score: float
+    max_score: float
+    manual: bool = False
+    title: str = ""
+    not_attempted: bool = False
+    comment: str = ""  # the marker's comment on a manual task
+
+
+@dataclass
+class SubmissionResult:
+    """Everything known about one graded submission.
+
+    ``score`` and ``max_score`` are computed from the tasks so they can never disagree.
+    """
+
+    submission: str  # where it came from: a path, or "export.zip!folder/file.ipynb"
+    key: str  # a file-system-safe name, unique in the batch, for per-submission outputs
+    status: Status
+    tasks: list[TaskResult] = field(default_factory=list)
+    tests: list[TestResult] = field(default_factory=list)
+    submission_sha256: str | None = None
+    tests_sha256: str | None = None
+    grader_version: str = ""
+    week: str = ""
+    participant: Participant | None = None
+    messages: list[str] = field(default_factory=list)  # student-safe notes: cell errors, limits hit
+    duration_s: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tasks), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_score for t in self.tasks), 6)
+
+    def task(self, number: int) -> TaskResult:
+        """The result for task ``number``; KeyError when the week has no such task."""
+        for t in self.tasks:
+            if t.task == number:
+                return t
+        raise KeyError(number)
