@@ -35,6 +35,11 @@ class MarkerError(AutograderError):
 class GenerationError(AutograderError):
     """Generation refused to write a notebook (e.g. a solution line would leak)."""
 
+    @classmethod
+    def at(cls, path: Path | str, cell: int, what: str, *, line: int | None = None) -> "GenerationError":
+        where = f"cell {cell}" if line is None else f"cell {cell}, line {line}"
+        return cls(f"{path}: {where}: {what}")
+
 
 class SubmissionError(AutograderError):
     """A submission cannot be read as a notebook; the message goes into its result."""
@@ -50,3 +55,98 @@ class SandboxError(AutograderError):
 
 class WorksheetError(AutograderError):
     """A Moodle grading worksheet cannot be read or written as Moodle expects."""
+
+
+class GradebookError(AutograderError):
+    """The gradebook cannot be opened or a mark cannot be stored (says the file and why)."""
+
+    @classmethod
+    def newer_schema(cls, path: Path | str, found: int, known: int) -> "GradebookError":
+        return cls(
+            f"{path}: gradebook schema version {found} is newer than this autograder's ({known}); "
+            "upgrade the autograder or grade into a fresh output folder."
+        )
+
+
+class ReportError(AutograderError):
+    """A report or feedback page cannot be written as asked."""
+
+
+class ExportError(AutograderError):
+    """A Moodle "Download all submissions" export cannot be read at all (not one submission)."""
+
+
+class ManualMarksError(AutograderError):
+    """A hand-marking sheet holds marks that cannot be used; the message names every bad row."""
+
+    @classmethod
+    def rows(cls, sheet: Path | str, problems: list[str]) -> "ManualMarksError":
+        return cls(f"{sheet}: " + "; ".join(problems) + ". Fix these rows and merge again.")
+
+
+# --------------------------------------------------------------------------------------
+# Outcomes of a hidden test's dealings with student code. They fail that one test; the
+# messages are shown to the student, so they never include hidden inputs or expected values.
+
+
+class StudentCodeError(AutograderError):
+    """The student's code raised an exception while a hidden test called it."""
+
+    def __init__(self, ename: str, evalue: str) -> None:
+        super().__init__(f"{ename}: {evalue}" if evalue else ename)
+        self.ename = ename
+        self.evalue = evalue
+
+    def feedback(self) -> str:
+        return f"your code raised {self}"
+
+
+class NotAttempted(StudentCodeError):
+    """The student's code still raises NotImplementedError: the task is not attempted."""
+
+    def feedback(self) -> str:
+        return "not attempted: your code still raises NotImplementedError"
+
+
+class StudentTimeout(StudentCodeError):
+    """A call into student code ran past its wall-time limit; the worker was killed."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__("Timeout", f"did not finish within {seconds:g} s")
+        self.seconds = seconds
+
+    def feedback(self) -> str:
+        return f"your code did not finish within {self.seconds:g} s"
+
+
+class WorkerCrashed(StudentCodeError):
+    """The worker process ended while running student code (crash, os._exit, memory limit)."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("WorkerCrashed", detail)
+
+    def feedback(self) -> str:
+        return "your code ended the process running it (a crash, os._exit, or the memory limit)"
+
+
+class MissingName(AttributeError):
+    """The submission does not define a name the tests need."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def feedback(self) -> str:
+        return f"your notebook does not define `{self.name}`"
+
+
+class NotPlainData(TypeError):
+    """Student code returned an object where the test needs plain data (numbers, arrays)."""
+
+    def __init__(self, typename: str) -> None:
+        super().__init__(typename)
+        self.typename = typename
+
+    def feedback(self) -> str:
+        return (f"your code returned a `{self.typename}` object where plain data "
+                "(numbers, strings, arrays, lists) was expected")

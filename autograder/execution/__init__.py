@@ -1,0 +1,1 @@
+"""The grader's side of execution: sandboxes, zygotes, and running one submission."""

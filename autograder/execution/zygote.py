@@ -1,0 +1,244 @@
+"""The grader's handle on one zygote and on the worker it has forked.
+
+``Zygote`` starts the sandboxed zygote (see ``sandbox.plan``) and asks it for workers;
+``Worker`` sends requests with a wall-clock deadline each. Everything the other side
+sends is parsed defensively; a worker that hangs, dies or talks out of turn becomes a
+``WorkerTimeout``/``WorkerDied``/``ProtocolError`` for that submission only, and a
+zygote that stops answering is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Any
+
+from autograder.exceptions import ProtocolError, SandboxError
+from autograder.execution.sandbox import Limits, SandboxPlan, plan
+from autograder.worker.codec import dumps_message, loads_message
+from autograder.worker.framing import FrameTimeout, read_frame, write_frame
+
+log = logging.getLogger(__name__)
+
+ZYGOTE_START_TIMEOUT_S = 120.0
+CONTROL_TIMEOUT_S = 10.0
+MAX_CONTROL_LINE = 1 << 16
+
+
+class WorkerTimeout(TimeoutError):
+    """The worker did not answer within the deadline; it has been killed."""
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended (crash, ``os._exit``, memory limit, signal)."""
+
+
+class Zygote:
+    """One sandboxed zygote; forks one worker at a time."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self.info: dict[str, Any] = {}
+        self.plan: SandboxPlan | None = None
+        self._buffer = b""
+        self._stderr = tempfile.TemporaryFile()
+        self.worker: Worker | None = None
+
+    # -- life cycle -------------------------------------------------------------------
+    def start(self) -> "Zygote":
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.plan = plan(theirs.fileno())
+        extra = {}
+        if self.plan.user is not None:
+            extra = {"user": self.plan.user, "group": self.plan.group, "extra_groups": []}
+        try:
+            self.process = subprocess.Popen(
+                self.plan.argv, env=self.plan.env, cwd=self.plan.cwd, pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+                start_new_session=True, **extra,
+            )
+        finally:
+            theirs.close()
+        self.sock = ours
+        try:
+            self.info = self._expect({"ready"}, ZYGOTE_START_TIMEOUT_S)
+        except (SandboxError, ProtocolError) as exc:
+            detail = self._stderr_text()
+            self.close()
+            raise SandboxError(f"the worker zygote did not start: {exc}\n{detail}") from exc
+        return self
+
+    def _stderr_text(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()[-4000:].decode("utf-8", "replace")
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None and self.sock is not None
+
+    def close(self) -> None:
+        """Hang up: the zygote kills its workers and exits; we make sure of it."""
+        if self.worker is not None:
+            self.worker.close_fds()
+            self.worker = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        self._stderr.close()
+
+    # -- control channel --------------------------------------------------------------
+    def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        assert self.sock is not None
+        data = json.dumps(message).encode() + b"\n"
+        if fds:
+            socket.send_fds(self.sock, [data], fds)
+        else:
+            self.sock.sendall(data)
+
+    def _expect(self, ops: set[str], timeout: float) -> dict[str, Any]:
+        """Read control lines until one whose op is in ``ops``."""
+        assert self.sock is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                message = loads_message(line)
+                if message.get("op") in ops:
+                    return message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(f"zygote did not answer {sorted(ops)} within {timeout:.0f} s")
+            readable, _, _ = select.select([self.sock], [], [], remaining)
+            if readable:
+                chunk = self.sock.recv(MAX_CONTROL_LINE)
+                if not chunk:
+                    raise SandboxError("zygote exited")
+                self._buffer += chunk
+                if len(self._buffer) > MAX_CONTROL_LINE:
+                    raise ProtocolError("zygote control line too long")
+
+    # -- workers ----------------------------------------------------------------------
+    def spawn(self) -> "Worker":
+        """Fork a fresh worker for one submission."""
+        if self.worker is not None:
+            raise SandboxError("the zygote already has a worker")
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            self._send({"op": "fork", "limits": self.limits.for_worker()}, [req_r, resp_w, out_w])
+        finally:
+            for fd in (req_r, resp_w, out_w):
+                os.close(fd)
+        self._expect({"forked"}, CONTROL_TIMEOUT_S)
+        self.worker = Worker(self, req_w, resp_r, out_r, self.limits.output_bytes)
+        return self.worker
+
+    def finish(self, *, kill: bool) -> dict[str, Any]:
+        """End the current worker (politely, or by killing everything it started) and wait
+        until the zygote has cleaned up. Raises ``SandboxError`` when the zygote is stuck."""
+        worker, self.worker = self.worker, None
+        if worker is None:
+            return {}
+        if kill:
+            self._send({"op": "kill"})
+        else:
+            worker.say_bye()
+        worker.close_fds()
+        try:
+            return self._expect({"exited", "idle"}, CONTROL_TIMEOUT_S)
+        except SandboxError:
+            if not kill:
+                self._send({"op": "kill"})
+                return self._expect({"exited", "idle"}, CONTROL_TIMEOUT_S)
+            raise
+
+
+class Worker:
+    """One forked worker: request/reply with a deadline per request."""
+
+    def __init__(self, zygote: Zygote, req_w: int, resp_r: int, out_r: int, output_cap: int) -> None:
+        self.zygote = zygote
+        self.req_w, self.resp_r = req_w, resp_r
+        os.set_blocking(req_w, False)
+        os.set_blocking(resp_r, False)
+        self._seq = 0
+        self.dead = False
+        self.output = bytearray()
+        self._output_cap = output_cap
+        self.output_truncated = False
+        self._drain = threading.Thread(target=self._drain_output, args=(out_r,), daemon=True)
+        self._drain.start()
+
+    def _drain_output(self, fd: int) -> None:
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                room = self._output_cap - len(self.output)
+                if room > 0:
+                    self.output += chunk[:room]
+                if len(chunk) > room:
+                    self.output_truncated = True
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and wait for its reply, at most ``timeout`` seconds."""
+        if self.dead:
+            raise WorkerDied("the worker has already ended")
+        self._seq += 1
+        message = {**message, "seq": self._seq}
+        deadline = time.monotonic() + timeout
+        try:
+            write_frame(self.req_w, dumps_message(message), deadline)
+            reply = loads_message(read_frame(self.resp_r, deadline))
+        except FrameTimeout:
+            self.dead = True
+            raise WorkerTimeout(f"no answer within {timeout:g} s") from None
+        except (EOFError, BrokenPipeError):
+            self.dead = True
+            raise WorkerDied("the worker process ended") from None
+        except ProtocolError:
+            self.dead = True
+            raise
+        if reply.get("seq") != self._seq:
+            self.dead = True
+            raise ProtocolError("reply out of turn")
+        return reply
+
+    def say_bye(self) -> None:
+        if not self.dead:
+            try:
+                write_frame(self.req_w, dumps_message({"op": "bye"}), time.monotonic() + 1)
+            except (FrameTimeout, OSError):
+                pass
+
+    def close_fds(self) -> None:
+        for fd in (self.req_w, self.resp_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.req_w = self.resp_r = -1
+
+    def output_text(self) -> str:
+        self._drain.join(timeout=1)
+        text = self.output.decode("utf-8", "replace")
+        return text + ("\n[output truncated]" if self.output_truncated else "")

@@ -1,0 +1,68 @@
+"""The two pipelines: source notebook -> student notebook, source -> solution notebook.
+
+A pipeline is an ordered list of steps. The ordering rule:
+1. ``CheckMarkers`` first: refusals name the author's own cells and lines, and nothing is
+   half-done when one fires.
+2. Content steps next (``ClearSolutions`` or ``StripMarkers``, ``AnswerPrompts``,
+   ``ClearOutputs``): each touches its own cells or fields, so their order among
+   themselves does not matter.
+3. ``StableIds``: after content, before the guards, as the notebook will be written.
+4. Guards last (``MarkerGuard``, ``LeakGuard``): they judge exactly what will be written,
+   and trust none of the steps before them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from autograder.generate.steps import (
+    AnswerPrompts,
+    CheckMarkers,
+    ClearOutputs,
+    ClearSolutions,
+    Context,
+    LeakGuard,
+    MarkerGuard,
+    Preprocessor,
+    StableIds,
+    StripMarkers,
+)
+
+STUDENT_STEPS: tuple[Preprocessor, ...] = (
+    CheckMarkers(),
+    ClearSolutions(),
+    AnswerPrompts(),
+    ClearOutputs(),
+    StableIds(),
+    MarkerGuard(),
+    LeakGuard(generated=ClearSolutions.stub),
+)
+
+SOLUTION_STEPS: tuple[Preprocessor, ...] = (
+    CheckMarkers(),
+    StripMarkers(),
+    ClearOutputs(),
+    StableIds(),
+    MarkerGuard(),
+)
+
+
+def run(steps: Sequence[Preprocessor], source: NotebookNode, *, path: Path) -> NotebookNode:
+    """Apply ``steps`` in order to a copy of ``source``; ``source`` itself is not changed."""
+    context = Context(path=path, source=source)
+    nb = copy.deepcopy(source)
+    for step in steps:
+        nb = step.preprocess(nb, context)
+    return nb
+
+
+def student_notebook(source: NotebookNode, *, path: Path) -> NotebookNode:
+    return run(STUDENT_STEPS, source, path=path)
+
+
+def solution_notebook(source: NotebookNode, *, path: Path) -> NotebookNode:
+    return run(SOLUTION_STEPS, source, path=path)

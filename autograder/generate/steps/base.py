@@ -1,0 +1,33 @@
+"""The base of every generation step, and what a step may know besides the notebook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every step may read: the source path (named in every error) and the source
+    notebook as the author wrote it (steps change a copy; guards compare against this)."""
+
+    path: Path
+    source: NotebookNode
+
+
+class Preprocessor:
+    """One transformation or check of the notebook being generated.
+
+    Steps change cells in place and never add or remove a cell, so cell N of the output
+    is cell N of the source, as every error message numbers it.
+    """
+
+    def preprocess(self, nb: NotebookNode, context: Context) -> NotebookNode:
+        for index, cell in enumerate(nb.cells):
+            self.preprocess_cell(cell, context, index)
+        return nb
+
+    def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Change (or check) one cell; ``index`` counts from 0, messages from 1."""

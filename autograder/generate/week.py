@@ -1,0 +1,139 @@
+"""Generating a week's files, or checking that the committed ones are what generation writes.
+
+Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each holds the
+week's generated notebook and a copy of every other file in ``source/weekNN/`` except the
+hidden ``tests/``. Anything else found there is ``extra`` (reported by a check, deleted by
+a write). Hidden files and ``__pycache__`` are never copied, reported or deleted
+(Jupyter's ``.ipynb_checkpoints`` lives there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from autograder.course import Course, Week
+from autograder.exceptions import GenerationError
+from autograder.generate.notebook_io import read_source, to_bytes
+from autograder.generate.pipeline import solution_notebook, student_notebook
+
+Kind = Literal["missing", "different", "extra"]
+
+
+@dataclass(frozen=True, order=True)
+class Difference:
+    """A generated file that is not on disk as generation would write it."""
+
+    path: Path  # relative to the course root
+    kind: Kind
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.path}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything generating one week would write, computed before anything is written."""
+
+    root: Path
+    folders: tuple[Path, ...]  # the folders generation owns
+    files: dict[Path, bytes] = field(default_factory=dict)  # absolute path -> contents
+
+
+def generate_course(course: Course, *, weeks: Sequence[str] = (), check: bool = False) -> list[Difference]:
+    """Generate the named weeks (all of them when none are named); see ``generate_weeks``."""
+    names = list(weeks) or course.week_names()
+    return generate_weeks([course.week(name) for name in names], check=check)
+
+
+def generate_week(week: Week, *, check: bool = False) -> list[Difference]:
+    return generate_weeks([week], check=check)
+
+
+def generate_weeks(weeks: Iterable[Week], *, check: bool = False) -> list[Difference]:
+    """The files that differ from what generation writes, sorted by path.
+
+    With ``check`` nothing is written: an empty list means the committed files are up to
+    date. Without it the differences are fixed (written or deleted) and returned as the
+    list of changes. Every week is generated in memory first, so a refusal (MarkerError,
+    GenerationError) leaves every file as it was.
+    """
+    plans = [plan_week(week) for week in weeks]
+    found = [(plan, compare(plan)) for plan in plans]
+    if not check:
+        for plan, differences in found:
+            apply(plan, differences)
+    return sorted(d for _, differences in found for d in differences)
+
+
+def plan_week(week: Week) -> Plan:
+    """The student and solution notebooks of ``week`` and its copied files, as bytes."""
+    source = read_source(week.source_notebook)
+    assignments, solutions = week.assignment_notebook.parent, week.solution_notebook.parent
+    files = {
+        week.assignment_notebook: to_bytes(student_notebook(source, path=week.source_notebook), path=week.source_notebook),
+        week.solution_notebook: to_bytes(solution_notebook(source, path=week.source_notebook), path=week.source_notebook),
+    }
+    for relative in _copied_files(week):
+        contents = (week.source_dir / relative).read_bytes()
+        files[assignments / relative] = contents
+        files[solutions / relative] = contents
+    return Plan(root=week.root, folders=(assignments, solutions), files=files)
+
+
+def compare(plan: Plan) -> list[Difference]:
+    differences = []
+    for path, contents in plan.files.items():
+        if not path.is_file():
+            differences.append(Difference(path.relative_to(plan.root), "missing"))
+        elif path.read_bytes() != contents:
+            differences.append(Difference(path.relative_to(plan.root), "different"))
+    for folder in plan.folders:
+        for path in _files_under(folder):
+            if path not in plan.files:
+                differences.append(Difference(path.relative_to(plan.root), "extra"))
+    return differences
+
+
+def apply(plan: Plan, differences: Iterable[Difference]) -> None:
+    """Write what is missing or different, delete what is extra, prune emptied folders."""
+    for difference in differences:
+        path = plan.root / difference.path
+        if difference.kind == "extra":
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(plan.files[path])
+    for folder in plan.folders:
+        for directory in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+            if not any(directory.iterdir()):
+                directory.rmdir()
+
+
+def _copied_files(week: Week) -> list[Path]:
+    """Paths, relative to the week's source folder, of the files copied to both outputs."""
+    copied = []
+    for path in _files_under(week.source_dir):
+        relative = path.relative_to(week.source_dir)
+        if relative.parts[0] == "tests" or path == week.source_notebook:
+            continue
+        if path.suffix == ".ipynb":
+            raise GenerationError(
+                f"{path}: only {week.source_notebook.name} is generated; another notebook would be copied "
+                "as it is, solutions and all. Move it out of the week's folder."
+            )
+        copied.append(relative)
+    return copied
+
+
+def _files_under(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
+    )
+

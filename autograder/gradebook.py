@@ -1,0 +1,314 @@
+"""The gradebook: every result a run produced, in one SQLite file in the output folder.
+
+Why SQLite: each result is committed in its own transaction, so a run killed halfway
+keeps everything it finished and a re-run picks up where it stopped (``lookup`` returns
+the stored result when the submission, the hidden tests and the grader are unchanged).
+WAL mode and a busy timeout let two processes write at once without corrupting the file.
+
+Manual marks live in their own table and are applied when results are read, so
+re-grading a submission replaces its autograded points but never a marker's work.
+Results are stored as the JSON document of ``autograder.formats.result_json``, the same
+document ``grade --json`` prints; nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+
+from autograder.exceptions import GradebookError
+from autograder.formats import result_json
+from autograder.results import SubmissionResult
+
+FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
+
+_SCHEMA = (
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        week TEXT NOT NULL,
+        grader_version TEXT NOT NULL,
+        started TEXT NOT NULL,
+        finished TEXT,                      -- NULL: still running, or the run was killed
+        counts TEXT NOT NULL DEFAULT '{}'   -- JSON: results recorded per status, and "reused"
+    )
+    """,
+    """
+    CREATE TABLE results (
+        week TEXT NOT NULL,
+        key TEXT NOT NULL,
+        submission_sha256 TEXT,
+        tests_sha256 TEXT,
+        grader_version TEXT NOT NULL,
+        status TEXT NOT NULL,
+        score REAL NOT NULL,
+        max_score REAL NOT NULL,
+        document TEXT NOT NULL,             -- result_json.to_dict as recorded; marks apply on read
+        recorded TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs(id),
+        PRIMARY KEY (week, key)
+    )
+    """,
+    """
+    CREATE TABLE manual_marks (
+        week TEXT NOT NULL,
+        key TEXT NOT NULL,
+        task INTEGER NOT NULL,
+        points REAL NOT NULL,
+        comment TEXT NOT NULL,
+        marked TEXT NOT NULL,
+        PRIMARY KEY (week, key, task)
+    )
+    """,
+)
+
+
+@dataclass(frozen=True)
+class ManualMark:
+    """A marker's points and comment for one manual task of one submission."""
+
+    points: float
+    comment: str
+    marked: str  # ISO 8601 UTC time of the last change
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One ``grade`` run as the gradebook saw it; ``finished`` is None if it never ended."""
+
+    id: int
+    week: str
+    grader_version: str
+    started: str
+    finished: str | None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Gradebook:
+    """An open gradebook file; use ``Gradebook.open(path)`` as a context manager."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self.path = path
+        # Results may be recorded from an executor's callback threads; one lock keeps
+        # the connection's transactions from interleaving.
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path | str) -> "Gradebook":
+        """Open (creating if needed) the gradebook at ``path``, in WAL mode."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            book = cls(db, path)
+            book._migrate()
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise GradebookError(f"{path}: cannot open the gradebook: {exc}") from exc
+        except BaseException:
+            db.close()
+            raise
+        return book
+
+    def __enter__(self) -> "Gradebook":
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on
+        the busy timeout instead of failing when a read would have to become a write."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+        """Run one query under the lock, so it never reads another thread's open transaction."""
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def _migrate(self) -> None:
+        with self._transaction() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise GradebookError.newer_schema(self.path, version, SCHEMA_VERSION)
+            if version == 0:
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # --- runs -------------------------------------------------------------------------
+
+    def begin_run(self, week: str, *, grader_version: str) -> int:
+        """Note that a run started; returns the id to pass to ``record`` and ``finish_run``."""
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (week, grader_version, started) VALUES (?, ?, ?)",
+                (week, grader_version, _now()),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def finish_run(self, run_id: int, *, reused: int = 0) -> RunRecord:
+        """Close a run: counts the results it recorded per status, plus ``reused``
+        (submissions skipped because ``lookup`` found them unchanged)."""
+        with self._transaction() as db:
+            counts = dict(
+                db.execute(
+                    "SELECT status, COUNT(*) FROM results WHERE run_id = ? GROUP BY status ORDER BY status",
+                    (run_id,),
+                ).fetchall()
+            )
+            counts["reused"] = reused
+            updated = db.execute(
+                "UPDATE runs SET finished = ?, counts = ? WHERE id = ?", (_now(), json.dumps(counts), run_id)
+            )
+            if updated.rowcount != 1:
+                raise GradebookError(f"{self.path}: no run {run_id} to finish")
+        return next(r for r in self.runs() if r.id == run_id)
+
+    def runs(self) -> list[RunRecord]:
+        """Every run, oldest first (a killed run shows ``finished`` None)."""
+        rows = self._read("SELECT id, week, grader_version, started, finished, counts FROM runs ORDER BY id")
+        return [
+            RunRecord(id=i, week=w, grader_version=v, started=s, finished=f, counts=json.loads(c))
+            for i, w, v, s, f, c in rows
+        ]
+
+    # --- results ----------------------------------------------------------------------
+
+    def record(self, result: SubmissionResult, *, run_id: int | None = None) -> None:
+        """Store ``result``, replacing any earlier one for its (week, key), in one transaction."""
+        if not result.week or not result.key:
+            raise GradebookError(f"{self.path}: a result needs a week and a key to be recorded ({result.submission!r})")
+        document = result_json.to_dict(result)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO results (week, key, submission_sha256, tests_sha256, grader_version, "
+                "status, score, max_score, document, recorded, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    result.week,
+                    result.key,
+                    result.submission_sha256,
+                    result.tests_sha256,
+                    result.grader_version,
+                    result.status.value,
+                    result.score,
+                    result.max_score,
+                    json.dumps(document, ensure_ascii=False),
+                    _now(),
+                    run_id,
+                ),
+            )
+
+    def lookup(
+        self,
+        week: str,
+        key: str,
+        *,
+        submission_sha256: str | None,
+        tests_sha256: str | None,
+        grader_version: str,
+    ) -> SubmissionResult | None:
+        """The stored result if grading again would change nothing, else None.
+
+        A submission without content (``submission_sha256`` None) is never reused: there
+        is nothing to compare, and its result costs nothing to make again.
+        """
+        if submission_sha256 is None:
+            return None
+        rows = self._read(
+            "SELECT document FROM results WHERE week = ? AND key = ? AND submission_sha256 = ? "
+            "AND tests_sha256 IS ? AND grader_version = ?",
+            (week, key, submission_sha256, tests_sha256, grader_version),
+        )
+        if not rows:
+            return None
+        return _apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
+
+    def results(self, week: str) -> list[SubmissionResult]:
+        """Every stored result of ``week``, ordered by key, with manual marks applied."""
+        rows = self._read("SELECT key, document FROM results WHERE week = ? ORDER BY key", (week,))
+        marks = self.manual_marks(week)
+        return [_apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
+
+    def weeks(self) -> list[str]:
+        """The weeks that have results, sorted."""
+        return [w for (w,) in self._read("SELECT DISTINCT week FROM results ORDER BY week")]
+
+    # --- manual marks -----------------------------------------------------------------
+
+    def set_manual(self, week: str, key: str, task: int, *, points: float, comment: str = "") -> None:
+        """Store a marker's points for a manual task; checked against the stored result."""
+        with self._transaction() as db:
+            row = db.execute("SELECT document FROM results WHERE week = ? AND key = ?", (week, key)).fetchone()
+            if row is None:
+                raise GradebookError(f"{self.path}: no result for {key!r} in {week}: grade the week before marking it")
+            stored = result_json.from_dict(json.loads(row[0]))
+            try:
+                target = stored.task(task)
+            except KeyError:
+                raise GradebookError(f"{self.path}: {key!r} in {week} has no task {task}") from None
+            if not target.manual:
+                raise GradebookError(f"{self.path}: task {task} of {week} is autograded, not marked by hand")
+            if not 0 <= points <= target.max_score:
+                raise GradebookError(
+                    f"{self.path}: {points} points for task {task} of {key!r} is outside 0..{target.max_score}"
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO manual_marks (week, key, task, points, comment, marked) VALUES (?, ?, ?, ?, ?, ?)",
+                (week, key, task, float(points), comment, _now()),
+            )
+
+    def manual_marks(self, week: str) -> dict[str, dict[int, ManualMark]]:
+        """``{key: {task: ManualMark}}`` for every marked submission of ``week``."""
+        marks: dict[str, dict[int, ManualMark]] = {}
+        for key, task, points, comment, marked in self._read(
+            "SELECT key, task, points, comment, marked FROM manual_marks WHERE week = ? ORDER BY key, task", (week,)
+        ):
+            marks.setdefault(key, {})[task] = ManualMark(points=points, comment=comment, marked=marked)
+        return marks
+
+    def _marks_for(self, week: str, key: str) -> dict[int, ManualMark]:
+        rows = self._read(
+            "SELECT task, points, comment, marked FROM manual_marks WHERE week = ? AND key = ?", (week, key)
+        )
+        return {task: ManualMark(points=points, comment=comment, marked=marked) for task, points, comment, marked in rows}
+
+
+def _apply_marks(result: SubmissionResult, marks: dict[int, ManualMark]) -> SubmissionResult:
+    """Put the marker's points and comments on the manual tasks; totals follow (computed)."""
+    for task in result.tasks:
+        mark = marks.get(task.task)
+        if task.manual and mark is not None:
+            task.score = mark.points
+            task.comment = mark.comment
+    return result

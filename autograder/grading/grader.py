@@ -1,0 +1,74 @@
+"""The grading API: a week and some submissions in, one result per submission out.
+
+The CLI and the Dask tasks call ``grade``; it owns one pytest session (hidden tests are
+collected once per batch) and one warm zygote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+from collections.abc import Iterable
+
+import pytest
+
+from autograder.course import Week
+from autograder.exceptions import CourseError
+from autograder.execution.run import ZygoteSlot
+from autograder.execution.sandbox import Limits
+from autograder.grading.loop import GradingLoop, OnResult
+from autograder.results import SubmissionResult
+from autograder.submission import Submission
+
+log = logging.getLogger(__name__)
+
+
+def pytest_args(week: Week) -> list[str]:
+    """How the hidden tests are run: plain asserts (no values in messages), no cache, no
+    terminal output (stdout may carry JSON), test modules imported by path."""
+    return [
+        str(week.tests_dir),
+        "--assert=plain",
+        "-p", "no:cacheprovider",
+        "-p", "no:terminal",
+        "-p", "no:faulthandler",
+        "--import-mode=importlib",
+        f"--confcutdir={week.tests_dir}",
+        f"--rootdir={week.tests_dir}",
+        "-W", "ignore",
+    ]
+
+
+def grade(
+    week: Week,
+    submissions: Iterable[Submission],
+    *,
+    limits: Limits | None = None,
+    on_result: OnResult | None = None,
+    slot: ZygoteSlot | None = None,
+) -> list[SubmissionResult]:
+    """Grade ``submissions`` in order; ``on_result`` sees each result as soon as it exists."""
+    limits = limits or Limits()
+    results: list[SubmissionResult] = []
+
+    def collect(result: SubmissionResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    own_slot = slot is None
+    slot = slot or ZygoteSlot(limits)
+    loop = GradingLoop(week, submissions, collect, limits, slot)
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(captured):
+            code = pytest.main(pytest_args(week), plugins=[loop])
+    finally:
+        if own_slot:
+            slot.close()
+    if loop.error is not None:
+        raise loop.error
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise CourseError(f"grading {week.name} stopped (pytest exit code {int(code)}): {captured.getvalue()[-2000:]}")
+    return results

@@ -1,0 +1,111 @@
+"""From test outcomes to a result: feedback text, points per task, the submission's status.
+
+Feedback is built from the test's docstring and a student-safe reason. Assertion
+rewriting is off during grading, so an ``AssertionError`` carries only the message the
+instructor wrote, never the compared values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograder.course import Week
+from autograder.exceptions import (
+    MissingName,
+    NotAttempted,
+    NotPlainData,
+    ProtocolError,
+    StudentCodeError,
+)
+from autograder.results import Status, SubmissionResult, TaskResult, TestResult
+
+
+@dataclass(frozen=True)
+class HiddenTest:
+    """What the grader knows of one collected test, read once per batch."""
+
+    nodeid: str
+    name: str
+    task: int
+    points: float
+    description: str  # the docstring's first line: what the test checks
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    reason: str = ""  # student-safe
+    not_attempted: bool = False
+
+
+def describe_failure(exc: BaseException, *, stubs_left: bool = False) -> Outcome:
+    """A student-safe reason for a failed test. With ``stubs_left`` (a cell of the notebook
+    still raised NotImplementedError), a missing name counts as not attempted: the stub
+    stopped the cell before it defined the name."""
+    if isinstance(exc, NotAttempted):
+        return Outcome(False, exc.feedback(), not_attempted=True)
+    if isinstance(exc, MissingName) and stubs_left:
+        return Outcome(False, exc.feedback() + " (a cell still raises NotImplementedError)", not_attempted=True)
+    if isinstance(exc, (StudentCodeError, MissingName, NotPlainData)):
+        return Outcome(False, exc.feedback())
+    if isinstance(exc, AssertionError):
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return Outcome(False, message or "the check did not hold")
+    if isinstance(exc, ProtocolError):
+        return Outcome(False, "your code's answer could not be read as plain data")
+    return Outcome(False, f"the check could not be completed with what your code returned ({type(exc).__name__})")
+
+
+def build_result(
+    *,
+    week: Week,
+    tests: list[HiddenTest],
+    outcomes: dict[str, Outcome],
+    base: SubmissionResult,
+    timed_out: bool,
+) -> SubmissionResult:
+    """Fill ``base`` (identity, hashes, messages) with test and task results and a status."""
+    test_results = []
+    for test in tests:
+        outcome = outcomes.get(test.nodeid, Outcome(False, "the test did not run"))
+        status = "passed" if outcome.passed else "failed"
+        text = f"{test.description}: {status}" + (f" ({outcome.reason})" if outcome.reason and not outcome.passed else "")
+        test_results.append(
+            TestResult(
+                name=test.name,
+                task=test.task,
+                score=test.points if outcome.passed else 0.0,
+                max_score=test.points,
+                output=text,
+                not_attempted=outcome.not_attempted,
+            )
+        )
+    tasks = []
+    for task in week.tasks:
+        mine = [t for t in test_results if t.task == task.number]
+        tasks.append(
+            TaskResult(
+                task=task.number,
+                title=task.title,
+                score=0.0 if task.manual else round(sum(t.score for t in mine), 6),
+                max_score=task.points,
+                manual=task.manual,
+                not_attempted=bool(mine) and all(t.not_attempted for t in mine),
+            )
+        )
+    base.tests = test_results
+    base.tasks = tasks
+    autograded = [t for t in tasks if not t.manual]
+    if timed_out:
+        base.status = Status.TIMEOUT
+    elif autograded and all(t.not_attempted for t in autograded):
+        base.status = Status.NOT_ATTEMPTED
+    else:
+        base.status = Status.GRADED
+    return base
+
+
+def empty_result(week: Week, base: SubmissionResult) -> SubmissionResult:
+    """Zero for every task: a submission that could not be run at all."""
+    base.tasks = [TaskResult(t.number, 0.0, t.points, manual=t.manual, title=t.title) for t in week.tasks]
+    return base

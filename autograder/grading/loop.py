@@ -1,0 +1,147 @@
+"""Grading as a pytest plugin: collect the hidden tests once, run them per submission.
+
+``GradingLoop`` replaces pytest's run loop. For each submission it runs the notebook in
+a sandboxed worker, points the ``student`` fixture at it, runs every collected test
+through pytest's own runtest protocol (fixtures, markers, reports), and hands the result
+to a callback. Module- and session-scoped data fixtures are kept across submissions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from autograder import __version__
+from autograder.course import Week
+from autograder.exceptions import CourseError, SubmissionError
+from autograder.execution.run import SubmissionRun, ZygoteSlot
+from autograder.execution.sandbox import Limits
+from autograder.grading.judge import HiddenTest, Outcome, build_result, describe_failure, empty_result
+from autograder.notebook import code_cells
+from autograder.results import Status, SubmissionResult
+from autograder.submission import Submission
+from autograder.testing.plugin import CHANNEL_SOURCE
+from autograder.testing.student import Channel
+
+OnResult = Callable[[SubmissionResult], None]
+
+
+def hidden_tests(week: Week, items: list[pytest.Item]) -> list[HiddenTest]:
+    """Read task, points and description of every collected test; refuse a suite whose
+    points do not add up to the week's task points."""
+    tests = []
+    for item in items:
+        task, points = item.get_closest_marker("task"), item.get_closest_marker("points")
+        if task is None or points is None:
+            raise CourseError(f"{item.nodeid}: every hidden test needs @pytest.mark.task(N) and @pytest.mark.points(P)")
+        doc = (getattr(item, "obj", None).__doc__ or "").strip() if hasattr(item, "obj") else ""
+        description = doc.splitlines()[0].strip().rstrip(".") if doc else item.name
+        tests.append(HiddenTest(item.nodeid, item.name, int(task.args[0]), float(points.args[0]), description))
+    for t in week.tasks:
+        total = sum(h.points for h in tests if h.task == t.number)
+        if t.manual and total:
+            raise CourseError(f"{week.name}: task {t.number} is graded by hand but has hidden tests")
+        if not t.manual and abs(total - t.points) > 1e-9:
+            raise CourseError(f"{week.name}: hidden tests of task {t.number} add up to {total:g} points, "
+                              f"the task is worth {t.points:g}")
+    unknown = {h.task for h in tests} - {t.number for t in week.tasks}
+    if unknown:
+        raise CourseError(f"{week.name}: hidden tests name tasks {sorted(unknown)} the notebook does not have")
+    return tests
+
+
+class GradingLoop:
+    """The pytest plugin object that grades a stream of submissions in one session."""
+
+    def __init__(self, week: Week, submissions: Iterable[Submission], on_result: OnResult,
+                 limits: Limits, slot: ZygoteSlot) -> None:
+        self.week = week
+        self.submissions = submissions
+        self.on_result = on_result
+        self.limits = limits
+        self.slot = slot
+        self.run: SubmissionRun | None = None
+        self.outcomes: dict[str, Outcome] = {}
+        self.error: BaseException | None = None
+
+    # -- the channel source the `student` fixture asks -----------------------------------
+    def current_channel(self) -> Channel:
+        assert self.run is not None
+        return self.run
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[CHANNEL_SOURCE] = self
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+        outcome = yield
+        report = outcome.get_result()
+        if call.when == "call" and report.passed:
+            self.outcomes.setdefault(item.nodeid, Outcome(True))
+        elif report.failed or report.skipped:
+            if call.excinfo is not None and not report.skipped:
+                failure = describe_failure(call.excinfo.value, stubs_left=bool(self.run and self.run.stub_cells))
+            else:
+                failure = Outcome(False, "the check was skipped")
+            previous = self.outcomes.get(item.nodeid)
+            if previous is None or previous.passed:
+                self.outcomes[item.nodeid] = failure
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed:
+            raise CourseError(f"{self.week.name}: the hidden tests do not collect; run "
+                              f"`pytest {self.week.tests_dir}` to see why")
+        items = list(session.items)
+        try:
+            tests = hidden_tests(self.week, items)
+        except CourseError as exc:
+            self.error = exc  # raised by ``grade`` once pytest has shut down cleanly
+            return True
+        pending = iter(self.submissions)
+        current = next(pending, None)
+        while current is not None:
+            following = next(pending, None)
+            self.on_result(self._grade(current, items, tests, last=following is None))
+            current = following
+        return True
+
+    def _grade(self, submission: Submission, items: list[pytest.Item], tests: list[HiddenTest],
+               *, last: bool) -> SubmissionResult:
+        started = time.monotonic()
+        base = SubmissionResult(
+            submission=submission.origin, key=submission.key, status=Status.ERROR, week=self.week.name,
+            participant=submission.participant, submission_sha256=submission.sha256,
+            tests_sha256=self.week.tests_sha256, grader_version=__version__,
+        )
+        try:
+            if submission.content is None or submission.status is not None:
+                base.status = submission.status or Status.ERROR
+                base.messages.append(submission.message or "no notebook was found in this submission")
+                return empty_result(self.week, base)
+            try:
+                cells = code_cells(submission.content)
+            except SubmissionError as exc:
+                base.messages.append(str(exc))
+                return empty_result(self.week, base)
+            self.run = SubmissionRun(self.slot, cells, self.limits)
+            self.outcomes = {}
+            try:
+                self.run.execute()
+                base.messages.extend(self.run.messages)
+                if self.run.timed_out:
+                    return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
+                for index, item in enumerate(items):
+                    nextitem = items[index + 1] if index + 1 < len(items) else (None if last else items[0])
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                base.messages.extend(m for m in self.run.messages if m not in base.messages)
+                return build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
+            finally:
+                self.run.close()
+                self.run = None
+        finally:
+            base.duration_s = time.monotonic() - started

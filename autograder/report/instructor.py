@@ -1,0 +1,108 @@
+"""The instructor's report: ``report.html`` with plots, a table of every submission, and
+``feedback/<key>.html`` beside it for each one (the pages students get).
+
+Plots are embedded as base64 PNG so the report is one file that can be mailed or moved
+together with its ``feedback/`` folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from autograder.exceptions import ReportError
+from autograder.report import plots
+from autograder.report.feedback import render_feedback
+from autograder.report.summary import summarize
+from autograder.report.templating import environment
+from autograder.results import SubmissionResult
+
+REPORT_NAME = "report.html"
+FEEDBACK_DIR = "feedback"
+
+
+@dataclass(frozen=True)
+class Plot:
+    title: str
+    caption: str
+    draw: Callable[[Sequence[SubmissionResult]], bytes]
+
+
+# In the order the report shows them.
+PLOTS = (
+    Plot("Score distribution", "Total scores, stacked by status.", plots.score_distribution),
+    Plot("Tasks", "Per task: submissions with full marks, and the mean share of points.", plots.task_scores),
+    Plot("Hidden tests", "Share of submissions passing each hidden test, grouped by task.", plots.pass_rates_by_test),
+    Plot("Time per submission", "Grading time of each submission, slowest first, coloured by status.", plots.durations),
+)
+
+
+@dataclass(frozen=True)
+class TaskColumn:
+    number: int
+    title: str
+    max_score: float
+
+
+def task_columns(results: Sequence[SubmissionResult]) -> list[TaskColumn]:
+    """One column per task seen in the batch, titled from the first result that has it."""
+    seen: dict[int, TaskColumn] = {}
+    for result in results:
+        for task in result.tasks:
+            seen.setdefault(task.task, TaskColumn(task.task, task.title, task.max_score))
+    return [seen[n] for n in sorted(seen)]
+
+
+def _check_keys(results: Sequence[SubmissionResult]) -> None:
+    """Keys become file names: refuse any that would leave ``feedback/`` or collide."""
+    seen: set[str] = set()
+    for result in results:
+        key = result.key
+        if not key or key in {".", ".."} or "/" in key or "\\" in key or "\0" in key:
+            raise ReportError(f"submission key {key!r} ({result.submission}) is not a safe file name")
+        if key in seen:
+            raise ReportError(f"two submissions share the key {key!r}: feedback pages would overwrite each other")
+        seen.add(key)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a page."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_title: str) -> Path:
+    """Write ``out_dir/report.html`` and ``out_dir/feedback/<key>.html``; returns the report's path."""
+    _check_keys(results)
+    feedback_dir = Path(out_dir) / FEEDBACK_DIR
+    feedback_dir.mkdir(parents=True, exist_ok=True)
+    for result in results:
+        _write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title))
+
+    images = [
+        (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
+    ]
+    html = environment().get_template("report.html.j2").render(
+        week_title=week_title,
+        results=results,
+        summary=summarize(results),
+        columns=task_columns(results),
+        images=images,
+        feedback_dir=FEEDBACK_DIR,
+        grader_versions=sorted({r.grader_version for r in results if r.grader_version}),
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+    report = Path(out_dir) / REPORT_NAME
+    _write_text(report, html)
+    return report

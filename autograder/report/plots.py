@@ -1,0 +1,158 @@
+"""The instructor report's plots, drawn with matplotlib's object API on the Agg canvas.
+
+Each function takes the batch and returns PNG bytes; no pyplot, so no global figure
+state and no display needed. A plot with nothing to show says so instead of failing.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from autograder.results import Status, SubmissionResult
+
+STATUS_COLOURS: dict[Status, str] = {
+    Status.GRADED: "#2f9e6a",
+    Status.NOT_ATTEMPTED: "#9aa5b1",
+    Status.ERROR: "#d64545",
+    Status.TIMEOUT: "#e8a33d",
+    Status.NOT_SUBMITTED: "#cbd2d9",
+}
+WIDTH_IN = 7.0
+DPI = 110
+
+
+def _figure(height_in: float = 3.6) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig, ax
+
+
+def _png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _nothing(ax: Axes, what: str) -> None:
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, f"no {what} in this batch", ha="center", va="center", color="#616e7c", transform=ax.transAxes)
+
+
+def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
+    """Histogram of total scores, stacked by status so errors and timeouts stand out."""
+    fig, ax = _figure()
+    scored = [r for r in results if r.status is not Status.NOT_SUBMITTED]
+    if not scored:
+        _nothing(ax, "submissions with a score")
+        return _png(fig)
+    top = max(max(r.max_score for r in scored), max(r.score for r in scored), 1.0)
+    statuses = [s for s in Status if any(r.status is s for r in scored)]
+    ax.hist(
+        [[r.score for r in scored if r.status is s] for s in statuses],
+        bins=min(20, max(5, len(scored) // 2)),
+        range=(0, top),
+        stacked=True,
+        color=[STATUS_COLOURS[s] for s in statuses],
+        label=[s.value.replace("_", " ") for s in statuses],
+        edgecolor="white",
+    )
+    ax.set_xlabel(f"score (of {top:g})")
+    ax.set_ylabel("submissions")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.legend(frameon=False, fontsize="small")
+    return _png(fig)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """How a test or task fared: ``percent`` of the ``n`` submissions it was measured on."""
+
+    label: str
+    task: int
+    percent: float
+    n: int
+
+
+def pass_rates(results: Sequence[SubmissionResult]) -> list[Rate]:
+    """Per hidden test, in task order: the share of the submissions it ran on that passed it."""
+    runs: dict[str, list[bool]] = {}
+    task_of: dict[str, int] = {}
+    for result in results:
+        for test in result.tests:
+            runs.setdefault(test.name, []).append(test.passed)
+            task_of[test.name] = test.task
+    names = sorted(runs, key=lambda n: (task_of[n], n))
+    return [Rate(n, task_of[n], 100 * sum(runs[n]) / len(runs[n]), len(runs[n])) for n in names]
+
+
+def task_rates(results: Sequence[SubmissionResult]) -> list[tuple[Rate, Rate]]:
+    """Per task with points: (share of submissions with full marks, mean share of points)."""
+    shares: dict[int, list[float]] = {}
+    for result in results:
+        for task in result.tasks:
+            if task.max_score > 0:
+                shares.setdefault(task.task, []).append(min(task.score / task.max_score, 1.0))
+    return [
+        (
+            Rate("full marks", n, 100 * sum(s >= 1.0 for s in shares[n]) / len(shares[n]), len(shares[n])),
+            Rate("mean points", n, 100 * sum(shares[n]) / len(shares[n]), len(shares[n])),
+        )
+        for n in sorted(shares)
+    ]
+
+
+def pass_rates_by_test(results: Sequence[SubmissionResult]) -> bytes:
+    """Horizontal bars of ``pass_rates``, coloured by task."""
+    rates = pass_rates(results)
+    fig, ax = _figure(height_in=max(2.4, 0.8 + 0.28 * len(rates)))
+    if not rates:
+        _nothing(ax, "hidden tests")
+        return _png(fig)
+    ax.barh(range(len(rates)), [r.percent for r in rates], color=[f"C{r.task % 10}" for r in rates])
+    ax.set_yticks(range(len(rates)), [f"T{r.task}  {r.label}" for r in rates], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("passed (% of submissions the test ran on)")
+    for y, rate in enumerate(rates):
+        ax.text(min(rate.percent + 1, 88), y, f"{rate.percent:.0f}%  (n={rate.n})", va="center", fontsize="x-small")
+    return _png(fig)
+
+
+def task_scores(results: Sequence[SubmissionResult]) -> bytes:
+    """Grouped bars of ``task_rates``: full marks beside mean points, per task."""
+    rates = task_rates(results)
+    fig, ax = _figure()
+    if not rates:
+        _nothing(ax, "tasks with points")
+        return _png(fig)
+    x = range(len(rates))
+    ax.bar([i - 0.2 for i in x], [full.percent for full, _ in rates], 0.4, label="full marks", color="#2f9e6a")
+    ax.bar([i + 0.2 for i in x], [mean.percent for _, mean in rates], 0.4, label="mean points", color="#3e7cb1")
+    ax.set_xticks(list(x), [f"Task {full.task}" for full, _ in rates])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of submissions / of points")
+    ax.legend(frameon=False, fontsize="small")
+    return _png(fig)
+
+
+def durations(results: Sequence[SubmissionResult]) -> bytes:
+    """Grading time per submission, slowest first, coloured by status (timeouts show up)."""
+    timed = sorted((r for r in results if r.status is not Status.NOT_SUBMITTED), key=lambda r: -r.duration_s)
+    fig, ax = _figure()
+    if not timed:
+        _nothing(ax, "graded submissions")
+        return _png(fig)
+    ax.bar(range(len(timed)), [r.duration_s for r in timed], color=[STATUS_COLOURS[r.status] for r in timed], width=0.85)
+    # No per-submission labels: names may need glyphs the plot font lacks; the table has the times.
+    ax.set_xticks([])
+    ax.set_xlabel(f"{len(timed)} submissions, slowest first")
+    ax.set_ylabel("seconds")
+    return _png(fig)

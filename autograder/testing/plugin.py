@@ -1,0 +1,75 @@
+"""The pytest plugin behind the hidden tests: markers, ``--submission``, the ``student`` fixture.
+
+Run directly (``pytest source/week01/tests``), ``student`` is the reference notebook
+executed in-process: that is how CI proves every hidden test passes on the reference.
+During grading, ``autograder.grading.loop`` puts a sandboxed submission behind it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from autograder.notebook import code_cells
+from autograder.testing.student import Channel, Student
+
+
+class ChannelSource(Protocol):
+    """Whoever decides which submission ``student`` talks to (the grading loop)."""
+
+    def current_channel(self) -> Channel: ...
+
+
+CHANNEL_SOURCE = pytest.StashKey["ChannelSource"]()
+_LOCAL = pytest.StashKey[dict[Path, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("autograder", "hidden tests of an autograded week")
+    group.addoption(
+        "--submission",
+        metavar="NOTEBOOK",
+        default=None,
+        help="bind the `student` fixture to this notebook, run in-process (trusted files only); "
+        "default: the week's reference notebook",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "task(n): the task a hidden test belongs to")
+    config.addinivalue_line("markers", "points(p): the points a hidden test is worth")
+    config.addinivalue_line("markers", "call_timeout(s): wall-time limit for each call into student code")
+
+
+def reference_notebook(test_path: Path) -> Path:
+    """``source/weekNN/tests/test_x.py`` -> ``source/weekNN/weekNN.ipynb``."""
+    week_dir = test_path.resolve().parent
+    while week_dir.name == "tests" or week_dir.name.startswith("test"):
+        week_dir = week_dir.parent
+    return week_dir / f"{week_dir.name}.ipynb"
+
+
+def _local_channel(config: pytest.Config, notebook: Path) -> Channel:
+    """One in-process notebook at a time (the IPython shell is a singleton)."""
+    from autograder.execution.local import LocalChannel
+
+    cache = config.stash.setdefault(_LOCAL, {})
+    if notebook not in cache:
+        cache.clear()
+        cache[notebook] = LocalChannel(code_cells(notebook.read_bytes()))
+    return cache[notebook]
+
+
+@pytest.fixture
+def student(request: pytest.FixtureRequest) -> Student:
+    """The submission under test (see docs/AUTHORING.md)."""
+    marker = request.node.get_closest_marker("call_timeout")
+    timeout = float(marker.args[0]) if marker else None
+    source = request.config.stash.get(CHANNEL_SOURCE, None)
+    if source is not None:
+        return Student(source.current_channel(), call_timeout=timeout)
+    option = request.config.getoption("submission")
+    notebook = Path(option).resolve() if option else reference_notebook(Path(request.node.path))
+    return Student(_local_channel(request.config, notebook), call_timeout=timeout)

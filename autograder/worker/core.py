@@ -1,0 +1,158 @@
+"""What the worker does with a request: run a cell, look up a name, call, read an attribute.
+
+The same ``WorkerCore`` serves the sandboxed worker (over pipes) and the in-process
+reference run of the hidden tests, so the tests see identical behaviour in both. Values
+leave as plain data when they are plain data and as handles otherwise.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+
+from autograder.worker.codec import HandleRef, NotPlain, decode, encode
+
+MAX_MESSAGE_TEXT = 500
+
+
+def _safe_text(obj: Any) -> str:
+    """``str(obj)`` for reporting, surviving a hostile ``__str__``."""
+    try:
+        text = str(obj)
+    except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything
+        return "<unprintable>"
+    return text if isinstance(text, str) else "<unprintable>"
+
+
+def _no_input(*_args: Any, **_kwargs: Any) -> str:
+    raise EOFError("input() is not available while the notebook is graded")
+
+
+def _no_shell(*_args: Any, **_kwargs: Any) -> None:
+    print("shell commands (! and %%bash) are disabled while the notebook is graded", file=sys.stderr)
+
+
+DISABLED_CELL_MAGICS = ("bash", "sh", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "system", "sx")
+
+
+class GradingShell(InteractiveShell):
+    """A headless shell: ``%matplotlib inline`` and friends select a backend, no GUI loop."""
+
+    def enable_gui(self, gui: str | None = None) -> None:
+        """There is no event loop to integrate with; plots render on Agg."""
+
+
+def make_shell() -> InteractiveShell:
+    """An IPython shell configured for grading: no history file, no shell escapes, no input."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    config.InteractiveShell.xmode = "Plain"
+    shell = GradingShell.instance(config=config)
+    shell.system = _no_shell
+    shell.system_raw = _no_shell
+    shell.system_piped = _no_shell
+    shell.getoutput = _no_shell
+    cell_magics = shell.magics_manager.magics["cell"]
+    line_magics = shell.magics_manager.magics["line"]
+    for name in DISABLED_CELL_MAGICS:
+        cell_magics.pop(name, None)
+        line_magics.pop(name, None)
+    for name in ("pip", "conda", "mamba", "uv", "sx", "system"):
+        line_magics[name] = _no_shell
+    return shell
+
+
+class WorkerCore:
+    """The request handler. Holds the student's namespace and the handle table."""
+
+    def __init__(self, shell: InteractiveShell) -> None:
+        self.shell = shell
+        self.handles: dict[int, Any] = {}
+        self._by_identity: dict[int, int] = {}  # id(obj) -> handle: one object, one handle
+        self._next_handle = 1
+        builtins.input = _no_input
+        shell.user_ns["input"] = _no_input
+
+    # -- the student's namespace --------------------------------------------------------
+    @property
+    def namespace(self) -> dict[str, Any]:
+        return self.shell.user_ns
+
+    def run_cell(self, source: str) -> dict[str, Any]:
+        """Run one cell with IPython semantics; errors are reported, never raised."""
+        result = self.shell.run_cell(source, store_history=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        error = result.error_before_exec or result.error_in_exec
+        if error is None:
+            return {"ok": True, "error": None}
+        return {"ok": True, "error": {"ename": type(error).__name__, "evalue": _safe_text(error)[:MAX_MESSAGE_TEXT]}}
+
+    # -- handles ------------------------------------------------------------------------
+    def _handle_for(self, obj: Any) -> HandleRef:
+        hid = self._by_identity.get(id(obj))
+        if hid is None:  # handles keep their objects alive, so id() is never reused here
+            hid = self._next_handle
+            self._next_handle += 1
+            self.handles[hid] = obj
+            self._by_identity[id(obj)] = hid
+        try:
+            typename = type(obj).__name__
+        except BaseException:  # noqa: BLE001 - hostile metaclass
+            typename = "object"
+        return HandleRef(hid, str(typename)[:200], callable(obj))
+
+    def _resolve(self, ref: HandleRef) -> Any:
+        try:
+            return self.handles[ref.id]
+        except KeyError:
+            raise LookupError(f"unknown handle {ref.id}") from None
+
+    def _value(self, value: Any) -> dict[str, Any]:
+        try:
+            return {"ok": True, "value": encode(value)}
+        except NotPlain:
+            return {"ok": True, "value": encode(self._handle_for(value))}
+
+    @staticmethod
+    def _exception(exc: BaseException) -> dict[str, Any]:
+        return {
+            "ok": False,
+            "kind": "exception",
+            "ename": type(exc).__name__,
+            "evalue": _safe_text(exc)[:MAX_MESSAGE_TEXT],
+            "not_implemented": isinstance(exc, NotImplementedError),
+        }
+
+    # -- requests -----------------------------------------------------------------------
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Answer one request; the student's exceptions become replies, not crashes."""
+        op = request.get("op")
+        try:
+            if op == "cell":
+                return self.run_cell(str(request["src"]))
+            if op == "has":
+                return {"ok": True, "value": str(request["name"]) in self.namespace}
+            if op == "get":
+                name = str(request["name"])
+                if name not in self.namespace:
+                    return {"ok": False, "kind": "missing", "name": name}
+                return self._value(self.namespace[name])
+            if op == "typename":
+                return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}
+            target = self._resolve(HandleRef(int(request["obj"]), "", False))
+            if op == "getattr":
+                return self._value(getattr(target, str(request["name"])))
+            if op == "call":
+                args = decode(request.get("args", {"t": []}), resolve=self._resolve)
+                kwargs = decode(request.get("kwargs", {"d": []}), resolve=self._resolve)
+                return self._value(target(*args, **kwargs))
+            return {"ok": False, "kind": "protocol", "evalue": f"unknown op {str(op)[:30]!r}"}
+        except BaseException as exc:  # noqa: BLE001 - the student's code may raise anything
+            return self._exception(exc)

@@ -1,0 +1,403 @@
+"""`autograder generate`: student and solution notebooks from a source notebook.
+
+The expected-output files beside the source fixture (nbstripout style) are the spec:
+tests/fixtures/generate/week99.ipynb generates week99.student.ipynb and
+week99.solution.ipynb byte for byte. After an intended change of output, regenerate them
+with ``generate_week`` and review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder.course import Course
+from autograder.exceptions import GenerationError, MarkerError
+from autograder.generate import Difference, generate_course, generate_week, solution_notebook, student_notebook
+from autograder.generate.pipeline import STUDENT_STEPS, run
+from autograder.generate.steps import (
+    AnswerPrompts,
+    ClearOutputs,
+    ClearSolutions,
+    Context,
+    LeakGuard,
+    Preprocessor,
+    StripMarkers,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "generate"
+SOURCE = FIXTURES / "week99.ipynb"
+STUB = "# your code here\nraise NotImplementedError()"
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Course:
+    """A tiny course: the fixture notebook as source/week99, a data file, hidden tests."""
+    week = tmp_path / "source" / "week99"
+    (week / "tests").mkdir(parents=True)
+    (week / "data").mkdir()
+    shutil.copy(SOURCE, week / "week99.ipynb")
+    (week / "points.csv").write_text("x,y\n1,2\n")
+    (week / "data" / "notes.txt").write_text("small data\n")
+    (week / "tests" / "test_week99.py").write_text("def test_hidden(student):\n    assert True\n")
+    (week / ".ipynb_checkpoints").mkdir()
+    (week / ".ipynb_checkpoints" / "week99-checkpoint.ipynb").write_text("{}")
+    return Course(tmp_path)
+
+
+def notebook(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=list(cells))
+    for index, cell in enumerate(nb.cells):
+        cell.id = f"c{index}"
+    return nb
+
+
+def code_cell_source(cell_source: str, *, solution: bool = False) -> str:
+    nb = notebook(new_code_cell(cell_source))
+    build = solution_notebook if solution else student_notebook
+    return build(nb, path=Path("w.ipynb")).cells[0].source
+
+
+# --- the generated files ---------------------------------------------------------------
+
+
+def test_generated_notebooks_match_the_expected_files(course: Course) -> None:
+    week = course.week("week99")
+    generate_week(week)
+    assert week.assignment_notebook.read_bytes() == (FIXTURES / "week99.student.ipynb").read_bytes()
+    assert week.solution_notebook.read_bytes() == (FIXTURES / "week99.solution.ipynb").read_bytes()
+
+
+def test_data_files_are_copied_to_both_outputs_and_hidden_tests_are_not(course: Course) -> None:
+    week = course.week("week99")
+    written = generate_week(week)
+    for folder in ("assignments", "solutions"):
+        out = course.root / folder / "week99"
+        assert (out / "points.csv").read_text() == "x,y\n1,2\n"
+        assert (out / "data" / "notes.txt").read_text() == "small data\n"
+        assert not (out / "tests").exists()
+        assert not (out / ".ipynb_checkpoints").exists()
+    assert written == sorted(
+        Difference(Path(folder, "week99", name), "missing")
+        for folder in ("assignments", "solutions")
+        for name in ("week99.ipynb", "points.csv", "data/notes.txt")
+    )
+
+
+def test_the_student_notebook_keeps_metadata_and_answer_cells_for_the_grader(course: Course) -> None:
+    week = course.week("week99")
+    generate_week(week)
+    student = nbformat.read(week.assignment_notebook, as_version=4)
+    source = nbformat.read(SOURCE, as_version=4)
+    assert student.metadata == source.metadata
+    assert [c.id for c in student.cells] == [c.id for c in source.cells]
+    answer = student.cells[-1]
+    assert answer.metadata["autograder"] == {"answer": 2}
+    assert answer.source == "*Write your answer to task 2 here.*"
+    assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in student.cells)
+    assert student.cells[3].metadata == {"tags": ["keep-me"]}  # run timings go, the rest stays
+
+
+@pytest.mark.parametrize(
+    ("source", "student", "solution"),
+    [
+        pytest.param("### BEGIN SOLUTION\nx = 1\n### END SOLUTION", STUB, "x = 1", id="whole-cell"),
+        pytest.param(
+            "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION",
+            "def f(x):\n    # your code here\n    raise NotImplementedError()",
+            "def f(x):\n    return x",
+            id="indented",
+        ),
+        pytest.param(
+            "if True:\n\t### BEGIN SOLUTION\n\ty = 2\n\t### END SOLUTION\nz = 3",
+            "if True:\n\t# your code here\n\traise NotImplementedError()\nz = 3",
+            "if True:\n\ty = 2\nz = 3",
+            id="tab-indented",
+        ),
+        pytest.param(
+            "a = 0\n### BEGIN SOLUTION\nb = 1\n### END SOLUTION\nc = 2\n  ### BEGIN SOLUTION\n  d = 3\n  ### END SOLUTION",
+            f"a = 0\n{STUB}\nc = 2\n  # your code here\n  raise NotImplementedError()",
+            "a = 0\nb = 1\nc = 2\n  d = 3",
+            id="two-regions",
+        ),
+        pytest.param("### BEGIN SOLUTION\n### END SOLUTION", STUB, "", id="empty-region"),
+        pytest.param("print('no regions')", "print('no regions')", "print('no regions')", id="no-region"),
+    ],
+)
+def test_regions_become_stubs_in_the_student_notebook_and_plain_code_in_the_solution(
+    source: str, student: str, solution: str
+) -> None:
+    assert code_cell_source(source) == student
+    assert code_cell_source(source, solution=True) == solution
+
+
+# --- refusals ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "says"),
+    [
+        pytest.param("x = 1\n### BEGIN SOLUTION\ny = 2", 2, "never closed", id="unclosed"),
+        pytest.param("x = 1\n### END SOLUTION", 2, "without a ### BEGIN SOLUTION", id="end-without-begin"),
+        pytest.param(
+            "### BEGIN SOLUTION\nx = 1\n### BEGIN SOLUTION\ny = 2\n### END SOLUTION\n### END SOLUTION",
+            3,
+            "may not nest",
+            id="nested",
+        ),
+        pytest.param("# BEGIN SOLUTION\nx = 1\n# END SOLUTION", 1, "malformed", id="one-hash"),
+        pytest.param("### BEGIN SOLUTION\nx = 1\n## END SOLUTION", 3, "malformed", id="two-hashes"),
+        pytest.param("#### BEGIN SOLUTION\nx = 1", 1, "malformed", id="four-hashes"),
+        pytest.param("### begin solution\nx = 1\n### end solution", 1, "malformed", id="lower-case"),
+        pytest.param("### BEGIN SOLUTIONS\nx = 1\n### END SOLUTIONS", 1, "malformed", id="plural"),
+        pytest.param("###BEGIN SOLUTION\nx = 1\n###END SOLUTION", 1, "malformed", id="no-space"),
+        pytest.param("### BEGIN_SOLUTION\nx = 1", 1, "malformed", id="underscore"),
+        pytest.param("x = 1  ### BEGIN SOLUTION\ny = 2\n### END SOLUTION", 1, "malformed", id="code-before"),
+        pytest.param("### BEGIN SOLUTION\ny = 2\n### END SOLUTION  # done", 3, "malformed", id="comment-after"),
+        pytest.param("BEGIN SOLUTION\nx = 1\nEND SOLUTION", 1, "malformed", id="capitals-without-hash"),
+        pytest.param("x = 1\n# Begin Solution here", 2, "malformed", id="comment"),
+        pytest.param(
+            "def f():\n    ### BEGIN SOLUTION\n    return 1\n### END SOLUTION", 4, "indented differently", id="indent"
+        ),
+    ],
+)
+def test_bad_markers_are_refused_with_file_cell_and_line(source: str, line: int, says: str) -> None:
+    nb = notebook(new_markdown_cell("## Task 1"), new_code_cell(source))
+    for build in (student_notebook, solution_notebook):
+        with pytest.raises(MarkerError, match=rf"^src/w\.ipynb: cell 2, line {line}: .*{says}"):
+            build(nb, path=Path("src/w.ipynb"))
+
+
+def test_words_that_merely_resemble_markers_are_not_refused() -> None:
+    source = "the_end_solution = 1\nprint('we begin, solution follows')  # fine\nprint('the end solution')"
+    assert code_cell_source(source) == source
+
+
+def test_marker_text_outside_code_cells_is_refused() -> None:
+    nb = notebook(new_code_cell("x = 1"), new_markdown_cell("Answer:\n### BEGIN SOLUTION\n42\n### END SOLUTION"))
+    with pytest.raises(MarkerError, match=r"cell 2, line 2: solution markers work only in code cells"):
+        student_notebook(nb, path=Path("w.ipynb"))
+
+
+def test_a_refused_week_writes_nothing(course: Course) -> None:
+    week = course.week("week99")
+    nb = nbformat.read(week.source_notebook, as_version=nbformat.NO_CONVERT)
+    nb.cells[3].source += "\n### END SOLUTION"
+    nbformat.write(nb, week.source_notebook)
+    with pytest.raises(MarkerError, match=rf"^{week.source_notebook}: cell 4, line 19: "):
+        generate_week(week)
+    assert not (course.root / "assignments").exists()
+    assert not (course.root / "solutions").exists()
+
+
+@pytest.mark.parametrize(
+    ("cell", "says"),
+    [
+        (new_code_cell("model answer", metadata={"autograder": {"answer": 3}}), "an answer cell .* must be markdown"),
+        (new_markdown_cell("model answer", metadata={"autograder": {"answer": "3"}}), "autograder.answer must be a task number"),
+    ],
+)
+def test_a_malformed_answer_cell_is_refused(cell: nbformat.NotebookNode, says: str) -> None:
+    with pytest.raises(GenerationError, match=rf"^w\.ipynb: cell 1: {says}"):
+        student_notebook(notebook(cell), path=Path("w.ipynb"))
+
+
+def test_a_second_notebook_in_the_week_folder_is_refused(course: Course) -> None:
+    shutil.copy(SOURCE, course.root / "source" / "week99" / "draft.ipynb")
+    with pytest.raises(GenerationError, match=r"draft\.ipynb: only week99\.ipynb is generated"):
+        generate_week(course.week("week99"))
+    assert not (course.root / "assignments").exists()
+
+
+# --- the leak guard ----------------------------------------------------------------------
+
+
+def student_steps_with(replaced: type[Preprocessor], by: list[Preprocessor]) -> list[Preprocessor]:
+    """The student pipeline with one step swapped for others: a broken generator."""
+    steps: list[Preprocessor] = []
+    for step in STUDENT_STEPS:
+        steps.extend(by if isinstance(step, replaced) else [step])
+    return steps
+
+
+def test_the_leak_guard_refuses_a_solution_line_that_survives() -> None:
+    source = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
+    broken = student_steps_with(ClearSolutions, [StripMarkers()])  # keeps the solution, drops markers
+    with pytest.raises(GenerationError, match=r"cell 4, line 8: .*'self\.mean_ = float\(np\.mean\(y\)\) \+ self\.shift'"):
+        run(broken, source, path=SOURCE)
+
+
+def test_the_leak_guard_refuses_a_model_answer_that_survives() -> None:
+    source = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
+    with pytest.raises(GenerationError, match=r"cell 8, line 1: .*The mean minimises the squared error"):
+        run(student_steps_with(AnswerPrompts, []), source, path=SOURCE)
+
+
+def test_the_leak_guard_refuses_the_reference_outputs() -> None:
+    source = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
+    with pytest.raises(GenerationError, match=r"cell 5: the student notebook would carry the reference's outputs"):
+        run(student_steps_with(ClearOutputs, []), source, path=SOURCE)
+
+
+def test_the_marker_guard_refuses_surviving_markers() -> None:
+    source = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
+    with pytest.raises(GenerationError, match=r"cell 4, line 8: solution-marker text survives"):
+        run(student_steps_with(ClearSolutions, []), source, path=SOURCE)
+
+
+def test_the_leak_guard_refuses_a_solution_line_moved_to_another_cell() -> None:
+    source = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
+    student = student_notebook(source, path=SOURCE)
+    student.cells[2].source += "\n    return  np.full(len(X),self.mean_)"  # re-spaced, re-indented
+    with pytest.raises(GenerationError, match=r"cell 3, line 2: "):
+        LeakGuard().preprocess(student, Context(path=SOURCE, source=source))
+
+
+def test_lines_shared_with_public_code_and_empty_lines_are_not_leaks() -> None:
+    """A region may repeat what its cell shows outside it, and keywords reveal nothing."""
+    nb = notebook(
+        new_code_cell("total = compute(x)\nfor item in items:\n    pass\nelse:\n    pass"),
+        new_code_cell(
+            "def f(x):\n"
+            "    total = compute(x)\n"
+            "    ### BEGIN SOLUTION\n"
+            "    total = compute(x)\n"
+            "    if total:\n"
+            "        return self\n"
+            "    else:\n"
+            "        pass\n"
+            "    )\n"
+            "    raise NotImplementedError()\n"
+            "    ### END SOLUTION\n"
+            "    return self"
+        ),
+        new_markdown_cell("The model answer line.", metadata={"autograder": {"answer": 1}}),
+        new_markdown_cell("The model answer line."),
+    )
+    student = student_notebook(nb, path=Path("w.ipynb"))
+    assert student.cells[1].source == "def f(x):\n    total = compute(x)\n    # your code here\n    raise NotImplementedError()\n    return self"
+
+
+def test_the_leak_guard_ignores_lines_that_reveal_nothing_but_not_the_rest() -> None:
+    """Blank lines, punctuation and keyword-only lines are never secret, wherever they turn up."""
+    source = notebook(
+        new_code_cell("x = 1"),
+        new_code_cell("### BEGIN SOLUTION\nif ready:\n    return self\nelse:\n    pass\n)\n\nsteps = 2 * x\n### END SOLUTION"),
+    )
+    student = student_notebook(source, path=Path("w.ipynb"))
+    student.cells[0].source += "\n\nelse:\n    return self\n    pass\n)"
+    LeakGuard().preprocess(student, Context(path=Path("w.ipynb"), source=source))
+    student.cells[0].source += "\nif ready:"
+    with pytest.raises(GenerationError, match=r"cell 1, line 7: .*'if ready:'"):
+        LeakGuard().preprocess(student, Context(path=Path("w.ipynb"), source=source))
+
+
+# --- determinism -------------------------------------------------------------------------
+
+
+def _generated_bytes(course: Course) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(course.root)): p.read_bytes()
+        for folder in ("assignments", "solutions")
+        for p in sorted((course.root / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_generation_is_byte_identical_across_runs_and_places(tmp_path: Path) -> None:
+    courses = []
+    for place in ("one", "two/deeper"):
+        week = tmp_path / place / "source" / "week99"
+        week.mkdir(parents=True)
+        shutil.copy(SOURCE, week / "week99.ipynb")
+        courses.append(Course(tmp_path / place))
+        generate_week(courses[-1].week("week99"))
+    assert _generated_bytes(courses[0]) == _generated_bytes(courses[1])
+    notebook_path = courses[0].week("week99").assignment_notebook
+    before = notebook_path.stat().st_mtime_ns
+    assert generate_week(courses[0].week("week99")) == []
+    assert notebook_path.stat().st_mtime_ns == before  # an up-to-date file is not rewritten
+
+
+def test_a_source_without_cell_ids_gets_stable_ones(course: Course) -> None:
+    week = course.week("week99")
+    nb = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        del cell["id"]
+    nbformat.write(nb, week.source_notebook)
+    generate_week(week)
+    first = week.assignment_notebook.read_bytes()
+    week.assignment_notebook.unlink()
+    generate_week(week)
+    assert week.assignment_notebook.read_bytes() == first
+    student = nbformat.reads(first.decode(), as_version=nbformat.NO_CONVERT)
+    assert student.nbformat_minor == 5
+    assert [c.id for c in student.cells] == [f"cell-{i}" for i in range(len(nb.cells))]
+
+
+# --- check mode --------------------------------------------------------------------------
+
+ALL_FILES = [
+    Path(folder, "week99", name)
+    for folder in ("assignments", "solutions")
+    for name in ("week99.ipynb", "points.csv", "data/notes.txt")
+]
+
+
+def test_check_reports_missing_files_and_writes_nothing(course: Course) -> None:
+    differences = generate_week(course.week("week99"), check=True)
+    assert differences == sorted(Difference(path, "missing") for path in ALL_FILES)
+    assert not (course.root / "assignments").exists()
+    assert not (course.root / "solutions").exists()
+
+
+def test_check_is_clean_when_the_committed_files_are_up_to_date(course: Course) -> None:
+    generate_week(course.week("week99"))
+    (course.root / "assignments" / "week99" / ".ipynb_checkpoints").mkdir()  # Jupyter's, ignored
+    (course.root / "assignments" / "week99" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
+    assert generate_week(course.week("week99"), check=True) == []
+    assert generate_course(course, check=True) == []
+
+
+def test_check_reports_stale_missing_and_extra_files_and_a_write_fixes_them(course: Course) -> None:
+    week = course.week("week99")
+    generate_week(week)
+    source = nbformat.read(week.source_notebook, as_version=nbformat.NO_CONVERT)
+    source.cells[0].source = "# Week 99, revised"
+    nbformat.write(source, week.source_notebook)
+    (week.source_dir / "points.csv").unlink()  # its copies are now extra
+    (week.source_dir / "new.csv").write_text("a\n")  # its copies are missing
+    (course.root / "solutions" / "week99" / "stray.txt").write_text("left over")
+    expected = sorted(
+        [
+            Difference(Path("assignments/week99/week99.ipynb"), "different"),
+            Difference(Path("solutions/week99/week99.ipynb"), "different"),
+            Difference(Path("assignments/week99/points.csv"), "extra"),
+            Difference(Path("solutions/week99/points.csv"), "extra"),
+            Difference(Path("solutions/week99/stray.txt"), "extra"),
+            Difference(Path("assignments/week99/new.csv"), "missing"),
+            Difference(Path("solutions/week99/new.csv"), "missing"),
+        ]
+    )
+    assert generate_week(week, check=True) == expected
+    assert generate_course(course, weeks=["99"], check=True) == expected
+    assert str(expected[0]) == "missing: assignments/week99/new.csv"
+
+    assert generate_week(week) == expected
+    assert generate_week(week, check=True) == []
+    assert not (course.root / "solutions" / "week99" / "stray.txt").exists()
+    assert nbformat.read(week.assignment_notebook, as_version=4).cells[0].source == "# Week 99, revised"
+
+
+def test_a_write_prunes_folders_it_emptied(course: Course) -> None:
+    week = course.week("week99")
+    generate_week(week)
+    shutil.rmtree(week.source_dir / "data")
+    generate_week(week)
+    assert not (course.root / "assignments" / "week99" / "data").exists()
+    assert (course.root / "assignments" / "week99" / "week99.ipynb").is_file()

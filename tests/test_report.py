@@ -1,0 +1,211 @@
+"""The feedback page and the instructor report, read back as HTML: escaping, contents,
+self-containment, one row and one feedback page per submission, real PNG plots."""
+
+from __future__ import annotations
+
+import base64
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from autograder import results as r
+from autograder.exceptions import ReportError
+from autograder.report import render_feedback, summarize, write_report
+from autograder.report.instructor import PLOTS
+from autograder.report.plots import pass_rates, task_rates
+
+WEEK_TITLE = "Week 1: The Perceptron"
+HOSTILE = "<script>alert('x')</script>"
+
+
+class Page(HTMLParser):
+    """The parts of an HTML page the tests look at: tags with attributes, and the text."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def all(self, tag: str) -> list[dict[str, str | None]]:
+        return [attrs for t, attrs in self.tags if t == tag]
+
+    @property
+    def plain(self) -> str:
+        return " ".join(" ".join(self.text).split())
+
+
+def make_result(
+    key: str,
+    name: str,
+    status: r.Status = r.Status.GRADED,
+    passes: tuple[bool, bool, bool] = (True, False, True),
+    manual: float = 0.0,
+    comment: str = "",
+    messages: tuple[str, ...] = (),
+) -> r.SubmissionResult:
+    ran = status in (r.Status.GRADED, r.Status.TIMEOUT)
+    tests = [
+        r.TestResult("test_fit", 1, 6.0 if passes[0] else 0.0, 6.0, "fit() converges on separable data"),
+        r.TestResult(
+            "test_errors", 1, 4.0 if passes[1] else 0.0, 4.0,
+            "errors_ has one entry per epoch" + ("" if passes[1] else "\nerrors_ is shorter than n_iter"),
+        ),
+        r.TestResult("test_secret", 2, 5.0 if passes[2] else 0.0, 5.0, "SECRET-CHECK-TEXT", visibility=r.Visibility.HIDDEN),
+    ] if ran else []
+    tasks = [
+        r.TaskResult(1, sum(t.score for t in tests if t.task == 1), 10.0, title="Implement the Perceptron"),
+        r.TaskResult(2, sum(t.score for t in tests if t.task == 2), 5.0, title="Learning rate"),
+        r.TaskResult(3, manual, 5.0, manual=True, title="Discuss convergence", comment=comment),
+    ]
+    return r.SubmissionResult(
+        submission=f"export.zip!{name}_{key}_assignsubmission_file/week01.ipynb",
+        key=key,
+        status=status,
+        tasks=tasks if status is not r.Status.NOT_SUBMITTED else [],
+        tests=tests,
+        week="week01",
+        participant=r.Participant(participant_id=key, full_name=name),
+        messages=list(messages),
+        duration_s=0.25,
+        grader_version="0.1.0",
+    )
+
+
+@pytest.fixture
+def batch() -> list[r.SubmissionResult]:
+    return [
+        make_result("101", "Jane Doe", manual=4.0, comment="Good argument."),
+        make_result("102", "山田 太郎", passes=(True, True, True)),
+        make_result("103", HOSTILE, messages=(f"Cell 2 printed {HOSTILE}",), comment=f"marker wrote {HOSTILE}"),
+        make_result("104", "João", status=r.Status.NOT_ATTEMPTED),
+        make_result("105", "Ana", status=r.Status.ERROR, messages=("The notebook is not valid JSON",)),
+        make_result("106", "Li", status=r.Status.TIMEOUT, passes=(True, False, False)),
+        make_result("107", "Max", status=r.Status.NOT_SUBMITTED, messages=("no .ipynb; files seen: a.pdf",)),
+    ]
+
+
+def test_feedback_shows_what_passed_what_failed_and_why() -> None:
+    result = make_result("101", "Jane Doe", manual=4.0, comment="Good argument, cite the theorem.")
+    page = Page(render_feedback(result, week_title=WEEK_TITLE))
+    text = page.plain
+    assert WEEK_TITLE in text and "Jane Doe" in text
+    assert "15 / 20 points" in text  # the total includes the manual mark
+    assert "Task 1: Implement the Perceptron 6 / 10" in text
+    assert "Task 3: Discuss convergence 4 / 5" in text
+    assert "Good argument, cite the theorem." in text
+    assert "fit() converges on separable data" in text
+    assert "errors_ is shorter than n_iter" in text  # why it failed
+    assert [s.get("title") for s in page.all("span") if s.get("title") in {"passed", "failed"}] == ["passed", "failed"]
+
+
+def test_hidden_tests_count_but_are_not_described() -> None:
+    html = render_feedback(make_result("101", "Jane"), week_title=WEEK_TITLE)
+    assert "SECRET-CHECK-TEXT" not in html and "test_secret" not in html
+    assert "1 further check not shown here." in Page(html).plain
+
+
+def test_student_strings_are_escaped(batch: list[r.SubmissionResult]) -> None:
+    html = render_feedback(batch[2], week_title=f"Week <1> {HOSTILE}")
+    assert "<script" not in html
+    page = Page(html)
+    # shown as text: twice in <title> (week, name), the heading, the name, a message, a comment
+    assert page.plain.count(HOSTILE) == 6
+    assert not page.all("script")
+
+
+def test_feedback_is_self_contained(batch: list[r.SubmissionResult]) -> None:
+    for result in batch:
+        page = Page(render_feedback(result, week_title=WEEK_TITLE))
+        assert not page.all("script") and not page.all("link") and not page.all("img")
+        assert len(page.all("style")) == 1
+        assert page.all("meta")[0] == {"charset": "utf-8"}
+
+
+@pytest.mark.parametrize("status", list(r.Status))
+def test_every_status_explains_itself(status: r.Status) -> None:
+    from autograder.report.templating import STATUS_TEXT
+
+    page = Page(render_feedback(make_result("1", "A", status=status), week_title=WEEK_TITLE)).plain
+    assert STATUS_TEXT[status] in page and status.value.replace("_", " ") in page
+
+
+def test_report_has_a_row_and_a_feedback_page_per_submission(tmp_path: Path, batch: list[r.SubmissionResult]) -> None:
+    report = write_report(batch, tmp_path, week_title=WEEK_TITLE)
+    assert report == tmp_path / "report.html"
+    html = report.read_text(encoding="utf-8")
+    assert "<script" not in html
+    page = Page(html)
+    assert len(page.all("tr")) == 1 + len(batch)
+    links = [a["href"] for a in page.all("a")]
+    assert len(links) == len(batch)
+    for result, href in zip(batch, links):
+        assert href is not None
+        target = tmp_path / unquote(href)
+        assert target == tmp_path / "feedback" / f"{result.key}.html"
+        assert target.read_text(encoding="utf-8") == render_feedback(result, week_title=WEEK_TITLE)
+    text = page.plain
+    for name in ("Jane Doe", "山田 太郎", HOSTILE, "João", "Ana", "Li", "Max"):
+        assert name in text
+    for status in r.Status:
+        assert status.value.replace("_", " ") in text
+    assert "The notebook is not valid JSON" in text
+
+
+def test_report_embeds_every_plot_as_png(tmp_path: Path, batch: list[r.SubmissionResult]) -> None:
+    page = Page(write_report(batch, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8"))
+    images = page.all("img")
+    assert [img["alt"] for img in images] == [plot.title for plot in PLOTS]
+    for img in images:
+        src = img["src"] or ""
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.removeprefix("data:image/png;base64,"))
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_report_of_a_batch_with_nothing_graded(tmp_path: Path, size: int) -> None:
+    batch = [make_result("1", "Max", status=r.Status.NOT_SUBMITTED)][:size]
+    page = Page(write_report(batch, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8"))
+    assert len(page.all("img")) == len(PLOTS) and len(page.all("tr")) == 1 + size
+
+
+@pytest.mark.parametrize("key", ["../escape", "a/b", "..", "", "x\\y"])
+def test_keys_that_are_not_file_names_are_refused(tmp_path: Path, key: str) -> None:
+    with pytest.raises(ReportError, match="not a safe file name"):
+        write_report([make_result(key, "A")], tmp_path / "out", week_title=WEEK_TITLE)
+    assert not (tmp_path / "escape").exists()
+
+
+def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="share the key"):
+        write_report([make_result("1", "A"), make_result("1", "B")], tmp_path, week_title=WEEK_TITLE)
+
+
+def test_pass_rates_per_test_and_task(batch: list[r.SubmissionResult]) -> None:
+    rates = {rate.label: (rate.task, round(rate.percent, 1), rate.n) for rate in pass_rates(batch)}
+    # tests ran on the four graded/timeout submissions; test_errors passed only for 102
+    assert rates == {"test_fit": (1, 100.0, 4), "test_errors": (1, 25.0, 4), "test_secret": (2, 75.0, 4)}
+    per_task = {full.task: (round(full.percent, 1), round(mean.percent, 1), full.n) for full, mean in task_rates(batch)}
+    # six submissions have tasks (not the not-submitted one); task 1: 102 full, 101/103/106 at 6/10
+    assert per_task[1] == (round(100 / 6, 1), round(100 * (0.6 * 3 + 1) / 6, 1), 6)
+    assert per_task[3] == (0.0, round(100 * 0.8 / 6, 1), 6)
+
+
+def test_summary_counts_statuses_and_means_graded_scores(batch: list[r.SubmissionResult]) -> None:
+    summary = summarize(batch)
+    assert json.loads(json.dumps(summary)) == summary
+    assert summary["submissions"] == 7
+    assert summary["status"] == {"graded": 3, "not_attempted": 1, "error": 1, "timeout": 1, "not_submitted": 1}
+    graded = [b.score for b in batch if b.status is r.Status.GRADED]
+    assert summary["mean_score"] == round(sum(graded) / 3, 4) and summary["max_score"] == 20.0
+    assert summarize([])["mean_score"] is None

@@ -1,0 +1,167 @@
+"""The trust boundary, tested on the real sandboxed worker (bubblewrap zygote when present).
+
+Each test runs a small notebook in a fresh worker through ``SubmissionRun`` and talks to
+it through ``Student``, exactly as a hidden test does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from autograder.course import Course
+from autograder.exceptions import (
+    MissingName,
+    NotAttempted,
+    NotPlainData,
+    StudentCodeError,
+    StudentTimeout,
+    WorkerCrashed,
+)
+from autograder.execution.run import SubmissionRun, ZygoteSlot
+from autograder.execution.sandbox import Limits
+from autograder.testing.student import Student
+
+FAST = Limits(cell_timeout_s=3, call_timeout_s=2, submission_timeout_s=20, tests_timeout_s=20)
+
+CLASS_CELL = '''
+import numpy as np
+class Model:
+    def __init__(self, k=2):
+        self.k = k
+    def fit(self, X):
+        self.mean_ = np.asarray(X).mean(axis=0) * self.k
+        return self
+def combine(a, b):
+    return a.k + b.k
+'''
+
+
+@pytest.fixture
+def run_notebook(slot: ZygoteSlot):
+    runs: list[SubmissionRun] = []
+
+    def start(*cells: str, limits: Limits = FAST) -> tuple[SubmissionRun, Student]:
+        slot.limits = limits
+        run = SubmissionRun(slot, list(cells), limits)
+        run.execute()
+        runs.append(run)
+        return run, Student(run)
+
+    yield start
+    for run in runs:
+        run.close()
+    slot.limits = Limits()
+
+
+def test_handles_stay_in_the_worker_and_can_be_passed_back(run_notebook):
+    _, student = run_notebook(CLASS_CELL)
+    model = student.Model(k=3)
+    assert student.typename(model) == "Model"
+    fitted = model.fit(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert student.same(fitted, model)
+    assert isinstance(fitted.mean_, np.ndarray) and fitted.mean_.tolist() == [6.0, 9.0]
+    assert student.combine(model, student.Model(k=4)) == 7
+
+
+def test_non_plain_values_are_remote_and_refuse_to_be_data(run_notebook):
+    _, student = run_notebook("import numpy as np\nobj = np.array([1, 'a'], dtype=object)\nclass Liar:\n"
+                              "    def __eq__(self, other): return True\n    def __array__(self, *a, **k): return np.ones(3)\n"
+                              "liar = Liar()")
+    for name in ("obj", "liar"):
+        value = getattr(student, name)
+        with pytest.raises(NotPlainData):
+            _ = value == np.ones(3)
+        with pytest.raises(NotPlainData):
+            np.asarray(value)
+
+
+def test_missing_names_student_exceptions_and_stubs(run_notebook):
+    _, student = run_notebook("def f(x):\n    raise ValueError('bad x')\ndef g():\n    raise NotImplementedError()")
+    assert "f" in student and "nope" not in student
+    with pytest.raises(MissingName):
+        student.nope
+    with pytest.raises(StudentCodeError) as info:
+        student.f(1)
+    assert info.value.ename == "ValueError" and "bad x" in info.value.evalue
+    with pytest.raises(NotAttempted):
+        student.g()
+
+
+def test_a_hanging_call_times_out_and_the_next_call_gets_a_fresh_worker(run_notebook):
+    run, student = run_notebook("def spin():\n    while True:\n        pass\nvalue = 42")
+    with pytest.raises(StudentTimeout):
+        student.spin()
+    assert student.value == 42  # re-ran the notebook in a new worker
+    assert run.generation == 2
+
+
+def test_a_cell_that_hangs_or_exits_is_skipped_and_the_rest_still_counts(run_notebook):
+    run, student = run_notebook("a = 1", "while True:\n    pass", "b = 2", "import os\nos._exit(3)", "c = 3")
+    assert (student.a, student.b, student.c) == (1, 2, 3)
+    assert run.bad_cells == {2, 4}
+    assert any("did not finish" in m for m in run.messages)
+    assert any("ended the process" in m for m in run.messages)
+
+
+def test_a_call_that_kills_the_worker_fails_only_that_call(run_notebook):
+    _, student = run_notebook("import os\ndef die():\n    os._exit(1)\nx = 5")
+    with pytest.raises(WorkerCrashed):
+        student.die()
+    assert student.x == 5
+
+
+def test_a_notebook_past_its_deadline_times_out(run_notebook):
+    limits = replace(FAST, cell_timeout_s=2, submission_timeout_s=3)
+    run, _ = run_notebook("import time\ntime.sleep(1.5)", "time.sleep(1.5)", "time.sleep(1.5)", limits=limits)
+    assert run.timed_out
+
+
+def test_ipython_semantics_matplotlib_and_input(run_notebook):
+    run, student = run_notebook(
+        "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\nbackend = plt.get_backend()",
+        "answer = input('name?')",
+        "!echo hi\nafter = 1",
+    )
+    assert "inline" in student.backend or "agg" in student.backend.lower()
+    assert "answer" not in student and any("EOFError" in m for m in run.messages)
+    assert student.after == 1
+
+
+def test_memory_limit_is_a_crash_not_a_hang(run_notebook):
+    limits = replace(FAST, memory_mb=1024)
+    run, student = run_notebook("import numpy as np\nblocks = []\nfor _ in range(64):\n"
+                                "    blocks.append(np.ones(64 * 2**20 // 8))\nsurvived = True", "after = 1",
+                                limits=limits)
+    assert "survived" not in student and student.after == 1
+
+
+def test_the_worker_sees_neither_the_course_nor_the_network(run_notebook, course: Course):
+    secret = course.week("week01").tests_dir
+    run, student = run_notebook(
+        "import os, socket\n"
+        f"try:\n    seen = os.listdir({str(secret)!r})\nexcept OSError:\n    seen = None\n"
+        f"try:\n    open({str(course.root / 'source' / 'week01' / 'week01.ipynb')!r}).read(10)\n    read = True\n"
+        "except OSError:\n    read = False\n"
+        "try:\n    socket.create_connection(('127.0.0.1', 22), timeout=1)\n    net = True\n"
+        "except OSError:\n    net = False\n"
+        "env = sorted(os.environ)\n"
+    )
+    assert student.seen is None and student.read is False and student.net is False
+    assert "AUTOGRADER_COURSE" not in student.env and all(not k.startswith("PYTEST") for k in student.env)
+
+
+def test_patching_numpy_in_the_worker_does_not_reach_the_grader(run_notebook):
+    _, student = run_notebook("import numpy as np\nnp.allclose = lambda *a, **k: True\n"
+                              "np.array_equal = lambda *a, **k: True\nwrong = np.zeros(3)")
+    assert not np.allclose(student.wrong, np.ones(3))
+
+
+def test_the_next_submission_starts_clean(run_notebook):
+    run_notebook("import numpy as np, sklearn\nnp.pi = 3\nsklearn.__version__ = 'hacked'\n"
+                 "open('leftover.txt', 'w').write('x')")
+    _, student = run_notebook("import numpy as np, os, sklearn\npi = float(np.pi)\nversion = sklearn.__version__\n"
+                              "leftover = os.path.exists('leftover.txt')")
+    assert student.pi == pytest.approx(np.pi) and student.version != "hacked" and student.leftover is False
