@@ -6,7 +6,7 @@ PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXAMPLE := examples/COURSE-Week 1 perceptron-42.zip
+EXAMPLE := examples/ML101-Week 1 The perceptron-42.zip
 RESULTS := results/week01
 
 .PHONY: setup example test generate clean

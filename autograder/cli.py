@@ -7,9 +7,10 @@ progress, warnings and logs go to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -19,6 +20,11 @@ from rich.table import Table
 from autograder import __version__
 from autograder.course import Course
 from autograder.exceptions import AutograderError
+
+if TYPE_CHECKING:
+    from autograder.batch import Outputs
+    from autograder.course import Week
+    from autograder.results import SubmissionResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Generate, grade and return machine-learning notebook assignments.")
@@ -61,53 +67,106 @@ def generate(
 def grade(
     week: Annotated[str, typer.Argument(help="the week, e.g. week01")],
     paths: Annotated[list[Path], typer.Argument(help="notebooks, folders of notebooks, or Moodle exports (.zip or folder)")],
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="write DIR/<name>.json per submission")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="results folder (default: results/WEEK in the course)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON array on stdout, nothing else")] = False,
+    worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the grading worksheet downloaded from Moodle, to fill")] = None,
+    regrade: Annotated[bool, typer.Option("--regrade", help="grade again even what the gradebook holds unchanged")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="submissions graded at once (default: the number of cores)")] = 0,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
     course: CourseOption = None,
 ) -> None:
     """Grade submissions: run each notebook sandboxed, then the week's hidden tests."""
+    from autograder.batch import run_batch
     from autograder.formats.result_json import to_dict
-    from autograder.grading.grader import grade as grade_api
-    from autograder.sources import collect
 
     try:
-        the_week = Course.locate(course).week(week)
-        submissions = collect(paths, week=the_week.name)
+        found = Course.locate(course)
+        the_week = found.week(week)
     except AutograderError as exc:
         _fail(exc)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir or found.root / "results" / the_week.name
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
-        bar = progress.add_task(the_week.name, total=len(submissions))
-
-        def on_result(result: object) -> None:
-            if out_dir is not None:
-                _write_json(out_dir / f"{result.key}.json", to_dict(result))  # type: ignore[attr-defined]
-            progress.advance(bar)
-
+        bar = progress.add_task(the_week.name, total=None)
         try:
-            results = grade_api(the_week, submissions, on_result=on_result)
+            outcome = run_batch(
+                the_week, paths, out_dir=out_dir, worksheet=worksheet, regrade=regrade,
+                jobs=jobs or os.cpu_count() or 1, scheduler=scheduler,
+                on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
+            )
         except AutograderError as exc:
             _fail(exc)
     if as_json:
-        sys.stdout.write(json.dumps([to_dict(r) for r in results], ensure_ascii=False, indent=1) + "\n")
-        return
-    table = Table(title=f"{the_week.name}: {the_week.title}")
+        sys.stdout.write(json.dumps([to_dict(r) for r in outcome.results], ensure_ascii=False, indent=1) + "\n")
+    else:
+        _print_table(the_week, outcome.results)
+    _print_outputs(outcome.outputs, reused=outcome.reused)
+
+
+def _print_table(week: Week, results: list[SubmissionResult]) -> None:
+    table = Table(title=f"{week.name}: {week.title}")
     for column in ("submission", "status", "score", *[f"task {t.number}" + (" (hand)" if t.manual else "")
-                                                      for t in the_week.tasks]):
+                                                      for t in week.tasks]):
         table.add_column(column, overflow="fold")
     for r in results:
-        table.add_row(r.key, r.status.value, f"{r.score:g} / {r.max_score:g}",
+        who = (r.participant.full_name or r.participant.group_name) if r.participant else None
+        table.add_row(who or r.key, r.status.value, f"{r.score:g} / {r.max_score:g}",
                       *[f"{t.score:g}/{t.max_score:g}" + (" n/a" if t.not_attempted else "") for t in r.tasks])
     out.print(table)
 
 
-def _write_json(path: Path, data: dict) -> None:
-    """Write atomically: a killed run never leaves half a file."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+def _print_outputs(outputs: Outputs, *, reused: int = 0) -> None:
+    """Where things went, on stderr (stdout may be carrying JSON)."""
+    if reused:
+        err.print(f"{reused} unchanged submission(s) taken from the gradebook (--regrade to grade them again)")
+    for label, path in (("report", outputs.report), ("worksheet for Moodle", outputs.worksheet),
+                        ("feedback files for Moodle", outputs.feedback_zip), ("marking sheet", outputs.manual_sheet)):
+        if path is not None:
+            err.print(f"{label}: {path}", highlight=False)
+    for key, why in sorted(outputs.skipped.items()):
+        err.print(f"[yellow]left out[/] {key}: {why}", highlight=False)
+
+
+@app.command()
+def report(
+    week: Annotated[str, typer.Argument(help="the week, e.g. week01")],
+    out_dir: Annotated[Optional[Path], typer.Argument(help="the results folder (default: results/WEEK)")] = None,
+    worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the downloaded worksheet to fill again")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Rewrite the report, feedback pages, worksheet and feedback zip from the gradebook."""
+    from autograder.batch import load_results, write_outputs
+
+    try:
+        found = Course.locate(course)
+        the_week = found.week(week)
+        folder = out_dir or found.root / "results" / the_week.name
+        outputs = write_outputs(the_week, load_results(folder, the_week), folder, worksheet=worksheet)
+    except AutograderError as exc:
+        _fail(exc)
+    _print_outputs(outputs)
+
+
+@app.command("merge-manual")
+def merge_manual(
+    week: Annotated[str, typer.Argument(help="the week, e.g. week01")],
+    sheet: Annotated[Path, typer.Argument(help="the filled marking sheet (manual-marking.csv)")],
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK)")] = None,
+    worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the downloaded worksheet to fill again")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Fold marks given by hand into the totals, the worksheet, the feedback and the report."""
+    from autograder.batch import merge_manual as merge
+
+    try:
+        found = Course.locate(course)
+        the_week = found.week(week)
+        stored, outputs = merge(the_week, sheet, out_dir=out_dir or found.root / "results" / the_week.name,
+                                worksheet=worksheet)
+    except AutograderError as exc:
+        _fail(exc)
+    err.print(f"{stored} mark(s) stored")
+    _print_outputs(outputs)
 
 
 @app.command()

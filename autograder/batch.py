@@ -1,0 +1,183 @@
+"""One grading job for an instructor: submissions in, a results folder out.
+
+The steps run in one direction: collect submissions (``sources``), skip what the
+gradebook already holds unchanged, grade the rest (``grading``), record each result as
+it arrives (``gradebook``), then write the outputs from the gradebook (``write_outputs``):
+per-submission JSON, the instructor's report and feedback pages, the Moodle worksheet and
+feedback zip, and the marking sheet for the tasks graded by hand. ``merge_manual`` folds
+a filled marking sheet back in and rewrites the same outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import __version__
+from autograder.course import Week
+from autograder.execution.sandbox import Limits
+from autograder.formats.result_json import to_dict
+from autograder.gradebook import FILENAME, Gradebook
+from autograder.manual import Mark, read_marks, write_manual_sheet
+from autograder.moodle.feedback_zip import write_feedback_zip
+from autograder.moodle.worksheet import fill_worksheet, write_worksheet
+from autograder.report import render_feedback, write_report
+from autograder.results import SubmissionResult
+from autograder.sources import collect
+from autograder.submission import Submission
+
+log = logging.getLogger(__name__)
+
+WORKSHEET = "grades.csv"
+FEEDBACK_ZIP = "feedback.zip"
+MANUAL_CSV = "manual-marking.csv"
+MANUAL_HTML = "manual-marking.html"
+
+
+@dataclass
+class Outputs:
+    """What a job wrote, and what it had to leave out (shown to the instructor)."""
+
+    folder: Path
+    report: Path | None = None
+    worksheet: Path | None = None
+    feedback_zip: Path | None = None
+    manual_sheet: Path | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # key -> why it is not in an output
+
+
+@dataclass
+class BatchOutcome:
+    results: list[SubmissionResult]  # this batch's submissions, in order, manual marks applied
+    reused: int
+    outputs: Outputs
+
+
+def run_batch(
+    week: Week,
+    paths: Sequence[Path],
+    *,
+    out_dir: Path,
+    worksheet: Path | None = None,
+    regrade: bool = False,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    limits: Limits | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_result: Callable[[SubmissionResult], None] | None = None,
+) -> BatchOutcome:
+    """Grade ``paths`` for ``week`` into ``out_dir``; unchanged submissions are not regraded."""
+    submissions = collect(paths, week=week.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with Gradebook.open(out_dir / FILENAME) as book:
+        run_id = book.begin_run(week.name, grader_version=__version__)
+        pending: list[Submission] = []
+        reused = 0
+        for submission in submissions:
+            cached = None if regrade else book.lookup(
+                week.name, submission.key, submission_sha256=submission.sha256,
+                tests_sha256=week.tests_sha256, grader_version=__version__)
+            if cached is None:
+                pending.append(submission)
+            else:
+                reused += 1
+                if on_result is not None:
+                    on_result(cached)
+        if on_start is not None:
+            on_start(len(submissions))
+
+        def record(result: SubmissionResult) -> None:
+            book.record(result, run_id=run_id)
+            if on_result is not None:
+                on_result(result)
+
+        _grade(week, pending, jobs=jobs, scheduler=scheduler, limits=limits, on_result=record)
+        book.finish_run(run_id, reused=reused)
+        stored = {r.key: r for r in book.results(week.name)}
+        marks = book.manual_marks(week.name)
+    results = [stored[s.key] for s in submissions if s.key in stored]
+    outputs = write_outputs(week, list(stored.values()), out_dir, worksheet=worksheet)
+    if any(t.manual for t in week.tasks):
+        outputs.manual_sheet = out_dir / MANUAL_CSV
+        write_manual_sheet(
+            submissions=submissions, tasks=week.tasks, csv_path=outputs.manual_sheet,
+            html_path=out_dir / MANUAL_HTML, title=f"{week.name}: {week.title}",
+            marks={key: {task: Mark(m.points, m.comment) for task, m in tasks.items()} for key, tasks in marks.items()},
+        )
+    return BatchOutcome(results=results, reused=reused, outputs=outputs)
+
+
+def _grade(week: Week, submissions: list[Submission], *, jobs: int, scheduler: str | None,
+           limits: Limits | None, on_result: Callable[[SubmissionResult], None]) -> None:
+    if not submissions:
+        return
+    if scheduler is not None:
+        from autograder.grading.distributed import grade_on_cluster
+
+        grade_on_cluster(week, submissions, scheduler=scheduler, limits=limits, on_result=on_result)
+    elif jobs > 1 and len(submissions) > 1:
+        from autograder.grading.parallel import grade_parallel
+
+        grade_parallel(week, submissions, jobs=jobs, limits=limits, on_result=on_result)
+    else:
+        from autograder.grading.grader import grade
+
+        grade(week, submissions, limits=limits, on_result=on_result)
+
+
+def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
+                  worksheet: Path | None = None) -> Outputs:
+    """Everything the instructor and Moodle get, written from ``results``."""
+    outputs = Outputs(folder=out_dir)
+    results = sorted(results, key=lambda r: r.key)
+    for result in results:
+        _write_json(out_dir / f"{result.key}.json", to_dict(result))
+    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}")
+    moodle = [r for r in results if r.participant is not None and r.participant.folder]
+    if worksheet is not None:
+        outputs.worksheet = out_dir / WORKSHEET
+        fill = fill_worksheet(worksheet=worksheet, results=results, out=outputs.worksheet)
+        outputs.skipped.update(fill.skipped)
+    elif moodle:
+        outputs.worksheet = out_dir / WORKSHEET
+        fill = write_worksheet(results=moodle, out=outputs.worksheet)
+        outputs.skipped.update(fill.skipped)
+    if moodle:
+        outputs.feedback_zip = out_dir / FEEDBACK_ZIP
+        title = f"{week.name}: {week.title}"
+        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=title),
+                                     out=outputs.feedback_zip)
+        outputs.skipped.update({k: f"feedback.zip: {v}" for k, v in written.skipped.items()})
+    return outputs
+
+
+def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | None = None) -> tuple[int, Outputs]:
+    """Store the marks of a filled marking sheet and rewrite every output with them.
+
+    Returns how many marks were stored. Marks live in the gradebook apart from the
+    autograded results, so a later regrade keeps them."""
+    marks = read_marks(sheet, tasks=week.tasks)
+    stored = 0
+    with Gradebook.open(out_dir / FILENAME) as book:
+        for key, tasks in marks.items():
+            for task, mark in tasks.items():
+                book.set_manual(week.name, key, task, points=mark.points, comment=mark.comment)
+                stored += 1
+        results = book.results(week.name)
+    return stored, write_outputs(week, results, out_dir, worksheet=worksheet)
+
+
+def load_results(out_dir: Path, week: Week) -> list[SubmissionResult]:
+    """The week's results as the gradebook in ``out_dir`` holds them (manual marks applied)."""
+    with Gradebook.open(out_dir / FILENAME) as book:
+        return book.results(week.name)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Write atomically: a killed run never leaves half a file."""
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)

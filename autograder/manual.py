@@ -1,0 +1,244 @@
+"""Grading free-text tasks by hand: a sheet to fill, read back, folded into the results.
+
+``write_manual_sheet`` lists every participant's answer to every manual task (a CSV the
+marker fills, plus an HTML view to read comfortably); ``read_marks`` reads the filled CSV
+and refuses anything Moodle or the totals could not use, naming the row; ``apply_marks``
+puts the points and comments into a result's manual tasks, so totals, worksheet and
+feedback pick them up. The answer is the student's cell with metadata
+``autograder.answer = N`` (docs/AUTHORING.md); when a student's editor dropped that
+metadata, the markdown cell after the ``Task N`` heading.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import jinja2
+import nbformat
+
+from autograder.course import Task
+from autograder.exceptions import ManualMarksError
+from autograder.results import SubmissionResult
+from autograder.submission import Submission
+
+COLUMNS = ("key", "identifier", "full_name", "task", "max_points", "answer", "points", "comment")
+
+
+class Mark(NamedTuple):
+    points: float
+    comment: str
+
+
+Marks = dict[str, dict[int, Mark]]  # submission key -> task number -> mark
+
+
+def write_manual_sheet(
+    *,
+    submissions: Iterable[Submission],
+    tasks: Sequence[Task],
+    csv_path: Path,
+    html_path: Path | None = None,
+    title: str = "",
+    marks: Marks | None = None,
+) -> int:
+    """Write the marking sheet for the manual tasks among ``tasks``; returns its row count.
+
+    One row per submission and manual task, ``points`` and ``comment`` empty (or prefilled
+    from ``marks``, so exporting again never loses marking already done). The CSV is UTF-8
+    with a BOM so spreadsheets show any script; ``html_path`` gets a read-only view.
+    """
+    manual = [t for t in tasks if t.manual]
+    rows = []
+    for submission in submissions:
+        notebook, problem = _notebook(submission)
+        participant = submission.participant
+        for task in manual:
+            mark = (marks or {}).get(submission.key, {}).get(task.number)
+            answer = problem or _answer(notebook, task.number)
+            rows.append(
+                {
+                    "key": submission.key,
+                    "identifier": f"Participant {participant.participant_id}"
+                    if participant and participant.participant_id
+                    else "",
+                    "full_name": (participant.full_name or participant.group_name or "") if participant else "",
+                    "task": str(task.number),
+                    "max_points": _number(task.points),
+                    "answer": answer if answer is not None else f"(no answer cell found for task {task.number})",
+                    "points": _number(mark.points) if mark else "",
+                    "comment": mark.comment if mark else "",
+                }
+            )
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    _write_atomically(Path(csv_path), "\ufeff" + text.getvalue())
+    if html_path is not None:
+        page = _TEMPLATE.render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
+        _write_atomically(Path(html_path), page)
+    return len(rows)
+
+
+def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
+    """The marks filled into a sheet written by ``write_manual_sheet``.
+
+    Rows with empty ``points`` are not marked yet and skipped. Points must be numbers
+    (``7.5`` or ``7,5``) from 0 to the task's maximum (from ``tasks`` when given, else the
+    sheet's ``max_points``). Every problem is collected and raised together in one
+    ManualMarksError naming each row as a spreadsheet numbers it (the header is row 1).
+    """
+    sheet = Path(sheet)
+    maxima = {t.number: t.points for t in tasks if t.manual} if tasks is not None else None
+    records = _read_rows(sheet)
+    marks: Marks = {}
+    problems: list[str] = []
+    for number, row in enumerate(records, start=2):
+        key, task_text = row.get("key", "").strip(), row.get("task", "").strip()
+        points_text, comment = row.get("points", "").strip(), row.get("comment", "").strip()
+        where = f"row {number} ({key or 'no key'}, task {task_text or '?'})"
+        if not points_text:
+            if comment:
+                problems.append(f"{where}: a comment but no points (write 0 to give no points)")
+            continue
+        if not key or not task_text.isdigit():
+            problems.append(f"{where}: the key and task columns must be kept as written")
+            continue
+        task = int(task_text)
+        maximum = maxima.get(task) if maxima is not None else _parse_number(row.get("max_points", ""))
+        points = _parse_number(points_text)
+        if maxima is not None and task not in maxima:
+            problems.append(f"{where}: task {task} is not marked by hand this week")
+        elif points is None:
+            problems.append(f"{where}: points {points_text!r} is not a number")
+        elif maximum is None:
+            problems.append(f"{where}: max_points is missing, so the points cannot be checked")
+        elif not 0 <= points <= maximum:
+            problems.append(f"{where}: points {points_text} outside 0 to {_number(maximum)}")
+        elif task in marks.get(key, {}):
+            problems.append(f"{where}: marked twice")
+        else:
+            marks.setdefault(key, {})[task] = Mark(points, comment)
+    if problems:
+        raise ManualMarksError.rows(sheet, problems)
+    return marks
+
+
+def apply_marks(result: SubmissionResult, marks: Marks) -> SubmissionResult:
+    """A copy of ``result`` with its manual tasks scored and commented from ``marks``.
+
+    Results without marks come back unchanged (as a copy); a mark for a task that is not a
+    manual task of this result, or above its maximum, raises ManualMarksError.
+    """
+    mine = marks.get(result.key, {})
+    manual = {t.task: t for t in result.tasks if t.manual}
+    problems = [f"{result.key}: task {n} is not a manual task of this result" for n in mine if n not in manual]
+    problems += [
+        f"{result.key}: task {n}: {_number(m.points)} points is above the maximum {_number(manual[n].max_score)}"
+        for n, m in mine.items()
+        if n in manual and m.points > manual[n].max_score + 1e-9
+    ]
+    if problems:
+        raise ManualMarksError("; ".join(problems))
+    tasks = [
+        dataclasses.replace(t, score=mine[t.task].points, comment=mine[t.task].comment) if t.task in mine else
+        dataclasses.replace(t)
+        for t in result.tasks
+    ]
+    return dataclasses.replace(result, tasks=tasks, tests=list(result.tests), messages=list(result.messages))
+
+
+def _notebook(submission: Submission) -> tuple[nbformat.NotebookNode | None, str | None]:
+    """The parsed notebook, or the text the marker sees instead of an answer."""
+    if submission.content is None:
+        return None, f"(no notebook: {submission.message or 'nothing handed in'})"
+    try:
+        return nbformat.reads(submission.content.decode("utf-8"), as_version=4), None
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as err:
+        return None, f"(the notebook cannot be read: {err})"
+
+
+def _answer(notebook: nbformat.NotebookNode | None, task: int) -> str | None:
+    """The student's answer cell for ``task``: by metadata, else the cell after the heading."""
+    cells = notebook.cells if notebook is not None else []
+    for cell in cells:
+        if str(cell.get("metadata", {}).get("autograder", {}).get("answer")) == str(task):
+            return cell.source
+    for index, cell in enumerate(cells):
+        if _heading_task(cell) == task:
+            for after in cells[index + 1 :]:
+                if _heading_task(after) is not None:
+                    break
+                if after.cell_type == "markdown":
+                    return after.source
+    return None
+
+
+def _heading_task(cell: nbformat.NotebookNode) -> int | None:
+    if cell.cell_type != "markdown":
+        return None
+    match = re.match(r"Task\s+(\d+)(?!\d)", cell.source.strip().lstrip("#").strip())
+    return int(match.group(1)) if match else None
+
+
+def _read_rows(sheet: Path) -> list[dict[str, str]]:
+    try:
+        text = sheet.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ManualMarksError(f"{sheet} cannot be read as UTF-8 CSV: {err}") from err
+    first_line = text.split("\n", 1)[0]
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=max((",", ";", "\t"), key=first_line.count))
+    missing = [c for c in ("key", "task", "points", "comment") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ManualMarksError(f"{sheet}: the header lacks {', '.join(missing)}: keep the columns as exported")
+    return [{name: value or "" for name, value in row.items() if name is not None} for row in reader]
+
+
+def _parse_number(text: str) -> float | None:
+    text = text.strip().replace(",", ".")
+    if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(text.encode("utf-8"))
+    os.replace(partial, path)
+
+
+_TEMPLATE = jinja2.Environment(autoescape=True).from_string(
+    """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Marking {{ title }}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2rem; }
+table { border-collapse: collapse; width: 100%; margin-bottom: 2rem; }
+th, td { border: 1px solid #ccc; padding: .4rem .6rem; vertical-align: top; text-align: left; }
+td.answer { white-space: pre-wrap; font-family: ui-monospace, monospace; }
+</style></head><body>
+<h1>Marking {{ title }}</h1>
+<p>Read the answers here; write points and comments into <code>{{ csv_name }}</code>.</p>
+{% for task in tasks %}
+<h2>Task {{ task.number }}{% if task.title %}: {{ task.title }}{% endif %} ({{ task.points }} points)</h2>
+<table><tr><th>Key</th><th>Participant</th><th>Answer</th><th>Points</th><th>Comment</th></tr>
+{% for row in rows if row.task == task.number|string %}
+<tr><td>{{ row.key }}</td><td>{{ row.identifier }}<br>{{ row.full_name }}</td>
+<td class="answer">{{ row.answer }}</td><td>{{ row.points }}</td><td>{{ row.comment }}</td></tr>
+{% endfor %}</table>
+{% endfor %}
+</body></html>
+"""
+)

@@ -1,0 +1,263 @@
+"""Read a Moodle "Download all submissions" export (a zip or the folder it unpacks to).
+
+Every layout MOODLE.md lists parses: 4.1+ folders, 3.x folders with a trailing underscore,
+flat files, blind marking, team submissions (4.1 group ids, "Default group", 3.x
+``Group A-Jane Doe`` prefixes), any Unicode name. Each participant or team becomes one
+``Submission``: the notebook's bytes when one notebook can be chosen, otherwise a status and
+a message saying what was found, so one bad hand-in never stops the batch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import unicodedata
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.course import normalise_week_name
+from autograder.exceptions import CourseError, ExportError, SubmissionError
+from autograder.moodle.entries import MAX_FILE_BYTES, Entry, folder_entries, zip_entries
+from autograder.moodle.names import BLIND_NAME, ONLINE_TEXT_PLUGIN, Prefix, parse_segment
+from autograder.results import Participant, Status
+from autograder.submission import Submission
+
+
+@dataclass
+class _HandIn:
+    """Everything one participant (or team) has in the export, across plugin folders."""
+
+    prefixes: list[Prefix] = field(default_factory=list)
+    files: list[tuple[str, Prefix, Entry]] = field(default_factory=list)  # (path inside, prefix, entry)
+
+
+def is_export(entries: Iterable[Entry]) -> bool:
+    """True when some entry sits under (or is) a Moodle ``..._assignsubmission_...`` name."""
+    return any(_locate(entry.path) is not None for entry in entries)
+
+
+def read_export(
+    path: Path, *, week: str | None = None, teams: bool | None = None, max_bytes: int = MAX_FILE_BYTES
+) -> list[Submission]:
+    """One Submission per participant or team in the export, sorted by folder name.
+
+    ``week`` picks the notebook when a submission holds several. ``teams`` says the numbers
+    in 4.1 names are group ids (``Group A_17_...``); None decides from the export (a
+    "Default group" folder means a team assignment). 3.x folders always carry participant ids.
+    Raises ExportError only when the export as a whole cannot be read.
+    """
+    path = Path(path)
+    if path.is_dir():
+        entries = folder_entries(path)
+        return submissions_from_entries(entries, label=str(path), week=week, teams=teams, max_bytes=max_bytes)
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ExportError(
+            f"{path} cannot be read as a zip ({err}): download the submissions from Moodle again, "
+            "or unpack the export and pass the folder"
+        ) from err
+    with archive:
+        entries = zip_entries(archive, path.name)
+        return submissions_from_entries(entries, label=str(path), week=week, teams=teams, max_bytes=max_bytes)
+
+
+def submissions_from_entries(
+    entries: list[Entry], *, label: str, week: str | None, teams: bool | None, max_bytes: int
+) -> list[Submission]:
+    """Group an export's entries by participant and make one Submission of each group."""
+    if not is_export(entries):
+        raise ExportError(
+            f"{label} is not a Moodle export: no participant folders named like "
+            "'Jane Doe_123456_assignsubmission_file'"
+        )
+    week = normalise_week_name(week) if week is not None else None
+    hand_ins: dict[tuple[str, str | None], _HandIn] = {}
+    strays: list[Submission] = []
+    for entry in entries:
+        located = _locate(entry.path)
+        if located is None:
+            if entry.refused or (entry.name.lower().endswith(".ipynb") and not entry.clutter):
+                strays.append(_stray(entry))
+            continue
+        prefix, inside = located
+        hand_in = hand_ins.setdefault(prefix.who, _HandIn())
+        if prefix not in hand_in.prefixes:
+            hand_in.prefixes.append(prefix)
+        hand_in.files.append((inside, prefix, entry))
+    if teams is None:
+        teams = any(prefix.number is None for hand_in in hand_ins.values() for prefix in hand_in.prefixes)
+    made = [_submission(hand_in, week=week, teams=teams, max_bytes=max_bytes) for hand_in in hand_ins.values()]
+    made.sort(key=lambda s: (s.participant.folder or "").casefold() if s.participant else "")
+    return deduplicate_keys(made + strays)
+
+
+def _locate(path: str) -> tuple[Prefix, str] | None:
+    """The first segment naming a participant, and the path inside their submission."""
+    segments = path.split("/")
+    for position, segment in enumerate(segments):
+        prefix = parse_segment(segment)
+        if prefix is None:
+            continue
+        below = segments[position + 1 :]
+        return prefix, "/".join([*([prefix.rest] if prefix.rest else []), *below])
+    return None
+
+
+def _submission(hand_in: _HandIn, *, week: str | None, teams: bool, max_bytes: int) -> Submission:
+    main = next((p for p in hand_in.prefixes if p.plugin_name == "file"), hand_in.prefixes[0])
+    participant = _participant(main, teams=teams)
+    key = _key(participant)
+    origin = _folder_origin(hand_in, main)
+
+    def outcome(status: Status, message: str) -> Submission:
+        return Submission(origin=origin, key=key, content=None, participant=participant, status=status, message=message)
+
+    refused = [f"{entry.path} ({entry.refused})" for _, _, entry in hand_in.files if entry.refused]
+    if refused:
+        return outcome(Status.ERROR, "refused files that would escape the export: " + ", ".join(refused))
+    files = [(inside, prefix, entry) for inside, prefix, entry in hand_in.files if inside and not entry.clutter]
+    uploads = [(inside, entry) for inside, prefix, entry in files if prefix.plugin_name != ONLINE_TEXT_PLUGIN]
+    try:
+        candidates = [(inside, entry) for inside, entry in uploads if _is_notebook(inside)]
+        if not candidates:
+            candidates = _notebooks_in_zips(uploads, max_bytes=max_bytes)
+        if not candidates:
+            return outcome(Status.NOT_SUBMITTED, _nothing_found(files))
+        inside, entry = _choose(candidates, week=week, max_bytes=max_bytes)
+        content = notebook_bytes(entry, inside, max_bytes=max_bytes)
+    except SubmissionError as err:
+        return outcome(Status.ERROR, str(err))
+    return Submission(origin=entry.origin, key=key, content=content, participant=participant)
+
+
+def _folder_origin(hand_in: _HandIn, main: Prefix) -> str:
+    """Where the participant's folder (or flat file) is, for messages about the whole hand-in."""
+    entry = next(e for _, p, e in hand_in.files if p == main)
+    segments = entry.path.split("/")
+    return entry.where + "/".join(segments[: segments.index(main.segment) + 1])
+
+
+def _participant(prefix: Prefix, *, teams: bool) -> Participant:
+    name = unicodedata.normalize("NFC", prefix.name)
+    legacy = not prefix.rest and prefix.segment.endswith("_")
+    if prefix.number is None:
+        return Participant(group_name=name, folder=prefix.folder)
+    if teams and not legacy:
+        return Participant(group_id=prefix.number, group_name=name, folder=prefix.folder)
+    full_name = f"{name} {prefix.number}" if name == BLIND_NAME else name
+    return Participant(participant_id=prefix.number, full_name=full_name, folder=prefix.folder)
+
+
+def _key(participant: Participant) -> str:
+    """Stable across downloads: Moodle's ids, never the (changeable, any-script) names."""
+    if participant.participant_id:
+        return f"participant-{participant.participant_id}"
+    if participant.group_id:
+        return f"group-{participant.group_id}"
+    return "default-group"
+
+
+def _stray(entry: Entry) -> Submission:
+    """A file outside any participant folder: reported, never graded."""
+    why = f"refused ({entry.refused})" if entry.refused else "not inside a Moodle participant folder"
+    return Submission(
+        origin=entry.origin,
+        key=f"unrecognised-{safe_key(entry.path)}",
+        content=None,
+        status=Status.ERROR,
+        message=f"{entry.path}: {why}; not graded",
+    )
+
+
+def safe_key(text: str) -> str:
+    """A file-system-safe key from any text: word characters (any script), dots and dashes."""
+    return re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", text)).strip("-.")[:80] or "submission"
+
+
+def notebook_bytes(entry: Entry, label: str, *, max_bytes: int) -> bytes:
+    """The notebook's bytes, refusing an empty file here; invalid JSON is the grader's to report."""
+    content = entry.read(max_bytes)
+    if not content.strip():
+        raise SubmissionError(f"{label} is empty: nothing to grade")
+    return content
+
+
+def _is_notebook(name: str) -> bool:
+    return name.lower().endswith(".ipynb")
+
+
+def _notebooks_in_zips(uploads: list[tuple[str, Entry]], *, max_bytes: int) -> list[tuple[str, Entry]]:
+    """Notebooks inside the zips a student uploaded (one level deep), for hand-ins with no bare notebook."""
+    found = []
+    for inside, entry in uploads:
+        if not inside.lower().endswith(".zip"):
+            continue
+        data = entry.read(max_bytes)
+        try:
+            inner = zipfile.ZipFile(io.BytesIO(data))
+            members = zip_entries(inner, entry.origin)
+        except (zipfile.BadZipFile, OSError, EOFError) as err:
+            raise SubmissionError(f"the uploaded zip {inside} is corrupt ({err}): re-upload it") from err
+        refused = [f"{m.path} ({m.refused})" for m in members if m.refused]
+        if refused:
+            raise SubmissionError(f"the uploaded zip {inside} holds refused files: " + ", ".join(refused))
+        found += [(f"{inside}!{m.path}", m) for m in members if _is_notebook(m.path) and not m.clutter]
+    return found
+
+
+def _choose(candidates: list[tuple[str, Entry]], *, week: str | None, max_bytes: int) -> tuple[str, Entry]:
+    """The one notebook to grade: the only one, else the one named for ``week`` (normalised,
+    ``week01``), else the one whose metadata says it; several left is the student's to resolve."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if week is not None:
+        by_name = [c for c in candidates if _names_week(c[0], week)] or candidates
+        if len(by_name) == 1:
+            return by_name[0]
+        by_meta = [c for c in by_name if _metadata_week(c[1], max_bytes) == week]
+        if len(by_meta) == 1:
+            return by_meta[0]
+    names = ", ".join(inside for inside, _ in candidates)
+    hint = f" and none is the only one named or marked for {week}" if week else " and no week was given to choose"
+    raise SubmissionError(f"several notebooks handed in ({names}){hint}: grade one by hand or ask for one")
+
+
+def _names_week(inside: str, week: str) -> bool:
+    stem = inside.rsplit("/", 1)[-1].rsplit("!", 1)[-1]
+    number = int(week.removeprefix("week"))
+    return re.search(rf"week[\s_-]*0*{number}(?!\d)", stem, re.IGNORECASE) is not None
+
+
+def _metadata_week(entry: Entry, max_bytes: int) -> str | None:
+    try:
+        data = json.loads(entry.read(max_bytes))
+        return normalise_week_name(str(data["metadata"]["autograder"]["week"]))
+    except (SubmissionError, CourseError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _nothing_found(files: list[tuple[str, Prefix, Entry]]) -> str:
+    if not files:
+        return "no notebook handed in (no files)"
+    seen = ", ".join(
+        f"{inside} (online text)" if prefix.plugin_name == ONLINE_TEXT_PLUGIN else inside
+        for inside, prefix, _ in files
+    )
+    return f"no .ipynb notebook handed in; files seen: {seen}"
+
+
+def deduplicate_keys(submissions: list[Submission]) -> list[Submission]:
+    """Make every key unique in the batch (``x``, ``x-2``, ...), keeping the order."""
+    seen: set[str] = set()
+    for submission in submissions:
+        key, n = submission.key, 1
+        while key in seen:
+            n += 1
+            key = f"{submission.key}-{n}"
+        submission.key = key
+        seen.add(key)
+    return submissions

@@ -1,0 +1,165 @@
+"""Marking free-text tasks by hand: export the answers, read the marks, fold them in."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import Task
+from autograder.exceptions import ManualMarksError
+from autograder.manual import Mark, apply_marks, read_marks, write_manual_sheet
+from autograder.results import Participant, Status, SubmissionResult, TaskResult
+from autograder.submission import Submission
+
+TASKS = (
+    Task(number=1, points=40, manual=False, title="the perceptron update"),
+    Task(number=3, points=10, manual=True, title="why does it converge?"),
+    Task(number=4, points=5, manual=True, title="what would you change?"),
+)
+
+
+def student_notebook(answers: dict[int, str], *, keep_metadata: bool = True) -> bytes:
+    nb = nbformat.v4.new_notebook()
+    for number, text in answers.items():
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"## Task {number} (10 points): question"))
+        if number == 4:
+            nb.cells.append(nbformat.v4.new_code_cell("x = 1"))  # a code cell between heading and answer
+        meta = {"autograder": {"answer": number}} if keep_metadata else {}
+        nb.cells.append(nbformat.v4.new_markdown_cell(text, metadata=meta))
+    return nbformat.writes(nb).encode()
+
+
+def submissions() -> list[Submission]:
+    return [
+        Submission(
+            origin="e.zip!a", key="participant-1", participant=Participant(participant_id="1", full_name="山田 太郎"),
+            content=student_notebook({3: "Because the data are <separable>.", 4: "More epochs,\nsmaller eta."}),
+        ),
+        Submission(  # an editor dropped the cell metadata: found after the "Task N" heading
+            origin="e.zip!b", key="participant-2", participant=Participant(participant_id="2", full_name="Ann Poe"),
+            content=student_notebook({3: "It converges, margin.", 4: "Nothing."}, keep_metadata=False),
+        ),
+        Submission(origin="e.zip!c", key="participant-3", content=None, status=Status.NOT_SUBMITTED,
+                   message="no .ipynb notebook handed in; files seen: answers.pdf",
+                   participant=Participant(participant_id="3", full_name="No Book")),
+        Submission(origin="bob.ipynb", key="bob", content=b"{ not json"),
+    ]
+
+
+def read_sheet(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig"), newline="")))
+
+
+def fill(path: Path, marks: dict[tuple[str, str], tuple[str, str]], delimiter: str = ",") -> None:
+    rows = read_sheet(path)
+    for row in rows:
+        row["points"], row["comment"] = marks.get((row["key"], row["task"]), ("", ""))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), delimiter=delimiter)
+    writer.writeheader()
+    writer.writerows(rows)
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+def test_the_sheet_lists_every_answer_to_every_manual_task(tmp_path: Path) -> None:
+    count = write_manual_sheet(
+        submissions=submissions(), tasks=TASKS, csv_path=tmp_path / "m.csv", html_path=tmp_path / "m.html",
+        title="week01",
+    )
+
+    rows = read_sheet(tmp_path / "m.csv")
+    assert count == len(rows) == 8
+    assert (tmp_path / "m.csv").read_bytes().startswith("\ufeff".encode())
+    answers = {(r["key"], r["task"]): r["answer"] for r in rows}
+    assert answers[("participant-1", "3")] == "Because the data are <separable>."
+    assert answers[("participant-1", "4")] == "More epochs,\nsmaller eta."
+    assert answers[("participant-2", "3")] == "It converges, margin."
+    assert answers[("participant-2", "4")] == "Nothing."
+    assert answers[("participant-3", "3")].startswith("(no notebook: no .ipynb notebook handed in")
+    assert answers[("bob", "4")].startswith("(the notebook cannot be read")
+    first = rows[0]
+    assert (first["identifier"], first["full_name"], first["max_points"]) == ("Participant 1", "山田 太郎", "10")
+    assert first["points"] == first["comment"] == ""
+    page = (tmp_path / "m.html").read_text(encoding="utf-8")
+    assert "Because the data are &lt;separable&gt;." in page and "山田 太郎" in page
+
+
+def test_marks_round_trip_with_decimal_comma_and_semicolons(tmp_path: Path) -> None:
+    sheet = tmp_path / "m.csv"
+    write_manual_sheet(submissions=submissions(), tasks=TASKS, csv_path=sheet)
+    fill(sheet, {("participant-1", "3"): ("7,5", "good; say why"), ("participant-1", "4"): ("5", ""),
+                 ("participant-2", "3"): ("0", "")}, delimiter=";")
+
+    marks = read_marks(sheet, tasks=TASKS)
+
+    assert marks == {
+        "participant-1": {3: Mark(7.5, "good; say why"), 4: Mark(5.0, "")},
+        "participant-2": {3: Mark(0.0, "")},
+    }
+    assert read_marks(sheet) == marks  # maxima from the sheet's own max_points column
+
+
+def test_bad_marks_are_all_reported_with_their_rows(tmp_path: Path) -> None:
+    sheet = tmp_path / "m.csv"
+    write_manual_sheet(submissions=submissions(), tasks=TASKS, csv_path=sheet)
+    fill(sheet, {("participant-1", "3"): ("ten", ""), ("participant-1", "4"): ("6", ""),
+                 ("participant-2", "3"): ("-1", ""), ("participant-2", "4"): ("", "see me")})
+
+    with pytest.raises(ManualMarksError) as caught:
+        read_marks(sheet, tasks=TASKS)
+    message = str(caught.value)
+    assert "row 2 (participant-1, task 3): points 'ten' is not a number" in message
+    assert "row 3 (participant-1, task 4): points 6 outside 0 to 5" in message
+    assert "row 4 (participant-2, task 3): points -1 outside 0 to 10" in message
+    assert "row 5 (participant-2, task 4): a comment but no points" in message
+
+
+def test_a_mark_for_a_task_not_marked_by_hand_is_refused(tmp_path: Path) -> None:
+    sheet = tmp_path / "m.csv"
+    sheet.write_text("key,task,max_points,points,comment\nparticipant-1,1,40,3,\nparticipant-1,1,40,3,\n")
+
+    with pytest.raises(ManualMarksError, match="task 1 is not marked by hand"):
+        read_marks(sheet, tasks=TASKS)
+    with pytest.raises(ManualMarksError, match="row 3 .*marked twice"):
+        read_marks(sheet)
+
+
+def test_exporting_again_keeps_the_marks_already_given(tmp_path: Path) -> None:
+    marks = {"participant-1": {3: Mark(7.5, "good")}}
+    write_manual_sheet(submissions=submissions(), tasks=TASKS, csv_path=tmp_path / "m.csv", marks=marks)
+
+    assert read_marks(tmp_path / "m.csv", tasks=TASKS) == marks
+
+
+def result() -> SubmissionResult:
+    return SubmissionResult(
+        submission="e.zip!a",
+        key="participant-1",
+        status=Status.GRADED,
+        tasks=[
+            TaskResult(task=1, score=30, max_score=40),
+            TaskResult(task=3, score=0, max_score=10, manual=True),
+            TaskResult(task=4, score=0, max_score=5, manual=True),
+        ],
+    )
+
+
+def test_apply_marks_scores_manual_tasks_and_totals_follow() -> None:
+    original = result()
+    marked = apply_marks(original, {"participant-1": {3: Mark(7.5, "good")}, "other": {3: Mark(1, "")}})
+
+    assert (marked.task(3).score, marked.task(3).comment) == (7.5, "good")
+    assert marked.task(4).score == 0 and marked.score == 37.5 and marked.max_score == 55
+    assert original.score == 30 and original.task(3).comment == ""  # the input is not changed
+    assert apply_marks(original, {}).score == 30
+
+
+def test_apply_marks_refuses_marks_that_do_not_fit_the_result() -> None:
+    with pytest.raises(ManualMarksError, match="task 1 is not a manual task"):
+        apply_marks(result(), {"participant-1": {1: Mark(3, "")}})
+    with pytest.raises(ManualMarksError, match="above the maximum 5"):
+        apply_marks(result(), {"participant-1": {4: Mark(6, "")}})
