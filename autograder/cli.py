@@ -71,7 +71,7 @@ def grade(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON array on stdout, nothing else")] = False,
     worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the grading worksheet downloaded from Moodle, to fill")] = None,
     regrade: Annotated[bool, typer.Option("--regrade", help="grade again even what the gradebook holds unchanged")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="submissions graded at once (default: the number of cores)")] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
     course: CourseOption = None,
 ) -> None:

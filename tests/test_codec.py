@@ -130,3 +130,13 @@ def _nan_equal(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_nan_equal(a[k], b[k]) for k in a)
     return a == b
+
+
+def test_container_subclasses_are_not_plain_data():
+    """A namedtuple node or a dict subclass is the student's object: it stays remote."""
+    from collections import OrderedDict, namedtuple
+
+    Node = namedtuple("Node", "left right")
+    for value in (Node(1, 2), OrderedDict(a=1), type("MyList", (list,), {})([1])):
+        with pytest.raises(NotPlain):
+            encode(value)

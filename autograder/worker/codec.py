@@ -87,10 +87,12 @@ def _encode(value: Any, depth: int, budget: list[int], handle_for: Callable[[Any
         return {"h": [value.id, value.typename, value.callable]}
     if isinstance(value, np.ndarray):
         return _encode_array(value, budget)
-    if isinstance(value, (list, tuple)):
+    # Exact types only: a subclass (a namedtuple K-D tree node, a dict with a lying
+    # __eq__) is the student's object and stays in the worker as a handle.
+    if type(value) in (list, tuple):
         items = [_encode(v, depth + 1, budget, handle_for) for v in value]
-        return {"t": items} if isinstance(value, tuple) else items
-    if isinstance(value, dict):
+        return {"t": items} if type(value) is tuple else items
+    if type(value) is dict:
         pairs = []
         for k, v in value.items():
             if not _is_key(k):

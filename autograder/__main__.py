@@ -1,0 +1,5 @@
+"""``python -m autograder`` is the ``autograder`` command."""
+
+from autograder.cli import main
+
+main()

@@ -1,0 +1,145 @@
+"""Task 1: Euclidean distance, kNN classification and regression by brute force.
+
+The rules (COURSE.md): the k neighbours are the k nearest training points, equal
+distances going to the smaller index; a tied vote goes to the tied class with the
+nearest member.
+
+scikit-learn breaks both kinds of tie its own way: its neighbour search does not promise
+which of several equally distant points it keeps, and its vote goes to the smallest
+class label. So the comparison with ``KNeighborsClassifier``/``KNeighborsRegressor``
+requires exact agreement on the queries where no tie can matter (the k-th and (k+1)-th
+distances differ and, for classification, one class has the most votes), and on the
+other queries requires the answer the rules above give, computed here by brute force.
+
+Comparisons use plain Python and numpy arithmetic, never ``np.allclose`` or
+``np.array_equal``, which a notebook could rebind in a trusted in-process run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+LABELS = np.array([1, 4, 7])
+
+
+def neighbour_order(X: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of ``X`` by distance to ``x`` (equal distances by index) and the sorted distances."""
+    distances = np.sqrt(((X - x) ** 2).sum(axis=1))
+    order = np.argsort(distances, kind="stable")
+    return order, distances[order]
+
+
+def boundary_tie(sorted_distances: np.ndarray, k: int) -> bool:
+    """Whether the k-th and (k+1)-th nearest points are equally far (the tie rule decides who is in)."""
+    return k < len(sorted_distances) and math.isclose(sorted_distances[k - 1], sorted_distances[k], rel_tol=1e-9, abs_tol=1e-12)
+
+
+def vote(labels_by_distance: np.ndarray) -> tuple[object, bool]:
+    """The rule's winner among neighbour labels (nearest first), and whether the vote was tied."""
+    values, counts = np.unique(labels_by_distance, return_counts=True)
+    tied = values[counts == counts.max()]
+    winner = next(label for label in labels_by_distance if label in tied)
+    return winner, len(tied) > 1
+
+
+def as_label(value: object) -> object:
+    """A returned label as a Python scalar: a one-element array counts as its element."""
+    if isinstance(value, np.ndarray):
+        assert value.size == 1, "knn_classify should return one label, not an array of labels"
+        return value.item()
+    return value
+
+
+def as_number(value: object, what: str) -> float:
+    if isinstance(value, np.ndarray):
+        assert value.size == 1, f"{what} should return a single number"
+        value = value.item()
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{what} should return a number"
+    return float(value)
+
+
+def labelled(X: np.ndarray, seed: int) -> np.ndarray:
+    """Random labels from three classes; copies of a point get their own label (noisy data)."""
+    return np.random.default_rng(seed).choice(LABELS, size=len(X))
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(4)
+def test_euclidean_distance(student):
+    """euclidean_distance(a, b) is the square root of the sum of squared coordinate differences."""
+    assert math.isclose(as_number(student.euclidean_distance(np.array([0.0, 0.0]), np.array([3.0, 4.0])), "euclidean_distance"), 5.0)
+    rng = np.random.default_rng(40)
+    for p in (1, 2, 5):
+        a, b = rng.normal(size=p), rng.normal(size=p)
+        got = as_number(student.euclidean_distance(a, b), "euclidean_distance")
+        assert math.isclose(got, float(np.sqrt(((a - b) ** 2).sum())), rel_tol=1e-9), "euclidean_distance(a, b) is not the Euclidean distance"
+        assert math.isclose(as_number(student.euclidean_distance(b, a), "euclidean_distance"), got, rel_tol=1e-12), "euclidean_distance should be symmetric"
+        assert as_number(student.euclidean_distance(a, a.copy()), "euclidean_distance") == 0.0, "the distance from a point to itself should be 0"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(6)
+def test_knn_classify_matches_scikit_learn(student, float_sets):
+    """knn_classify agrees with KNeighborsClassifier on random data with duplicates (k = 1, 4, 5), and follows the tie rules where scikit-learn's tie-breaking differs."""
+    for seed, (X, queries) in enumerate(float_sets):
+        y = labelled(X, seed=50 + seed)
+        for k in (1, 4, 5):
+            sklearn_labels = KNeighborsClassifier(n_neighbors=k, algorithm="brute").fit(X, y).predict(queries)
+            for query, sklearn_label in zip(queries, sklearn_labels):
+                order, distances = neighbour_order(X, query)
+                expected, vote_tied = vote(y[order[:k]])
+                got = as_label(student.knn_classify(X, y, query, k=k))
+                if boundary_tie(distances, k) or vote_tied:
+                    assert got == expected, "where distances or votes tie, knn_classify should follow the tie rules (equal distance: smaller index; tied vote: the class with the nearest member)"
+                else:
+                    assert got == sklearn_label, "knn_classify disagrees with KNeighborsClassifier on a query whose k neighbours and majority are unambiguous"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(4)
+def test_knn_classify_tie_rules(student):
+    """A tied vote goes to the tied class with the nearest member, and equally distant points go to the smaller index."""
+    # Points on a line at distances 1, 2, 3, ... from the query 0, stored in a scrambled
+    # order so that index order is not distance order.
+    def line(labels_by_distance: list[int], scramble: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        X = np.array([[float(d + 1)] for d in scramble])
+        y = np.array([labels_by_distance[d] for d in scramble])
+        return X, y
+
+    query = np.array([0.0])
+    cases = [
+        # two classes with two votes each: the nearer class wins, not the smaller label
+        (line([7, 3, 3, 7], [2, 0, 3, 1]), 4, 7),
+        # three classes with one vote each
+        (line([9, 2, 5], [1, 2, 0]), 3, 9),
+        # classes 8 and 3 tie with two votes; the single nearest point (class 5) is not in the tie
+        (line([5, 8, 8, 3, 3], [4, 1, 3, 0, 2]), 5, 8),
+    ]
+    for (X, y), k, expected in cases:
+        assert as_label(student.knn_classify(X, y, query, k=k)) == expected, "a tied vote should go to the tied class whose member is nearest to the query"
+    # k = 1 and two points at distance 1 on either side: the smaller index is the neighbour
+    X = np.array([[3.0], [1.0], [-1.0]])
+    y = np.array([2, 6, 4])
+    assert as_label(student.knn_classify(X, y, query, k=1)) == 6, "of two equally distant training points, the one with the smaller index should count as nearer"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(6)
+def test_knn_regress_matches_scikit_learn(student, float_sets):
+    """knn_regress agrees with KNeighborsRegressor on random data with duplicates (k = 1, 3, 6), and takes the smaller indices where distances tie."""
+    for seed, (X, queries) in enumerate(float_sets):
+        y = np.random.default_rng(70 + seed).normal(size=len(X))
+        for k in (1, 3, 6):
+            sklearn_values = KNeighborsRegressor(n_neighbors=k, algorithm="brute").fit(X, y).predict(queries)
+            for query, sklearn_value in zip(queries, sklearn_values):
+                order, distances = neighbour_order(X, query)
+                got = as_number(student.knn_regress(X, y, query, k=k), "knn_regress")
+                if boundary_tie(distances, k):
+                    expected = float(np.mean(y[order[:k]]))
+                    assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12), "where the k-th and (k+1)-th neighbours are equally far, knn_regress should keep the one with the smaller index"
+                else:
+                    assert math.isclose(got, float(sklearn_value), rel_tol=1e-9, abs_tol=1e-12), "knn_regress disagrees with KNeighborsRegressor (the mean target of the k nearest points)"

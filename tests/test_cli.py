@@ -1,0 +1,121 @@
+"""The ``autograder`` command end to end, as a subprocess, on a small Moodle export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "week01"
+AUTOGRADER = [sys.executable, "-m", "autograder"]
+
+HEADER = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+          "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([*AUTOGRADER, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory) -> tuple[Path, Path]:
+    """A three-student 4.1+ export and its worksheet (semicolons, decimal comma, BOM)."""
+    folder = tmp_path_factory.mktemp("moodle")
+    zip_path = folder / "ML101-Week 1-42.zip"
+    people = [("Zoë Müller", 201, "correct_loop_eta_y_x.ipynb"), ("山田 太郎", 202, "wrong_no_bias.ipynb"),
+              ("Nguyễn Thị Minh", 203, "untouched_stub.ipynb")]
+    with zipfile.ZipFile(zip_path, "w") as z:
+        for name, pid, fixture in people:
+            z.writestr(f"{name}_{pid}_assignsubmission_file/week01.ipynb", (FIXTURES / fixture).read_bytes())
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter=";", lineterminator="\r\n")
+    writer.writerow(HEADER)
+    for name, pid, _ in people:
+        writer.writerow([f"Participant {pid}", name, f"s{pid}@example.edu", "Submitted for grading", "",
+                         "100,00", "Yes", "Friday, 20 November 2026, 11:41 PM", "-", ""])
+    sheet = folder / "grades.csv"
+    sheet.write_bytes(b"\xef\xbb\xbf" + text.getvalue().encode("utf-8"))
+    return zip_path, sheet
+
+
+def read_sheet(path: Path) -> list[dict[str, str]]:
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf"), "the BOM is kept"
+    return list(csv.DictReader(io.StringIO(raw[3:].decode("utf-8")), delimiter=";"))
+
+
+def test_grade_json_worksheet_feedback_and_rerun(export, tmp_path: Path):
+    zip_path, sheet = export
+    out = tmp_path / "results"
+    first = run("grade", "week01", str(zip_path), "--worksheet", str(sheet), "--out", str(out), "--json", "--jobs", "1")
+    assert first.returncode == 0, first.stderr
+    results = json.loads(first.stdout)  # stdout is one JSON array and nothing else
+    by_id = {r["participant"]["participant_id"]: r for r in results}
+    assert by_id["201"]["score"] == 60 and by_id["201"]["status"] == "graded"
+    assert by_id["202"]["tasks"][0]["score"] < 40 and by_id["202"]["tasks"][1]["score"] == 20
+    assert by_id["203"]["status"] == "not_attempted"
+    for r in results:
+        assert {"submission", "status", "score", "max_score", "tasks", "tests", "submission_sha256",
+                "grader_version"} <= r.keys()
+        assert all({"name", "task", "score", "max_score", "output", "visibility"} <= t.keys() for t in r["tests"])
+        assert [t["manual"] for t in r["tasks"]] == [False, False, True, True]
+        assert (out / f"{r['key']}.json").is_file()
+
+    rows = read_sheet(out / "grades.csv")
+    assert [row["Identifier"] for row in rows] == ["Participant 201", "Participant 202", "Participant 203"]
+    assert rows[0]["Grade"] == "60,00" and rows[0]["Last modified (grade)"] == "-"
+    assert rows[0]["Feedback comments"]
+    with zipfile.ZipFile(out / "feedback.zip") as z:
+        names = z.namelist()
+    assert "Zoë Müller_201_assignsubmission_file/feedback.html" in names
+    assert (out / "report.html").is_file() and (out / "manual-marking.csv").is_file()
+
+    again = run("grade", "week01", str(zip_path), "--out", str(out), "--json", "--jobs", "1")
+    assert again.returncode == 0, again.stderr
+    assert "3 unchanged submission(s)" in again.stderr
+    assert [r["score"] for r in json.loads(again.stdout)] == [r["score"] for r in results]
+
+
+def test_manual_marks_merge_into_totals_worksheet_and_survive_regrade(export, tmp_path: Path):
+    zip_path, sheet = export
+    out = tmp_path / "results"
+    assert run("grade", "week01", str(zip_path), "--out", str(out), "--jobs", "1").returncode == 0
+    marking = out / "manual-marking.csv"
+    text = marking.read_text(encoding="utf-8-sig")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    for row in rows:
+        if row["identifier"] == "Participant 201":
+            row["points"], row["comment"] = ("15,5", "Good example") if row["task"] == "3" else ("20", "")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0].keys()))
+    writer.writeheader()
+    writer.writerows(rows)
+    marking.write_text(buffer.getvalue(), encoding="utf-8")
+
+    merged = run("merge-manual", "week01", str(marking), "--out", str(out), "--worksheet", str(sheet))
+    assert merged.returncode == 0, merged.stderr
+    assert read_sheet(out / "grades.csv")[0]["Grade"] == "95,50"
+    regraded = run("grade", "week01", str(zip_path), "--out", str(out), "--json", "--regrade", "--jobs", "1")
+    top = next(r for r in json.loads(regraded.stdout) if r["participant"]["participant_id"] == "201")
+    assert top["score"] == 95.5 and top["tasks"][2]["comment"] == "Good example"
+
+
+def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
+    missing = run("grade", "week01", str(tmp_path / "nope.zip"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    wrong_week = run("grade", "week42", str(tmp_path))
+    assert wrong_week.returncode == 2 and "week42" in wrong_week.stderr
+
+
+def test_generate_check_passes_on_the_committed_notebooks():
+    result = run("generate", "--check")
+    assert result.returncode == 0, result.stderr
