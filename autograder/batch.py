@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from autograder.submission import Submission
 log = logging.getLogger(__name__)
 
 WORKSHEET = "grades.csv"
+DOWNLOADED_WORKSHEET = "worksheet-as-downloaded.csv"  # kept so later runs fill the same one
 FEEDBACK_ZIP = "feedback.zip"
 MANUAL_CSV = "manual-marking.csv"
 MANUAL_HTML = "manual-marking.html"
@@ -133,6 +135,11 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
     """Everything the instructor and Moodle get, written from ``results``."""
     outputs = Outputs(folder=out_dir)
     results = sorted(results, key=lambda r: r.key)
+    kept = out_dir / DOWNLOADED_WORKSHEET
+    if worksheet is not None and worksheet.resolve() != kept.resolve():
+        shutil.copyfile(worksheet, kept)
+    if worksheet is None and kept.is_file():
+        worksheet = kept
     for result in results:
         _write_json(out_dir / f"{result.key}.json", to_dict(result))
     outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}")
@@ -174,6 +181,16 @@ def load_results(out_dir: Path, week: Week) -> list[SubmissionResult]:
     """The week's results as the gradebook in ``out_dir`` holds them (manual marks applied)."""
     with Gradebook.open(out_dir / FILENAME) as book:
         return book.results(week.name)
+
+
+def weeks_in(out_dir: Path) -> list[str]:
+    """The weeks a results folder's gradebook holds results for."""
+    if not (out_dir / FILENAME).is_file():
+        from autograder.exceptions import AutograderError
+
+        raise AutograderError(f"{out_dir} has no {FILENAME}: is it a folder written by `autograder grade`?")
+    with Gradebook.open(out_dir / FILENAME) as book:
+        return book.weeks()
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -35,7 +35,23 @@ CourseOption = Annotated[Optional[Path], typer.Option("--course", help="the cour
                                                       "default: found from the working directory")]
 
 
-def _fail(exc: AutograderError) -> None:
+WeekArg = Annotated[str, typer.Argument(help="the week, e.g. week01")]
+OutOption = Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK in the course)")]
+WorksheetOption = Annotated[Optional[Path], typer.Option(
+    "--worksheet", help="the grading worksheet downloaded from Moodle, to fill")]
+
+
+def _locate(week: str, course: Path | None, out_dir: Path | None) -> tuple[Week, Path]:
+    """The week asked for and its results folder (default ``results/WEEK`` in the course)."""
+    try:
+        found = Course.locate(course)
+        the_week = found.week(week)
+    except AutograderError as exc:
+        _fail(exc)
+    return the_week, out_dir or found.root / "results" / the_week.name
+
+
+def _fail(exc: AutograderError) -> NoReturn:
     err.print(f"[bold red]error:[/] {exc}", highlight=False)
     raise typer.Exit(2)
 
@@ -65,11 +81,11 @@ def generate(
 
 @app.command()
 def grade(
-    week: Annotated[str, typer.Argument(help="the week, e.g. week01")],
+    week: WeekArg,
     paths: Annotated[list[Path], typer.Argument(help="notebooks, folders of notebooks, or Moodle exports (.zip or folder)")],
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="results folder (default: results/WEEK in the course)")] = None,
+    out_dir: OutOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON array on stdout, nothing else")] = False,
-    worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the grading worksheet downloaded from Moodle, to fill")] = None,
+    worksheet: WorksheetOption = None,
     regrade: Annotated[bool, typer.Option("--regrade", help="grade again even what the gradebook holds unchanged")] = False,
     jobs: Annotated[int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
@@ -79,12 +95,7 @@ def grade(
     from autograder.batch import run_batch
     from autograder.formats.result_json import to_dict
 
-    try:
-        found = Course.locate(course)
-        the_week = found.week(week)
-    except AutograderError as exc:
-        _fail(exc)
-    out_dir = out_dir or found.root / "results" / the_week.name
+    the_week, out_dir = _locate(week, course, out_dir)
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
@@ -129,18 +140,21 @@ def _print_outputs(outputs: Outputs, *, reused: int = 0) -> None:
 
 @app.command()
 def report(
-    week: Annotated[str, typer.Argument(help="the week, e.g. week01")],
-    out_dir: Annotated[Optional[Path], typer.Argument(help="the results folder (default: results/WEEK)")] = None,
-    worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the downloaded worksheet to fill again")] = None,
+    out_dir: Annotated[Path, typer.Argument(help="a results folder written by `autograder grade`")],
+    week: Annotated[Optional[str], typer.Option("--week", help="the week, when the folder holds several")] = None,
+    worksheet: WorksheetOption = None,
     course: CourseOption = None,
 ) -> None:
-    """Rewrite the report, feedback pages, worksheet and feedback zip from the gradebook."""
-    from autograder.batch import load_results, write_outputs
+    """Rewrite the report, feedback pages, worksheet and feedback zip from a results folder."""
+    from autograder.batch import load_results, weeks_in, write_outputs
 
     try:
-        found = Course.locate(course)
-        the_week = found.week(week)
-        folder = out_dir or found.root / "results" / the_week.name
+        if week is None:
+            found = weeks_in(out_dir)
+            if len(found) != 1:
+                raise AutograderError(f"{out_dir} holds results of {found or 'no week'}: choose one with --week")
+            week = found[0]
+        the_week, folder = _locate(week, course, out_dir)
         outputs = write_outputs(the_week, load_results(folder, the_week), folder, worksheet=worksheet)
     except AutograderError as exc:
         _fail(exc)
@@ -149,20 +163,18 @@ def report(
 
 @app.command("merge-manual")
 def merge_manual(
-    week: Annotated[str, typer.Argument(help="the week, e.g. week01")],
+    week: WeekArg,
     sheet: Annotated[Path, typer.Argument(help="the filled marking sheet (manual-marking.csv)")],
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK)")] = None,
-    worksheet: Annotated[Optional[Path], typer.Option("--worksheet", help="the downloaded worksheet to fill again")] = None,
+    out_dir: OutOption = None,
+    worksheet: WorksheetOption = None,
     course: CourseOption = None,
 ) -> None:
     """Fold marks given by hand into the totals, the worksheet, the feedback and the report."""
     from autograder.batch import merge_manual as merge
 
+    the_week, folder = _locate(week, course, out_dir)
     try:
-        found = Course.locate(course)
-        the_week = found.week(week)
-        stored, outputs = merge(the_week, sheet, out_dir=out_dir or found.root / "results" / the_week.name,
-                                worksheet=worksheet)
+        stored, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet)
     except AutograderError as exc:
         _fail(exc)
     err.print(f"{stored} mark(s) stored")

@@ -21,6 +21,7 @@ import nbformat
 from autograder.exceptions import CourseError
 
 WEEK_PATTERN = re.compile(r"^week\d{2}$")
+TASK_HEADING = re.compile(r"^task\s+\d+\s*(\([^)]*\))?\s*[:.\-\u2013\u2014]?\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Week:
                 number=number,
                 points=float(meta["points"]),
                 manual=bool(meta.get("manual", False)),
-                title=first_line.lstrip("#").strip(),
+                title=TASK_HEADING.sub("", first_line.lstrip("#").strip()) or f"Task {number}",
             )
         if not found:
             raise CourseError(
