@@ -1,0 +1,137 @@
+"""Task 1: the pocket algorithm, judged by behaviour.
+
+The algorithm is deterministic once its start, pass order and pocket rule are fixed, so
+beyond the invariants (the pocket holds the lowest E_in seen, and error_in_sample_ is
+E_in of w_) the run itself is compared with one computed here. One legitimate
+difference is accepted: the update ``eta * y * x`` or ``eta * (y - y_hat) * x``. The
+second is the first with eta doubled (y - y_hat is 2y on a mistake), and from random
+starting weights that changes the run, so both runs are computed and either matches.
+
+Comparisons use plain numpy arithmetic, never ``np.allclose``, which a notebook could
+rebind in a trusted in-process run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+EXACT = 1e-12  # E_in values are fractions k/N: equal ones agree to rounding
+
+
+def predict(w: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The course's prediction rule: +1 where the net input is >= 0, else -1."""
+    return np.where(X @ w[1:] + w[0] >= 0.0, 1, -1)
+
+
+def in_sample_error(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(predict(w, X) != y))
+
+
+def pocket_run(X: np.ndarray, y: np.ndarray, eta: float, n_iter: int, random_state: int) -> tuple[np.ndarray, list[float]]:
+    """The reference pocket: (pocketed weights, E_in after each epoch)."""
+    w = np.random.RandomState(random_state).normal(0.0, 0.01, 1 + X.shape[1])
+    errors: list[float] = []
+    best = w.copy()
+    for _ in range(n_iter):
+        updates = 0
+        for xi, target in zip(X, y):
+            if (1 if xi @ w[1:] + w[0] >= 0.0 else -1) != target:
+                w[1:] += eta * target * xi
+                w[0] += eta * target
+                updates += 1
+        errors.append(in_sample_error(w, X, y))
+        if len(errors) == 1 or errors[-1] < min(errors[:-1]):
+            best = w.copy()
+        if updates == 0:
+            break
+    return best, errors
+
+
+def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))))
+
+
+def fitted(student, X: np.ndarray, y: np.ndarray, **params: float) -> tuple[object, np.ndarray, list[float], float]:
+    """Fit a student Pocket; return (model, w_, errors_, error_in_sample_) after checking their types."""
+    model = student.Pocket(**params).fit(X, y)
+    w = model.w_
+    assert isinstance(w, np.ndarray), "w_ should be a numpy array"
+    assert w.shape == (1 + X.shape[1],), "w_ should have shape (1 + n_features,): the bias first, then one weight per feature"
+    errors = model.errors_
+    assert isinstance(errors, (list, tuple, np.ndarray)), "errors_ should be a list with E_in after each epoch"
+    errors = [float(e) for e in np.asarray(errors, dtype=float).ravel()]
+    error = model.error_in_sample_
+    assert isinstance(error, (int, float)), "error_in_sample_ should be a number (the pocketed weights' E_in)"
+    return model, w.astype(float), errors, float(error)
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(10)
+def test_starts_from_seeded_random_weights(student, start_sets):
+    """fit starts from RandomState(random_state).normal(0, 0.01, 1 + n_features), not from zeros."""
+    for random_state, (X, y) in start_sets.items():
+        expected = np.random.RandomState(random_state).normal(0.0, 0.01, 1 + X.shape[1])
+        _, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=10, random_state=random_state)
+        assert len(errors) == 1 and errors[0] == 0.0, (
+            "on data the starting weights already separate, the first epoch makes no update and fit should stop after it"
+        )
+        assert error == 0.0, "error_in_sample_ should be 0 when the pocketed weights classify every point correctly"
+        assert max_abs_diff(w, expected) <= 1e-12, (
+            "the starting weights should be np.random.RandomState(random_state).normal(0, 0.01, 1 + n_features)"
+        )
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(10)
+def test_stopping_rule(student, separable_set, noisy_sets):
+    """fit stops after an epoch without updates on separable data, and runs all n_iter epochs otherwise."""
+    X, y = separable_set
+    model, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=500, random_state=1)
+    assert errors and errors[-1] == 0.0, "on separable data the last epoch should have E_in = 0"
+    first_zero = errors.index(0.0)
+    assert len(errors) <= first_zero + 2, "fit should stop after the first epoch without updates, not run on"
+    assert error == 0.0, "on separable data error_in_sample_ should end at 0"
+    assert (np.asarray(model.predict(X)) == y).all(), "on separable data every training point should end up classified correctly"
+    for X, y in noisy_sets:
+        _, _, errors, _ = fitted(student, X, y, eta=0.3, n_iter=7, random_state=1)
+        assert len(errors) == 7, "on data no line separates, every epoch makes updates: errors_ should have n_iter entries"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(15)
+def test_pocket_keeps_the_best(student, noisy_sets):
+    """On non-separable data, w_ has the lowest E_in of all epochs and error_in_sample_ is E_in of w_."""
+    for X, y in noisy_sets:
+        model, w, errors, error = fitted(student, X, y, eta=0.3, n_iter=25, random_state=1)
+        assert len(errors) == 25, "errors_ should have one entry per epoch"
+        assert all(0.0 <= e <= 1.0 for e in errors), "errors_ should hold E_in, the fraction of misclassified points"
+        assert abs(error - min(errors)) <= EXACT, "error_in_sample_ should be the lowest E_in in errors_"
+        assert abs(in_sample_error(w, X, y) - error) <= EXACT, (
+            "error_in_sample_ should be the in-sample error of the returned weights w_ (are w_ the pocketed weights, and a copy?)"
+        )
+        net = np.asarray(model.net_input(X), dtype=float)
+        assert net.shape == (len(X),), "net_input(X) should return one value per row of X"
+        expected = X @ w[1:] + w[0]
+        assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should be X @ w_[1:] + w_[0]"
+        assert (np.asarray(model.predict(X)) == predict(w, X)).all(), "predict(X) should be +1 where net_input(X) >= 0, else -1"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(15)
+def test_matches_the_pocket_run(student, noisy_sets):
+    """Perceptron passes in order, E_in after each pass, and pocketing only on a strict improvement, epoch by epoch."""
+    for X, y in noisy_sets:
+        _, w, errors, _ = fitted(student, X, y, eta=0.3, n_iter=25, random_state=1)
+        runs = [pocket_run(X, y, eta, 25, random_state=1) for eta in (0.3, 0.6)]
+        same_errors = [
+            len(errors) == len(ref) and max_abs_diff(errors, ref) <= EXACT for _, ref in runs
+        ]
+        assert any(same_errors), (
+            "errors_ differs from the pocket algorithm's E_in after each epoch "
+            "(update every misclassified point in order with eta, then measure E_in of the weights you hold)"
+        )
+        best = runs[same_errors.index(True)][0]
+        assert max_abs_diff(w, best) <= 1e-9 * (1 + float(np.max(np.abs(best)))), (
+            "w_ should be the weights after the first epoch with the lowest E_in (pocket only on a strict improvement)"
+        )

@@ -1,0 +1,98 @@
+"""Task 3: batch gradient descent from zeros, and prediction.
+
+The first steps are compared with the iterates built from a gradient: ours, or the
+student's own (queried step by step), so that a wrong gradient, already marked down in
+task 2, is not counted twice here. The end result is compared with scikit-learn; that
+comparison needs a right gradient as well as a right descent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.linear_model import LogisticRegression
+
+
+def our_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return X.T @ (expit(X @ w) - y) / len(y)
+
+
+def descend(gradient, X: np.ndarray, y: np.ndarray, alpha: float, n_iter: int) -> np.ndarray:
+    w = np.zeros(X.shape[1])
+    for _ in range(n_iter):
+        w = w - alpha * np.asarray(gradient(w, X, y), dtype=float)
+    return w
+
+
+def student_weights(student, X: np.ndarray, y: np.ndarray, **params: float) -> np.ndarray:
+    w = student.gradient_descent(X, y, **params)
+    assert isinstance(w, np.ndarray), "gradient_descent should return the weights as a numpy array"
+    assert w.shape == (X.shape[1],), "gradient_descent should return one weight per column of X"
+    return w.astype(float)
+
+
+def close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
+    return float(np.max(np.abs(a - b))) <= rtol * (1 + float(np.max(np.abs(b))))
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(7)
+def test_first_steps(student, random_problem):
+    """gradient_descent starts from w = 0 and moves alpha times the gradient downhill, using all samples at each step."""
+    X, y, _ = random_problem
+    for alpha, n_iter in [(0.1, 1), (0.05, 2), (0.2, 5)]:
+        result = student_weights(student, X, y, alpha=alpha, n_iter=n_iter)
+        if close(result, descend(our_gradient, X, y, alpha, n_iter), 1e-9):
+            continue
+        assert close(result, descend(student.gradient, X, y, alpha, n_iter), 1e-9), (
+            "after n_iter steps from w = 0, w should be w - alpha * gradient(w, X, y) repeated n_iter times"
+        )
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(8)
+def test_agrees_with_scikit_learn(student, iris_sepal, random_problem):
+    """On standardised data, gradient descent reaches the probabilities of scikit-learn's unregularised LogisticRegression."""
+    X, y = iris_sepal
+    # The cost is convex and, on these overlapping classes, has one finite minimum, which
+    # lbfgs with a tight tolerance finds to ~1e-10 (C=np.inf is no regularisation:
+    # scikit-learn 1.8 deprecated penalty=None for it). Batch gradient descent with
+    # alpha=1 converges linearly on standardised features: after 300 steps the reference
+    # is within 1e-9 of it in every probability. 1e-4 leaves room for any correct
+    # formulation (clipping, summation order), while a wrong gradient or a step uphill
+    # is off by more than 0.1.
+    model = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X[:, 1:], y)
+    expected = model.predict_proba(X[:, 1:])[:, 1]
+    w = student_weights(student, X, y, alpha=1.0, n_iter=300)
+    assert float(np.max(np.abs(expit(X @ w) - expected))) <= 1e-4, (
+        "after 300 steps with alpha=1 the probabilities should match scikit-learn's LogisticRegression without regularisation"
+    )
+    # The defaults, alpha=0.1 and n_iter=1000, on a dozen samples (cheap even for a
+    # gradient written as a loop); compared with the same run made here.
+    X, y, _ = random_problem
+    X, y = X[:12], y[:12]
+    w = student_weights(student, X, y)
+    reference = descend(our_gradient, X, y, 0.1, 1000)
+    assert float(np.max(np.abs(expit(X @ w) - expit(X @ reference)))) <= 1e-6, (
+        "gradient_descent(X, y) should use the defaults alpha=0.1 and n_iter=1000"
+    )
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(5)
+def test_predict_proba_and_predict(student, random_problem):
+    """predict_proba is sigmoid(X @ w); predict is 1 where it is >= threshold (ties included), else 0."""
+    X, _, weights = random_problem
+    w = weights[2]
+    p = expit(X @ w)
+    proba = student.predict_proba(w, X)
+    assert isinstance(proba, np.ndarray) and proba.shape == (len(X),), "predict_proba should return one probability per row of X"
+    assert float(np.max(np.abs(proba.astype(float) - p))) <= 1e-12, "predict_proba(w, X) should be sigmoid(X @ w)"
+    for threshold in (0.5, 0.8, 0.2):
+        labels = student.predict(w, X, threshold=threshold)
+        assert isinstance(labels, np.ndarray) and labels.shape == (len(X),), "predict should return one label per row of X"
+        assert set(np.unique(labels).tolist()) <= {0, 1}, "predict should return labels 0 and 1"
+        assert (labels.astype(int) == (p >= threshold)).all(), "predict should return 1 where the probability is >= threshold, else 0"
+    labels = student.predict(np.zeros(X.shape[1]), X)
+    assert (np.asarray(labels).astype(int) == 1).all(), "a probability exactly equal to the threshold (0.5 at w = 0) should give label 1"

@@ -1,0 +1,67 @@
+"""Task 2: the gradient of the mean cross-entropy.
+
+Checked three ways that do not depend on how it is written (loop or matrix form): against
+the formula, against the slope of the cost measured by finite differences (computed here
+with our own cost, so a mistake in task 1 does not count again), and at scikit-learn's
+optimum, where it must vanish.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.linear_model import LogisticRegression
+
+
+def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+    p = expit(X @ w)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    result = student.gradient(w, X, y)
+    assert isinstance(result, np.ndarray), "gradient should return a numpy array"
+    assert result.shape == w.shape, "gradient should return a vector of the same length as w"
+    return result.astype(float)
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(10)
+def test_gradient_formula(student, random_problem):
+    """gradient(w, X, y) equals X.T @ (sigmoid(X @ w) - y) / m."""
+    X, y, weights = random_problem
+    for w in weights:
+        expected = X.T @ (expit(X @ w) - y) / len(y)
+        result = student_gradient(student, w, X, y)
+        assert float(np.max(np.abs(result - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), (
+            "gradient should be X.T @ (sigmoid(X @ w) - y) divided by the number of samples"
+        )
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(10)
+def test_gradient_matches_finite_differences(student, random_problem):
+    """The gradient is the slope of the mean cross-entropy, measured numerically by central differences."""
+    X, y, weights = random_problem
+    h = 1e-6  # central differences: truncation error ~h**2, rounding error ~1e-16 / h
+    for w in weights:
+        numeric = np.array(
+            [(cross_entropy(w + h * e, X, y) - cross_entropy(w - h * e, X, y)) / (2 * h) for e in np.eye(len(w))]
+        )
+        result = student_gradient(student, w, X, y)
+        assert float(np.max(np.abs(result - numeric))) <= 1e-6 * (1 + float(np.max(np.abs(numeric)))), (
+            "the gradient does not match the numerical slope of the mean cross-entropy (sign? the 1/m factor?)"
+        )
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(5)
+def test_gradient_vanishes_at_the_optimum(student, iris_sepal):
+    """At the weights scikit-learn's unregularised LogisticRegression finds, the gradient is (almost) zero."""
+    X, y = iris_sepal
+    # C=np.inf is no regularisation (scikit-learn 1.8 deprecated penalty=None for it).
+    model = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X[:, 1:], y)
+    w = np.concatenate([model.intercept_, model.coef_.ravel()])
+    result = student_gradient(student, w, X, y)
+    assert float(np.max(np.abs(result))) <= 1e-6, "at the minimum of the cost the gradient should be zero"

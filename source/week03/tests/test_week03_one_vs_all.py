@@ -1,0 +1,58 @@
+"""Task 4: one-vs-all with K binary logistic regressions.
+
+Each row of W must be the binary fit of its class against the rest, rows in np.unique
+order. The binary fit is gradient descent: ours, or the student's own
+``gradient_descent`` (so a mistake in task 3 is not counted again here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+ALPHA, N_ITER = 0.5, 200
+
+
+def descend(X: np.ndarray, y: np.ndarray, alpha: float, n_iter: int) -> np.ndarray:
+    w = np.zeros(X.shape[1])
+    for _ in range(n_iter):
+        w = w - alpha * X.T @ (expit(X @ w) - y) / len(y)
+    return w
+
+
+def close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
+    return float(np.max(np.abs(a - b))) <= rtol * (1 + float(np.max(np.abs(b))))
+
+
+@pytest.mark.task(4)
+@pytest.mark.points(12)
+def test_one_vs_all_rows(student, iris_relabelled):
+    """one_vs_all returns one row per class, in np.unique(y) order, each the fit of that class (1) against the rest (0)."""
+    X, y, classes = iris_relabelled
+    W = student.one_vs_all(X, y, alpha=ALPHA, n_iter=N_ITER)
+    assert isinstance(W, np.ndarray), "one_vs_all should return a numpy array"
+    assert W.shape == (len(classes), X.shape[1]), "one_vs_all should return an array of shape (n_classes, n_features + 1)"
+    for k, label in enumerate(classes):
+        binary = (y == label).astype(float)
+        if close(W[k], descend(X, binary, ALPHA, N_ITER), 1e-6):
+            continue
+        theirs = student.gradient_descent(X, binary, alpha=ALPHA, n_iter=N_ITER)
+        assert isinstance(theirs, np.ndarray) and close(W[k], theirs.astype(float), 1e-6), (
+            "row k of W should be gradient descent (same alpha and n_iter) on labels 1 for the k-th class of np.unique(y), 0 for the others"
+        )
+
+
+@pytest.mark.task(4)
+@pytest.mark.points(8)
+def test_predict_one_vs_all(student):
+    """predict_one_vs_all returns, for each row of X, the index of the row of W with the largest score."""
+    rng = np.random.RandomState(34)
+    for n_classes, n_columns in [(3, 5), (4, 3), (2, 4)]:
+        W = rng.normal(size=(n_classes, n_columns))
+        X = np.column_stack([np.ones(60), rng.normal(size=(60, n_columns - 1))])
+        result = student.predict_one_vs_all(W, X)
+        assert isinstance(result, np.ndarray) and result.shape == (len(X),), "predict_one_vs_all should return one index per row of X"
+        assert (result == np.argmax(X @ W.T, axis=1)).all(), (
+            "predict_one_vs_all should return the index (0 to K-1) of the most confident classifier for each row"
+        )

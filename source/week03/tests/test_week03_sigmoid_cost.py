@@ -1,0 +1,76 @@
+"""Task 1: a numerically safe sigmoid and a cross-entropy that stays finite.
+
+A warning raised inside the student's process cannot be seen from here, so "stable" is
+judged by what the functions return: finite values, equal to the logistic function
+(scipy's ``expit``) to rounding, and reaching 0 and 1 at z = -1000 and z = 1000.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+
+def values(result: object, shape: tuple[int, ...], what: str) -> np.ndarray:
+    assert isinstance(result, np.ndarray), f"{what} should return a numpy array"
+    assert result.shape == shape, f"{what} should return an array of the same shape as its input"
+    return result.astype(float)
+
+
+def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+    p = expit(X @ w)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(5)
+def test_sigmoid_values(student):
+    """sigmoid(z) is the logistic function 1 / (1 + e^-z), elementwise, on an array of z."""
+    z = np.concatenate([np.linspace(-30.0, 30.0, 121), np.random.RandomState(33).normal(scale=4.0, size=40)])
+    result = values(student.sigmoid(z), z.shape, "sigmoid")
+    assert np.isfinite(result).all(), "sigmoid should return finite values"
+    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, "sigmoid(z) should equal 1 / (1 + exp(-z)) for every element"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(4)
+def test_sigmoid_extremes(student):
+    """sigmoid stays finite for very large |z|, and is 1 at z = 1000 and 0 at z = -1000."""
+    z = np.array([-1000.0, -800.0, -745.0, -710.0, -40.0, 0.0, 40.0, 710.0, 745.0, 800.0, 1000.0])
+    result = values(student.sigmoid(z), z.shape, "sigmoid")
+    assert np.isfinite(result).all(), "sigmoid returned inf or nan for a large |z|: avoid exponentiating a large positive number"
+    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, "sigmoid should stay equal to the logistic function for very large |z|"
+    assert abs(result[-1] - 1.0) <= 1e-12 and abs(result[0]) <= 1e-12, "sigmoid(1000) should be 1 and sigmoid(-1000) should be 0"
+    assert result[5] == 0.5, "sigmoid(0) should be exactly 0.5"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(3)
+def test_cost_value(student, random_problem):
+    """cost(w, X, y) is the mean cross-entropy -mean(y log p + (1 - y) log(1 - p)) with p = sigmoid(X @ w)."""
+    X, y, weights = random_problem
+    for w in weights:
+        result = student.cost(w, X, y)
+        assert isinstance(result, (int, float)), "cost should return a single number"
+        expected = cross_entropy(w, X, y)
+        assert abs(result - expected) <= 1e-9 * max(1.0, abs(expected)), (
+            "cost should be the mean (not the sum) of the cross-entropy over the samples"
+        )
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(3)
+def test_cost_finite_at_certainty(student):
+    """cost stays finite when a probability is exactly 0 or 1: small when right, large when wrong."""
+    X = np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.5], [1.0, -0.5]])
+    w = np.array([0.0, 1000.0])  # probabilities exactly 1, 0, 1, 0 in floating point
+    right = student.cost(w, X, np.array([1.0, 0.0, 1.0, 0.0]))
+    assert isinstance(right, (int, float)), "cost should return a single number"
+    assert np.isfinite(right), "cost returned inf or nan when the probabilities are exactly 0 and 1 and all predictions are right"
+    assert 0.0 <= right <= 1e-3, "confident right predictions should cost (almost) nothing"
+    wrong = student.cost(w, X, np.array([0.0, 0.0, 1.0, 0.0]))
+    assert isinstance(wrong, (int, float)) and np.isfinite(wrong), (
+        "cost returned inf or nan for a confident wrong prediction (probability exactly 0 or 1): clip the probabilities"
+    )
+    assert wrong > 2.0, "a confident wrong prediction should cost a lot (about -log of the clipping epsilon per sample)"
