@@ -86,6 +86,18 @@ class Student:
             return obj._ref.typename
         return type(obj).__name__
 
+    def call_with_warnings(self, function: Remote, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+        """Call ``function`` and also return the warnings it raised in the worker, as
+        ``"Category: message"`` strings (e.g. numpy's ``RuntimeWarning: overflow ...``)."""
+        if not isinstance(function, Remote):
+            raise TypeError("call_with_warnings needs a remote callable, such as student.sigmoid")
+        message = {"op": "call", "obj": function._ref.id, "warnings": True,
+                   "args": self._encode_args(args), "kwargs": self._encode_args(kwargs)}
+        reply: dict[str, Any] = {}
+        value = self._ask(message, function, reply_out=reply)
+        caught = reply.get("warnings", [])
+        return value, [str(w)[:500] for w in caught[:20]] if isinstance(caught, list) else []
+
     def same(self, a: Any, b: Any) -> bool:
         """Whether two remote objects are the same object in the worker (``a is b``)."""
         return isinstance(a, Remote) and isinstance(b, Remote) and a._ref.id == b._ref.id \
@@ -105,10 +117,12 @@ class Student:
         except NotPlain as exc:
             raise TypeError(f"argument is not plain data: {exc}") from None
 
-    def _ask(self, message: dict[str, Any], target: Remote | None) -> Any:
+    def _ask(self, message: dict[str, Any], target: Remote | None, *, reply_out: dict[str, Any] | None = None) -> Any:
         if target is not None and target._generation != self._channel.generation:
             raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
         reply = self._channel.request(message, timeout=self._timeout)
+        if reply_out is not None:
+            reply_out.update(reply)
         if reply.get("ok") is True:
             generation = self._channel.generation
             return decode(reply.get("value"), resolve=lambda ref: Remote(self, ref, generation))

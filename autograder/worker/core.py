@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+import warnings
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -16,6 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from autograder.worker.codec import HandleRef, NotPlain, decode, encode
 
 MAX_MESSAGE_TEXT = 500
+MAX_WARNINGS = 20
 
 
 def _safe_text(obj: Any) -> str:
@@ -152,7 +154,14 @@ class WorkerCore:
             if op == "call":
                 args = decode(request.get("args", {"t": []}), resolve=self._resolve)
                 kwargs = decode(request.get("kwargs", {"d": []}), resolve=self._resolve)
-                return self._value(target(*args, **kwargs))
+                if not request.get("warnings"):
+                    return self._value(target(*args, **kwargs))
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    reply = self._value(target(*args, **kwargs))
+                reply["warnings"] = [f"{w.category.__name__}: {_safe_text(w.message)}"[:MAX_MESSAGE_TEXT]
+                                     for w in caught[:MAX_WARNINGS]]
+                return reply
             return {"ok": False, "kind": "protocol", "evalue": f"unknown op {str(op)[:30]!r}"}
         except BaseException as exc:  # noqa: BLE001 - the student's code may raise anything
             return self._exception(exc)

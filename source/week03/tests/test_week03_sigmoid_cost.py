@@ -34,7 +34,17 @@ def test_sigmoid_values(student):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(4)
+@pytest.mark.points(2)
+def test_sigmoid_no_overflow_warning(student):
+    """sigmoid at z = -1000 and z = 1000 raises no overflow warning: it never exponentiates a large number."""
+    z = np.array([-1000.0, -745.0, 0.0, 745.0, 1000.0])
+    _, caught = student.call_with_warnings(student.sigmoid, z)
+    overflow = [w for w in caught if w.startswith("RuntimeWarning")]
+    assert not overflow, "sigmoid raised a RuntimeWarning (overflow in exp) for a large |z|: use a form that only exponentiates -|z|"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(2)
 def test_sigmoid_extremes(student):
     """sigmoid stays finite for very large |z|, and is 1 at z = 1000 and 0 at z = -1000."""
     z = np.array([-1000.0, -800.0, -745.0, -710.0, -40.0, 0.0, 40.0, 710.0, 745.0, 800.0, 1000.0])
