@@ -1,0 +1,217 @@
+"""Hidden tests for week 6: the perceptron through the origin, margins and the hinge loss.
+
+Expected values are computed here, in the grader: the perceptron by a plain re-implementation
+of its definition, the optimum of the hinge objective by scikit-learn's exact SVM solver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.svm import SVC
+
+
+def blobs(seed: int, centers: list[tuple[float, ...]], std: float, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Two Gaussian clouds with labels -1 / +1."""
+    X, labels = make_blobs(n_samples=n, centers=centers, cluster_std=std, random_state=seed)
+    return X, np.where(labels == 1, 1.0, -1.0)
+
+
+def reference_perceptron(X: np.ndarray, y: np.ndarray, T: int, theta: np.ndarray | None = None):
+    """The definition: T passes in order, a mistake when y * (theta @ x) <= 0, then theta += y * x."""
+    theta = np.zeros(X.shape[1]) if theta is None else np.array(theta, dtype=float)
+    mistakes = np.zeros(len(X), dtype=int)
+    for _ in range(T):
+        for i in range(len(X)):
+            if y[i] * (theta @ X[i]) <= 0:
+                theta = theta + y[i] * X[i]
+                mistakes[i] += 1
+    return theta, mistakes
+
+
+def objective(theta: np.ndarray, theta0: float, X: np.ndarray, y: np.ndarray, lam: float) -> float:
+    """J(theta, theta0) = mean hinge loss + lam / 2 * ||theta||^2 (theta0 not regularised)."""
+    return float(np.mean(np.maximum(0.0, 1.0 - y * (X @ theta + theta0))) + lam / 2 * theta @ theta)
+
+
+def optimal_objective(X: np.ndarray, y: np.ndarray, lam: float) -> float:
+    """The minimum of J, from scikit-learn's exact linear SVM.
+
+    SVC minimises 1/2 ||w||^2 + C * sum of hinge losses, with an unregularised intercept;
+    dividing by C * n shows that C = 1 / (lam * n) gives exactly J's minimiser.
+    """
+    svm = SVC(kernel="linear", C=1.0 / (lam * len(y)), tol=1e-10).fit(X, y)
+    return objective(svm.coef_[0], float(svm.intercept_[0]), X, y, lam)
+
+
+def fitted(student, X: np.ndarray, y: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
+    """The student's (theta, theta0), checked for shape and finiteness."""
+    result = student.fit_hinge(X, y, **kwargs)
+    assert isinstance(result, tuple) and len(result) == 2, "fit_hinge does not return a pair (theta, theta0)"
+    theta, theta0 = np.asarray(result[0], dtype=float), float(np.asarray(result[1], dtype=float))
+    assert theta.shape == (X.shape[1],), "fit_hinge's theta does not have one weight per feature"
+    assert np.all(np.isfinite(theta)) and np.isfinite(theta0), "fit_hinge returns infinite or nan weights (diverged?)"
+    return theta, theta0
+
+
+# ---------------------------------------------------------------- task 1: perceptron through the origin
+
+
+def perceptron_result(student, X, y, T, theta=None):
+    """The student's (theta, n_mistakes, mistakes_per_example) as arrays and an int."""
+    result = student.perceptron_origin(X, y, T) if theta is None else student.perceptron_origin(X, y, T, theta=theta)
+    assert isinstance(result, tuple) and len(result) == 3, (
+        "perceptron_origin does not return (theta, n_mistakes, mistakes_per_example)"
+    )
+    return np.asarray(result[0], dtype=float), result[1], np.asarray(result[2])
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(10)
+def test_perceptron_from_zeros_follows_definition(student):
+    """From zeros, theta and the mistake counts follow the definition: a mistake when y * (theta . x) <= 0."""
+    rng = np.random.default_rng(61)
+    X = rng.integers(-3, 4, size=(12, 3)).astype(float)
+    y = np.where(X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 1.5, size=12) >= 0, 1.0, -1.0)
+    for T in (1, 4):
+        expected_theta, expected_mistakes = reference_perceptron(X, y, T)
+        theta, n_mistakes, per_example = perceptron_result(student, X, y, T)
+        assert per_example.shape == (len(X),), "mistakes_per_example does not have one count per example"
+        assert np.array_equal(per_example, expected_mistakes), (
+            "the mistakes per example differ from the perceptron's definition: is a point on the boundary a mistake?"
+        )
+        assert n_mistakes == expected_mistakes.sum(), "n_mistakes is not the total number of mistakes"
+        assert np.allclose(theta, expected_theta), "the final theta differs from the perceptron's definition"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(5)
+def test_perceptron_starts_from_given_theta(student):
+    """Given a starting theta, the perceptron continues from it."""
+    rng = np.random.default_rng(62)
+    X = rng.normal(size=(15, 2))
+    y = np.where(X[:, 0] - X[:, 1] >= 0, 1.0, -1.0)
+    start = np.array([-1.0, 2.0])
+    expected_theta, expected_mistakes = reference_perceptron(X, y, 2, start)
+    theta, n_mistakes, per_example = perceptron_result(student, X, y, 2, theta=start)
+    assert np.array_equal(per_example, expected_mistakes), "the mistakes per example are wrong when starting from a given theta"
+    assert np.allclose(theta, expected_theta), "the final theta is wrong when starting from a given theta"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(5)
+def test_perceptron_separates_with_bounded_mistakes(student):
+    """On data separable through the origin, the perceptron separates it within (R / gamma)^2 mistakes."""
+    rng = np.random.default_rng(63)
+    u = np.array([0.6, 0.8])
+    X = rng.uniform(-5, 5, size=(400, 2))
+    X = X[np.abs(X @ u) >= 0.5][:60]
+    y = np.sign(X @ u)
+    bound = (np.max(np.linalg.norm(X, axis=1)) / np.min(np.abs(X @ u))) ** 2
+    theta, n_mistakes, per_example = perceptron_result(student, X, y, 200)
+    assert np.all(y * (X @ theta) > 0), "after many passes over separable data, theta does not separate it"
+    assert n_mistakes == per_example.sum(), "n_mistakes is not the sum of the mistakes per example"
+    assert 0 < n_mistakes <= bound, "the number of mistakes is not within the perceptron's (R / gamma)^2 bound"
+
+
+# ---------------------------------------------------------------- task 2: hinge loss and objective
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(8)
+def test_hinge_loss_elementwise(student):
+    """hinge_loss is max(0, 1 - z), elementwise, keeping the array's shape."""
+    z = np.array([[-3.0, -1.0, 0.0, 0.25], [0.999, 1.0, 1.5, 40.0]])
+    loss = np.asarray(student.hinge_loss(z), dtype=float)
+    assert loss.shape == z.shape, "hinge_loss does not keep the shape of its argument"
+    assert np.allclose(loss, np.maximum(0.0, 1.0 - z)), "hinge_loss is not max(0, 1 - z) elementwise"
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(6)
+def test_objective_without_regulariser(student):
+    """With lam = 0, objective is the mean hinge loss of y * (X @ theta + theta0)."""
+    rng = np.random.default_rng(64)
+    X = rng.normal(size=(30, 3))
+    y = np.where(rng.random(30) < 0.5, -1.0, 1.0)
+    theta, theta0 = np.array([0.8, -0.3, 1.1]), 0.7
+    value = float(student.objective(theta, theta0, X, y, 0.0))
+    assert np.isclose(value, objective(theta, theta0, X, y, 0.0), rtol=1e-9), (
+        "with lam = 0 the objective is not the mean hinge loss of y * (X @ theta + theta0)"
+    )
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(6)
+def test_objective_regulariser(student):
+    """The regulariser is lam / 2 * ||theta||^2, and the offset theta0 is not regularised."""
+    rng = np.random.default_rng(65)
+    X = rng.normal(size=(25, 2))
+    y = np.where(rng.random(25) < 0.5, -1.0, 1.0)
+    theta, theta0 = np.array([1.5, -2.0]), -3.0
+    for lam in (0.3, 2.0):
+        value = float(student.objective(theta, theta0, X, y, lam))
+        assert np.isclose(value, objective(theta, theta0, X, y, lam), rtol=1e-9), (
+            "the objective's regulariser is not lam / 2 * ||theta||^2 (with theta0 left out)"
+        )
+
+
+# ---------------------------------------------------------------- task 3: fitting
+#
+# Full-batch subgradient descent with a fixed step does not land exactly on the minimum; on
+# these data sets the reference ends within 1e-3 of scikit-learn's optimum. A tolerance of
+# 3e-3 (about 1 % of the objective) leaves room for correct variants (<= 1 instead of < 1
+# at the kink, keeping the best iterate), while a fit of a different objective (lam instead
+# of lam / 2 in the gradient, a regularised theta0) or a gradient summed instead of
+# averaged ends at least 6e-3 above it on one of the sets, and gradient ascent diverges.
+
+OBJECTIVE_TOLERANCE = 3e-3
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(10)
+@pytest.mark.call_timeout(20)
+def test_fit_with_defaults_reaches_optimum(student):
+    """With its default arguments, fit_hinge reaches the minimum of the objective (lam = 0.01) on centred data."""
+    X, y = blobs(60, [(-1, -1), (1, 1)], 1.2)
+    theta, theta0 = fitted(student, X, y)
+    gap = objective(theta, theta0, X, y, 0.01) - optimal_objective(X, y, 0.01)
+    assert gap <= OBJECTIVE_TOLERANCE, "the objective reached is clearly above scikit-learn's minimum"
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(15)
+@pytest.mark.call_timeout(30)
+def test_fit_reaches_optimum_with_offset(student):
+    """fit_hinge reaches the minimum of the objective on data far from the origin, where theta0 matters."""
+    cases = [
+        (blobs(61, [(0, 0), (2, 0.5)], 1.0, n=150), 0.1),
+        (blobs(62, [(2, 3), (4, 5)], 1.0, n=150), 0.1),
+        (blobs(63, [(1, 0, 2), (2, 1, 3)], 1.0, n=150), 0.05),
+    ]
+    for (X, y), lam in cases:
+        theta, theta0 = fitted(student, X, y, lam=lam, eta=0.1, n_iter=2000)
+        gap = objective(theta, theta0, X, y, lam) - optimal_objective(X, y, lam)
+        assert gap <= OBJECTIVE_TOLERANCE, "the objective reached is clearly above scikit-learn's minimum"
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(10)
+@pytest.mark.call_timeout(20)
+def test_larger_lam_gives_wider_margin(student):
+    """A larger lam gives a larger margin 1 / ||theta||."""
+    X, y = blobs(64, [(-1, -1), (1, 1)], 1.2)
+    margins = [1.0 / np.linalg.norm(fitted(student, X, y, lam=lam)[0]) for lam in (0.003, 0.03, 0.3)]
+    assert margins[0] < margins[1] < margins[2], "the margin 1 / ||theta|| does not grow with lam"
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(5)
+def test_fit_separates_separable_data(student):
+    """On well-separated clouds, the fitted classifier gets every training point right."""
+    X, y = blobs(65, [(-3, -3), (3, 3)], 1.0)
+    theta, theta0 = fitted(student, X, y)
+    assert np.all(np.where(X @ theta + theta0 >= 0, 1.0, -1.0) == y), (
+        "the fitted classifier misclassifies training points of well-separated data"
+    )
