@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import __version__
+from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import to_dict
@@ -75,13 +75,13 @@ def run_batch(
     submissions = collect(paths, week=week.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:
-        run_id = book.begin_run(week.name, grader_version=__version__)
+        run_id = book.begin_run(week.name, grader_version=grader_version())
         pending: list[Submission] = []
         reused = 0
         for submission in submissions:
             cached = None if regrade else book.lookup(
                 week.name, submission.key, submission_sha256=submission.sha256,
-                tests_sha256=week.tests_sha256, grader_version=__version__)
+                tests_sha256=week.tests_sha256, grader_version=grader_version())
             if cached is None:
                 pending.append(submission)
             else:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from autograder import __version__
+from autograder.provenance import grader_version
 from autograder.course import Course
 from autograder.exceptions import AutograderError
 
@@ -184,7 +184,7 @@ def merge_manual(
 @app.command()
 def version() -> None:
     """Print the grader version."""
-    out.print(__version__)
+    out.print(grader_version())
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from autograder import __version__
+from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.exceptions import CourseError, SubmissionError
 from autograder.execution.run import SubmissionRun, ZygoteSlot
@@ -102,21 +102,18 @@ class GradingLoop:
         except CourseError as exc:
             self.error = exc  # raised by ``grade`` once pytest has shut down cleanly
             return True
-        pending = iter(self.submissions)
-        current = next(pending, None)
-        while current is not None:
-            following = next(pending, None)
-            self.on_result(self._grade(current, items, tests, last=following is None))
-            current = following
+        # No look-ahead: a submission is graded as soon as it arrives, so ``submissions``
+        # may be a queue fed while grading (autograder.grading.parallel, .distributed).
+        for submission in self.submissions:
+            self.on_result(self._grade(submission, items, tests))
         return True
 
-    def _grade(self, submission: Submission, items: list[pytest.Item], tests: list[HiddenTest],
-               *, last: bool) -> SubmissionResult:
+    def _grade(self, submission: Submission, items: list[pytest.Item], tests: list[HiddenTest]) -> SubmissionResult:
         started = time.monotonic()
         base = SubmissionResult(
             submission=submission.origin, key=submission.key, status=Status.ERROR, week=self.week.name,
             participant=submission.participant, submission_sha256=submission.sha256,
-            tests_sha256=self.week.tests_sha256, grader_version=__version__,
+            tests_sha256=self.week.tests_sha256, grader_version=grader_version(),
         )
         try:
             if submission.content is None or submission.status is not None:
@@ -136,7 +133,9 @@ class GradingLoop:
                 if self.run.timed_out:
                     return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
                 for index, item in enumerate(items):
-                    nextitem = items[index + 1] if index + 1 < len(items) else (None if last else items[0])
+                    # Session- and module-scoped data fixtures stay up for the next
+                    # submission; pytest_sessionfinish tears them down after the last.
+                    nextitem = items[index + 1] if index + 1 < len(items) else items[0]
                     item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
                 base.messages.extend(m for m in self.run.messages if m not in base.messages)
                 return build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
