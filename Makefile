@@ -6,6 +6,7 @@ PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+INTEROP_STAMP := .venv-interop/.installed
 EXAMPLE := examples/ML101-Week 1 The perceptron-42.zip
 RESULTS := results/week01
 
@@ -20,13 +21,18 @@ $(STAMP): pyproject.toml requirements/grading.txt scripts/install-system-package
 	$(BIN)/python -m pip install -q -r requirements/grading.txt -e '.[test]'
 	touch $(STAMP)
 
+# nbgrader and otter-grader, in their own virtualenv, for the interop tests only
+$(INTEROP_STAMP): scripts/install-interop pyproject.toml requirements/grading.txt
+	scripts/install-interop
+	touch $(INTEROP_STAMP)
+
 example: setup
 	$(BIN)/autograder grade week01 "$(EXAMPLE)" --worksheet examples/grades.csv --out $(RESULTS)
 
 generate: setup
 	$(BIN)/autograder generate
 
-test: setup
+test: setup $(INTEROP_STAMP)
 	$(BIN)/autograder generate --check
 	# every hidden test passes on the reference solution, run in-process (exit 5: no tests)
 	$(BIN)/python -m pytest source -q -p no:randomly || [ $$? -eq 5 ]

@@ -22,6 +22,7 @@ from autograder.course import Week
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import to_dict
 from autograder.gradebook import FILENAME, Gradebook
+from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import Mark, read_marks, write_manual_sheet
 from autograder.moodle.feedback_zip import write_feedback_zip
 from autograder.moodle.worksheet import fill_worksheet, write_worksheet
@@ -36,6 +37,8 @@ WORKSHEET = "grades.csv"
 DOWNLOADED_WORKSHEET = "worksheet-as-downloaded.csv"  # kept so later runs fill the same one
 FEEDBACK_ZIP = "feedback.zip"
 MANUAL_CSV = "manual-marking.csv"
+NBGRADER_CSV = "nbgrader-grades.csv"
+OTTER_CSV = "otter-final_grades.csv"
 MANUAL_HTML = "manual-marking.html"
 
 
@@ -143,6 +146,9 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
     for result in results:
         _write_json(out_dir / f"{result.key}.json", to_dict(result))
     outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}")
+    # the spreadsheets nbgrader and otter-grader users already have formulas for
+    to_nbgrader_grades_csv(results, out_dir / NBGRADER_CSV)
+    to_otter_final_grades_csv(results, out_dir / OTTER_CSV)
     moodle = [r for r in results if r.participant is not None and r.participant.folder]
     if worksheet is not None:
         outputs.worksheet = out_dir / WORKSHEET

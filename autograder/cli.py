@@ -181,6 +181,76 @@ def merge_manual(
     _print_outputs(outputs)
 
 
+import_app = typer.Typer(no_args_is_help=True, help="Turn an nbgrader or otter-grader notebook into a week of this course.")
+export_app = typer.Typer(no_args_is_help=True, help="Write a week as an nbgrader course or an otter-assign master notebook.")
+app.add_typer(import_app, name="import")
+app.add_typer(export_app, name="export")
+ImportWeek = Annotated[str, typer.Option("--week", help="the week to create, e.g. week07")]
+ExportOut = Annotated[Path, typer.Option("--out", help="the folder to write")]
+
+
+def _import_root(course: Path | None) -> Path:
+    """Where imported weeks go: the course, or the given (possibly new) folder."""
+    try:
+        return Course.locate(course).root
+    except AutograderError:
+        return Path(course or ".").resolve()
+
+
+@import_app.command("nbgrader")
+def import_nbgrader(notebook: Annotated[Path, typer.Argument(help="an nbgrader source notebook")],
+                    week: ImportWeek, course: CourseOption = None) -> None:
+    """nbgrader solution markers, points and (hidden) test cells -> source/WEEK and its hidden tests."""
+    from autograder.course import normalise_week_name
+    from autograder.interop import import_nbgrader as convert
+
+    try:
+        written = convert(notebook, week=normalise_week_name(week), out_root=_import_root(course))
+    except AutograderError as exc:
+        _fail(exc)
+    err.print(f"wrote {written}", highlight=False)
+
+
+@import_app.command("otter")
+def import_otter(notebook: Annotated[Path, typer.Argument(help="an otter-assign master notebook")],
+                 week: ImportWeek, course: CourseOption = None) -> None:
+    """otter-assign questions, solutions and tests -> source/WEEK and its hidden tests."""
+    from autograder.course import normalise_week_name
+    from autograder.interop import import_otter as convert
+
+    try:
+        written = convert(notebook, week=normalise_week_name(week), out_root=_import_root(course))
+    except AutograderError as exc:
+        _fail(exc)
+    err.print(f"wrote {written}", highlight=False)
+
+
+@export_app.command("nbgrader")
+def export_nbgrader(week: WeekArg, out_dir: ExportOut, course: CourseOption = None) -> None:
+    """An nbgrader course folder that `nbgrader generate_assignment` and `autograde` accept."""
+    from autograder.interop import export_nbgrader as convert
+
+    the_week, _ = _locate(week, course, None)
+    try:
+        written = convert(the_week, out_dir)
+    except AutograderError as exc:
+        _fail(exc)
+    err.print(f"wrote {written}", highlight=False)
+
+
+@export_app.command("otter")
+def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None) -> None:
+    """An otter-assign master notebook that `otter assign` accepts."""
+    from autograder.interop import export_otter as convert
+
+    the_week, _ = _locate(week, course, None)
+    try:
+        written = convert(the_week, out_dir)
+    except AutograderError as exc:
+        _fail(exc)
+    err.print(f"wrote {written}", highlight=False)
+
+
 @app.command()
 def version() -> None:
     """Print the grader version."""

@@ -53,6 +53,10 @@ class SandboxError(AutograderError):
     """The sandbox could not be set up as asked."""
 
 
+class GradingError(AutograderError):
+    """The grading machinery itself failed (grader processes, a Dask cluster), not a submission."""
+
+
 class WorksheetError(AutograderError):
     """A Moodle grading worksheet cannot be read or written as Moodle expects."""
 
@@ -150,3 +154,7 @@ class NotPlainData(TypeError):
     def feedback(self) -> str:
         return (f"your code returned a `{self.typename}` object where plain data "
                 "(numbers, strings, arrays, lists) was expected")
+
+
+class InteropError(AutograderError):
+    """An nbgrader or otter notebook cannot be imported as a week (says the file and cell)."""
