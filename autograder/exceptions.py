@@ -6,6 +6,7 @@ wording stays the same wherever the error is raised.
 
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 
 
@@ -94,7 +95,12 @@ class ManualMarksError(AutograderError):
 
 
 class StudentCodeError(AutograderError):
-    """The student's code raised an exception while a hidden test called it."""
+    """The student's code raised an exception while a hidden test called it.
+
+    Its feedback names only the exception's type, and only when that is one of Python's
+    own: the message and a student-defined class name are the student's to choose, so a
+    submission could echo a hidden test's inputs through them.
+    """
 
     def __init__(self, ename: str, evalue: str) -> None:
         super().__init__(f"{ename}: {evalue}" if evalue else ename)
@@ -102,7 +108,9 @@ class StudentCodeError(AutograderError):
         self.evalue = evalue
 
     def feedback(self) -> str:
-        return f"your code raised {self}"
+        builtin = getattr(builtins, self.ename, None)
+        known = isinstance(builtin, type) and issubclass(builtin, BaseException)
+        return f"your code raised {self.ename}" if known else "your code raised an exception"
 
 
 class NotAttempted(StudentCodeError):
@@ -152,8 +160,8 @@ class NotPlainData(TypeError):
         self.typename = typename
 
     def feedback(self) -> str:
-        return (f"your code returned a `{self.typename}` object where plain data "
-                "(numbers, strings, arrays, lists) was expected")
+        # not the type's name: the student chooses it, so it could carry hidden inputs
+        return "your code returned an object where plain data (numbers, strings, arrays, lists) was expected"
 
 
 class InteropError(AutograderError):

@@ -14,6 +14,7 @@ from autograder.exceptions import SubmissionError
 
 MAX_NOTEBOOK_BYTES = 20 << 20
 MAX_CODE_CELLS = 2000
+MAX_CELLS = 10_000  # code and markdown together
 MAX_CELL_CHARS = 1 << 20
 
 
@@ -37,6 +38,9 @@ def read_notebook(content: bytes) -> nbformat.NotebookNode:
         raise SubmissionError(f"the file is not a notebook: it is not valid JSON{where}") from None
     if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw:
         raise SubmissionError("the file is JSON but not a Jupyter notebook (no cells)")
+    if isinstance(raw.get("cells"), list) and len(raw["cells"]) > MAX_CELLS:
+        # before nbformat validates every cell: 100,000 cells would cost seconds
+        raise SubmissionError(f"the notebook has {len(raw['cells'])} cells, over the {MAX_CELLS} limit")
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as exc:  # noqa: BLE001 - nbformat raises many types for malformed input

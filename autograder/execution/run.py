@@ -42,12 +42,12 @@ class ZygoteSlot:
             self.layers, self.missing = self.zygote.plan.layers, self.zygote.plan.missing
         return self
 
-    def spawn(self) -> Worker:
+    def spawn(self, limits: Limits | None = None) -> Worker:
         for attempt in (1, 2):
             self.start()
             assert self.zygote is not None
             try:
-                return self.zygote.spawn()
+                return self.zygote.spawn(limits or self.limits)
             except (SandboxError, ProtocolError, OSError) as exc:
                 log.warning("zygote failed to fork (%s); replacing it", exc)
                 self.replace()
@@ -100,7 +100,7 @@ class SubmissionRun:
     def _boot(self, *, report_errors: bool) -> None:
         while True:
             self.generation += 1
-            self.worker = self.slot.spawn()
+            self.worker = self.slot.spawn(self.limits)
             failed_at = self._run_cells(report_errors)
             if failed_at is None or self.timed_out:
                 return

@@ -1,23 +1,31 @@
 """How a zygote is started: which isolation layers this machine offers, and the command.
 
-Layers, strongest first: bubblewrap (own PID, mount, network, IPC, UTS namespaces; a
-read-only view of only the interpreter, the virtualenv and the ``autograder`` package;
-a private tmpfs), an unprivileged uid (when the grader runs as root), and rlimits set in
-each worker (always). Missing layers are reported once, loudly; the grader never
-silently runs student code with less than it says.
+Layers, strongest first: bubblewrap (own user, PID, mount, network, IPC, UTS namespaces,
+no nested user namespaces; a read-only view of only the interpreter, the virtualenv and
+the ``autograder`` package; a private, size-capped tmpfs), a cgroup with memory and pids
+limits around the whole zygote (when the grader is root on a cgroup v1 machine), an
+unprivileged uid (when the grader runs as root), a seccomp filter installed by the zygote,
+and rlimits set in each worker (always). ``SandboxPlan.missing`` lists, in words for the
+instructor, every layer this machine lacks; the grader prints it once at start and never
+silently runs student code with less than it says. docs/SECURITY.md has the threat model.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import shutil
+import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import autograder
+from autograder.execution import cgroup
+from autograder.execution.cgroup import Cgroup
+from autograder.worker import seccomp
 
 UNPRIVILEGED_USER = "nobody"
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG")
@@ -38,6 +46,8 @@ class Limits:
     tests_timeout_s: float = 120.0  # wall time for all hidden-test calls into one submission
     restarts: int = 3  # fresh workers a submission may use after a crash or a timeout
     output_bytes: int = 1 << 20  # student stdout/stderr kept; the rest is drained and dropped
+    scratch_mb: int = 512  # size of the sandbox's tmpfs /tmp (and of /dev/shm)
+    zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
 
     def for_worker(self) -> dict[str, int]:
         return {"memory_mb": self.memory_mb, "cpu_s": self.cpu_s, "nproc": self.nproc,
@@ -55,6 +65,13 @@ class SandboxPlan:
     cwd: str
     layers: tuple[str, ...]
     missing: tuple[str, ...] = field(default=())
+    cgroup: Cgroup | None = None  # the zygote's memory + pids cgroup, when there is one
+
+    def release(self) -> None:
+        """Kill whatever is left of the zygote's tree and remove its cgroup. Call once the
+        zygote has been closed; safe to call twice."""
+        if self.cgroup is not None:
+            self.cgroup.release()
 
 
 def _package_parent() -> Path:
@@ -79,10 +96,11 @@ def _worker_env(home: str) -> dict[str, str]:
     return env
 
 
-def _boot(ctrl_fd: int) -> list[str]:
+def _boot(ctrl_fd: int, *, private_tmp: bool, use_seccomp: bool) -> list[str]:
     code = (
         f"import sys; sys.path.insert(0, {str(_package_parent())!r}); "
-        f"from autograder.worker.zygote import main; main({ctrl_fd})"
+        f"from autograder.worker.zygote import main; "
+        f"main({ctrl_fd}, private_tmp={private_tmp}, seccomp={use_seccomp})"
     )
     return [sys.executable, "-I", "-c", code]
 
@@ -95,46 +113,95 @@ def _readonly_paths() -> list[str]:
     return sorted(p for p in paths if p and not p.startswith("/usr/") and p != "/usr")
 
 
-def plan(ctrl_fd: int, *, require_isolation: bool = False) -> SandboxPlan:
-    """Build the zygote's start command from the layers this machine has."""
+def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None = None) -> SandboxPlan:
+    """Build the zygote's start command from the layers this machine has.
+
+    ``missing`` says which layers are absent and what that exposes; with
+    ``require_isolation`` a machine without bubblewrap is refused outright.
+    """
+    limits = limits or Limits()
     bwrap = shutil.which("bwrap")
-    is_root = os.geteuid() == 0
     user = group = None
-    layers: list[str] = ["rlimits"]
+    layers: list[str] = ["rlimits (address space, CPU, processes, open files, file size)"]
     missing: list[str] = []
-    if is_root:
+    if os.geteuid() == 0:
         entry = pwd.getpwnam(UNPRIVILEGED_USER)
         user, group = entry.pw_uid, entry.pw_gid
         layers.append(f"unprivileged uid ({UNPRIVILEGED_USER})")
-    if bwrap:
-        home = "/tmp"
-        argv = [
-            bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
-            "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-            "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
-            "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-            "--ro-bind-try", "/etc/fonts", "/etc/fonts",
-            "--ro-bind-try", "/etc/localtime", "/etc/localtime",
-            "--ro-bind", "/sys", "/sys",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm",
-        ]
-        for path in _readonly_paths():
-            argv += ["--ro-bind", path, path]
-        argv += ["--chdir", "/tmp", "--clearenv"]
-        for key, value in _worker_env(home).items():
-            argv += ["--setenv", key, value]
-        argv += _boot(ctrl_fd)
-        layers += ["bubblewrap: PID/mount/network/IPC namespaces", "read-only filesystem view", "private /tmp"]
-        return SandboxPlan(argv, {}, user, group, "/", tuple(layers), tuple(missing))
-    missing.append("bubblewrap (apt-get install bubblewrap): no namespaces, the worker sees the whole "
-                   "file system and the network")
-    if require_isolation:
-        from autograder.exceptions import SandboxError
+    elif not bwrap:
+        missing.append("unprivileged uid: the grader is not root, so the worker runs as the grader's own user")
+    seccomp_missing = seccomp.available()
+    if seccomp_missing is None:
+        layers.append("seccomp filter (no ptrace, no namespaces or mounts, AF_UNIX sockets only, zygote protected)")
+    else:
+        missing.append(f"seccomp filter: {seccomp_missing}")
+    group_of_zygote, prefix = _cgroup(limits, user, layers, missing)
+    if not bwrap:
+        missing.append("bubblewrap (apt-get install bubblewrap): no namespaces, the worker sees the whole "
+                       "file system and the network")
+        if require_isolation:
+            from autograder.exceptions import SandboxError
 
-        raise SandboxError("isolation required but " + missing[0])
-    home = _fallback_home(user)
-    return SandboxPlan(_boot(ctrl_fd), _worker_env(home), user, group, home, tuple(layers), tuple(missing))
+            if group_of_zygote is not None:
+                group_of_zygote.release()
+            raise SandboxError("isolation required but " + missing[-1])
+        home = _fallback_home(user)
+        argv = prefix + _boot(ctrl_fd, private_tmp=False, use_seccomp=seccomp_missing is None)
+        return SandboxPlan(argv, _worker_env(home), user, group, home, tuple(layers), tuple(missing), group_of_zygote)
+    home = "/tmp"
+    size = str(limits.scratch_mb << 20)
+    argv = [
+        bwrap, "--unshare-all", *_no_nested_userns(bwrap), "--die-with-parent", "--new-session", "--as-pid-1",
+        "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+        "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+        "--ro-bind-try", "/etc/fonts", "/etc/fonts",
+        "--ro-bind-try", "/etc/localtime", "/etc/localtime",
+        "--ro-bind", "/sys", "/sys",
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
+    ]
+    for path in _readonly_paths():
+        argv += ["--ro-bind", path, path]
+    argv += ["--chdir", "/tmp", "--clearenv"]
+    for key, value in _worker_env(home).items():
+        argv += ["--setenv", key, value]
+    argv = prefix + argv + _boot(ctrl_fd, private_tmp=True, use_seccomp=seccomp_missing is None)
+    if not _no_nested_userns(bwrap):
+        missing.append("bubblewrap older than 0.8: the sandbox may create nested user namespaces")
+    layers += ["bubblewrap: user/PID/mount/network/IPC/UTS namespaces",
+               "read-only filesystem view (interpreter, virtualenv, autograder package only)",
+               f"private /tmp and /dev/shm (tmpfs, {limits.scratch_mb} MB each), restored after every submission",
+               "environment cleared"]
+    return SandboxPlan(argv, {}, user, group, "/", tuple(layers), tuple(missing), group_of_zygote)
+
+
+@functools.lru_cache(maxsize=None)
+def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
+    """bubblewrap's options that forbid user namespaces inside the sandbox (0.8 and later)."""
+    try:
+        usage = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return ("--unshare-user", "--disable-userns") if "--disable-userns" in usage else ()
+
+
+def _cgroup(limits: Limits, user: int | None, layers: list[str], missing: list[str]) -> tuple[Cgroup | None, list[str]]:
+    """The zygote's cgroup and the launcher prefix that joins it, when cgroups work here."""
+    reason = cgroup.unavailable_reason()
+    if reason is None:
+        memory = (limits.memory_mb + limits.zygote_mb) << 20
+        try:
+            made = cgroup.create(memory_bytes=memory, pids_max=limits.nproc, owner_uid=user)
+        except OSError as exc:
+            reason = f"cgroup memory/pids limits: could not create the cgroup ({exc})"
+        else:
+            layers.append(f"cgroup v1: memory {memory >> 20} MB and {limits.nproc} processes for the zygote's "
+                          "whole tree; leftovers killed on close")
+            return made, made.join_argv()
+    missing.append(reason)
+    return None, []
 
 
 def _fallback_home(user: int | None) -> str:

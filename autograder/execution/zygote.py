@@ -56,7 +56,7 @@ class Zygote:
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> "Zygote":
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.plan = plan(theirs.fileno())
+        self.plan = plan(theirs.fileno(), limits=self.limits)
         extra = {}
         if self.plan.user is not None:
             extra = {"user": self.plan.user, "group": self.plan.group, "extra_groups": []}
@@ -100,6 +100,8 @@ class Zygote:
                 self.process.kill()
                 self.process.wait()
             self.process = None
+        if self.plan is not None:
+            self.plan.release()  # the zygote's cgroup: kill any leftover, remove it
         self._stderr.close()
 
     # -- control channel --------------------------------------------------------------
@@ -134,20 +136,22 @@ class Zygote:
                     raise ProtocolError("zygote control line too long")
 
     # -- workers ----------------------------------------------------------------------
-    def spawn(self) -> "Worker":
-        """Fork a fresh worker for one submission."""
+    def spawn(self, limits: Limits | None = None) -> "Worker":
+        """Fork a fresh worker for one submission, with ``limits`` (default: the zygote's)
+        for its rlimits and output cap; the cgroup keeps the zygote's own."""
+        limits = limits or self.limits
         if self.worker is not None:
             raise SandboxError("the zygote already has a worker")
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
-            self._send({"op": "fork", "limits": self.limits.for_worker()}, [req_r, resp_w, out_w])
+            self._send({"op": "fork", "limits": limits.for_worker()}, [req_r, resp_w, out_w])
         finally:
             for fd in (req_r, resp_w, out_w):
                 os.close(fd)
         self._expect({"forked"}, CONTROL_TIMEOUT_S)
-        self.worker = Worker(self, req_w, resp_r, out_r, self.limits.output_bytes)
+        self.worker = Worker(self, req_w, resp_r, out_r, limits.output_bytes)
         return self.worker
 
     def finish(self, *, kill: bool) -> dict[str, Any]:

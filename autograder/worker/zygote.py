@@ -6,8 +6,14 @@ replies out, student output out) and ``kill``. After each worker ends, the zygot
 everything the submission left behind and wipes the scratch folder before it reports
 ``exited``, so the next submission starts from exactly the zygote's state.
 
-The zygote never runs student code itself, and makes itself non-dumpable so a worker
-running as the same uid cannot ptrace it or read its memory.
+The zygote never runs student code itself. Its workers run as the same uid, so it guards
+itself: it is non-dumpable (no ptrace, no /proc/1/mem), ignores the signals Python would
+turn into exceptions, and installs the seccomp filter (``autograder.worker.seccomp``) that
+forbids its workers to signal, trace or re-limit it. Each worker closes every inherited
+descriptor but its pipes and volunteers as the first victim of the cgroup's OOM killer.
+In a private tmpfs (bubblewrap), ``/tmp`` and ``/dev/shm`` are put back after every
+submission exactly as they were when the zygote became ready, so nothing one submission
+writes is seen by the next.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from typing import Any
 
 PR_SET_DUMPABLE = 4
 SCRATCH = "scratch"
+SHARED_MEMORY = "/dev/shm"
+MAX_SNAPSHOT_BYTES = 32 << 20
+IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
 def preload() -> Any:
@@ -76,6 +85,38 @@ def _apply_limits(limits: dict[str, int]) -> None:
                 pass  # a limit above the hard limit: keep the stricter existing one
 
 
+def _close_inherited(keep: set[int]) -> None:
+    """Close every descriptor but stdio and ``keep``: the zygote's control socket, its
+    wake-up pipe and whatever the imports opened are none of the submission's business."""
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(3, 1024))
+    for fd in open_fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _first_to_go() -> None:
+    """Make this worker (and all it starts) the OOM killer's choice in the cgroup, rather
+    than the zygote: raising one's own score needs no privilege, lowering it does. A
+    non-dumpable process's /proc files belong to root, so the worker is dumpable for the
+    moment of the write, before any student code runs."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        finally:
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except OSError:
+        pass
+
+
 def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str) -> None:
     """In the forked worker: wire the pipes, enter scratch, limit, serve. Never returns."""
     from autograder.worker.core import WorkerCore
@@ -83,12 +124,14 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str) -> 
 
     req, resp, out = fds
     os.setsid()
+    for signum in IGNORED_SIGNALS:
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
-    for fd in (devnull, out):
-        os.close(fd)
+    _close_inherited({req, resp})
+    _first_to_go()
     os.makedirs(scratch, exist_ok=True)
     os.chdir(scratch)
     os.environ["HOME"] = scratch
@@ -102,27 +145,105 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str) -> 
         os._exit(code)
 
 
+def _force_remove(function: Any, path: str, _exc: Any) -> None:
+    """``rmtree``'s error handler: a submission may have chmod-ed its files away from us."""
+    try:
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+        function(path)
+    except OSError:
+        pass
+
+
+def _empty(folder: str) -> None:
+    """Remove everything inside ``folder`` (not the folder: it may be a mount point)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=_force_remove)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class TmpSnapshot:
+    """The private ``/tmp`` as the imports left it (font caches, IPython's folder), to put
+    back after every submission: the next one must see none of what this one wrote."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.dirs: list[tuple[str, int]] = []
+        self.files: list[tuple[str, int, bytes]] = []
+        self.links: list[tuple[str, str]] = []
+        total = 0
+        for folder, dirnames, filenames in os.walk(root):
+            rel = os.path.relpath(folder, root)
+            if rel != ".":
+                self.dirs.append((rel, os.stat(folder).st_mode & 0o7777))
+            for name in dirnames + filenames:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    self.links.append((os.path.relpath(path, root), os.readlink(path)))
+            for name in filenames:
+                path = os.path.join(folder, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read(MAX_SNAPSHOT_BYTES + 1)
+                total += len(data)
+                if total > MAX_SNAPSHOT_BYTES:
+                    raise RuntimeError(f"{root} holds more than {MAX_SNAPSHOT_BYTES} bytes after the imports")
+                self.files.append((os.path.relpath(path, root), os.stat(path).st_mode & 0o7777, data))
+
+    def restore(self, *also_empty: str) -> None:
+        _empty(self.root)
+        for folder in also_empty:
+            _empty(folder)
+        for rel, mode in self.dirs:
+            os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+            os.chmod(os.path.join(self.root, rel), mode)
+        for rel, mode, data in self.files:
+            path = os.path.join(self.root, rel)
+            with open(path, "wb") as f:
+                f.write(data)
+            os.chmod(path, mode)
+        for rel, target in self.links:
+            os.symlink(target, os.path.join(self.root, rel))
+
+
 class Zygote:
     """The zygote's loop: one submission at a time."""
 
-    def __init__(self, ctrl: socket.socket, shell: Any) -> None:
+    def __init__(self, ctrl: socket.socket, shell: Any, *, private_tmp: bool = False) -> None:
         self.ctrl = ctrl
         self.shell = shell
         self.base = os.getcwd()
         self.scratch = os.path.join(self.base, SCRATCH)
         self.in_pid_namespace = os.getpid() == 1
+        self.snapshot = TmpSnapshot(self.base) if private_tmp else None
+        self.seccomp_rules = 0
         self.child: int | None = None
-        self.wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_w, False)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        for signum in IGNORED_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.set_wakeup_fd(wake_w)
+        signal.set_wakeup_fd(self.wake_w)
 
     def send(self, message: dict[str, Any]) -> None:
         self.ctrl.sendall(json.dumps(message).encode() + b"\n")
 
     def run(self) -> None:
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "pid_namespace": self.in_pid_namespace,
-                   "non_dumpable": _non_dumpable()})
+                   "non_dumpable": _non_dumpable(), "seccomp_rules": self.seccomp_rules,
+                   "private_tmp": self.snapshot is not None})
         buffer = b""
         import select
 
@@ -148,8 +269,9 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 self.ctrl.close()
-                os.close(self.wake_r)
                 signal.set_wakeup_fd(-1)
+                os.close(self.wake_r)
+                os.close(self.wake_w)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _child(self.shell, fds, message.get("limits", {}), self.scratch)
             for fd in fds:
@@ -202,15 +324,28 @@ class Zygote:
                     pass
             except ChildProcessError:
                 pass
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.snapshot is not None:
+            self.snapshot.restore(SHARED_MEMORY)
+        else:
+            shutil.rmtree(self.scratch, onerror=_force_remove)
         signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         self.send({"op": "exited", "signal": signum, "code": code})
 
 
-def main(ctrl_fd: int) -> None:
-    """Entry point inside the sandbox: preload, then serve the grader until it hangs up."""
+def main(ctrl_fd: int, *, private_tmp: bool = False, seccomp: bool = False) -> None:
+    """Entry point inside the sandbox: preload, then serve the grader until it hangs up.
+
+    ``private_tmp``: ``/tmp`` is this sandbox's own tmpfs, to be restored after every
+    submission. ``seccomp``: install the filter; failing to is fatal, so the grader never
+    runs with a layer it reported but does not have.
+    """
     ctrl = socket.socket(fileno=ctrl_fd)
     shell = preload()
     sys.stdout.flush()
-    Zygote(ctrl, shell).run()
+    zygote = Zygote(ctrl, shell, private_tmp=private_tmp)
+    if seccomp:
+        from autograder.worker.seccomp import install
+
+        zygote.seccomp_rules = install(protected_pid=os.getpid())
+    zygote.run()
