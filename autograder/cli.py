@@ -257,5 +257,15 @@ def version() -> None:
     out.print(grader_version())
 
 
+@app.callback()
+def _setup() -> None:
+    """Warnings and logs go to stderr, so stdout stays clean for tables and JSON."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=err, show_path=False)])
+
+
 def main() -> None:
     app()

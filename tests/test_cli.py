@@ -119,3 +119,14 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
 def test_generate_check_passes_on_the_committed_notebooks():
     result = run("generate", "--check")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_missing_sandbox_layer_is_said_once_and_grading_goes_on(tmp_path: Path):
+    """Without bubblewrap on PATH the grader says so (once), never silently, and still grades."""
+    env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap (nor anything else) on PATH
+    result = subprocess.run([*AUTOGRADER, "grade", "week01", str(FIXTURES / "correct_loop_eta_y_x.ipynb"),
+                             "--out", str(tmp_path / "out"), "--json", "--jobs", "1"],
+                            cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("without these layers") == 1 and "bubblewrap" in result.stderr
+    assert json.loads(result.stdout)[0]["score"] == 60

@@ -40,6 +40,16 @@ def pytest_args(week: Week) -> list[str]:
     ]
 
 
+_reported: set[tuple[str, ...]] = set()
+
+
+def report_missing_layers(missing: tuple[str, ...]) -> None:
+    """Say once per process which sandbox layers this machine lacks: never silently less."""
+    if missing and missing not in _reported:
+        _reported.add(missing)
+        log.warning("the sandbox runs without these layers on this machine:\n  - %s", "\n  - ".join(missing))
+
+
 def grade(
     week: Week,
     submissions: Iterable[Submission],
@@ -58,7 +68,8 @@ def grade(
             on_result(result)
 
     own_slot = slot is None
-    slot = slot or ZygoteSlot(limits)
+    slot = (slot or ZygoteSlot(limits)).start()
+    report_missing_layers(slot.missing)
     loop = GradingLoop(week, submissions, collect, limits, slot)
     captured = io.StringIO()
     try:
