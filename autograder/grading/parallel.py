@@ -1,0 +1,237 @@
+"""``--jobs N``: grade one batch in N grader processes on this machine.
+
+Each grader process makes ONE long-lived ``grade()`` call, so it collects the hidden
+tests once and keeps one warm zygote for the whole batch; its ``submissions`` iterable
+asks the parent for the next submission whenever it is ready (a shared queue, served by
+the parent so it always knows which submission each process holds). Processes are
+started with "spawn": the grader holds threads (a worker's output drain), which a fork
+would copy half-way.
+
+What a grader process sends back is JSON text (``result_json.to_dict``), never a pickle:
+the parent unpickles nothing a grading process wrote. A process that dies costs only the
+submission it was grading: that one gets an ``error`` result saying so, the others go on
+(a fresh process takes its place).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from autograder.course import Week
+from autograder.exceptions import AutograderError, CourseError, GradingError
+from autograder.execution.sandbox import Limits
+from autograder.formats.result_json import from_dict, to_dict
+from autograder.grading.judge import empty_result
+from autograder.grading.loop import OnResult
+from autograder.provenance import grader_version
+from autograder.results import Status, SubmissionResult
+from autograder.submission import Submission
+
+START_METHOD = "spawn"
+MAX_IDLE_DEATHS = 3  # processes in a row that die holding no submission: the grader cannot start
+
+
+def lost_result(week: Week, submission: Submission, why: str) -> SubmissionResult:
+    """The result of a submission whose grading process (or cluster worker) was lost: status
+    ``error``, zero for every task, and a message saying it was not graded and why."""
+    base = SubmissionResult(
+        submission=submission.origin, key=submission.key, status=Status.ERROR, week=week.name,
+        participant=submission.participant, submission_sha256=submission.sha256,
+        tests_sha256=week.tests_sha256, grader_version=grader_version(),
+        messages=[f"grading stopped unexpectedly while this submission was graded ({why}); "
+                  "it was not graded: grade it again"],
+    )
+    return empty_result(week, base)
+
+
+# -- the grader process ---------------------------------------------------------------------
+def _send_json(conn: Connection, message: dict[str, Any]) -> None:
+    conn.send_bytes(json.dumps(message, ensure_ascii=False).encode())
+
+
+def serve(week: Week, limits: Limits, conn: Connection) -> None:
+    """Body of one grader process: one ``grade()`` over submissions pulled from the parent."""
+    from autograder.grading.grader import grade
+
+    held: deque[int] = deque()
+
+    def pull() -> Iterator[Submission]:
+        while True:
+            _send_json(conn, {"op": "next"})
+            message = conn.recv()  # from the parent: (index, Submission) or None
+            if message is None:
+                return
+            index, submission = message
+            held.append(index)
+            yield submission
+
+    def report(result: SubmissionResult) -> None:
+        _send_json(conn, {"op": "result", "index": held.popleft(), "doc": to_dict(result)})
+
+    try:
+        grade(week, pull(), limits=limits, on_result=report)
+    except AutograderError as exc:
+        _send_json(conn, {"op": "fatal", "kind": type(exc).__name__, "message": str(exc)})
+
+
+# -- the parent -----------------------------------------------------------------------------
+@dataclass
+class _Grader:
+    process: BaseProcess
+    conn: Connection
+    held: deque[int] = field(default_factory=deque)  # handed out, no result yet; [0] is in flight
+    finished: bool = False  # told there is no more work
+
+
+class _Batch:
+    """The parent's book-keeping: what is left to hand out, who holds what, what came back."""
+
+    def __init__(self, week: Week, submissions: Iterable[Submission], limits: Limits,
+                 on_result: OnResult | None) -> None:
+        self.week = week
+        self.limits = limits
+        self.on_result = on_result
+        self.source = iter(submissions)
+        self.exhausted = False
+        self.retry: deque[int] = deque()  # handed out but never started: hand out again first
+        self.submissions: dict[int, Submission] = {}  # index -> submission, until its result is in
+        self.results: dict[int, SubmissionResult] = {}
+        self.count = 0
+        self.graders: list[_Grader] = []
+        self.idle_deaths = 0
+        self.context = multiprocessing.get_context(START_METHOD)
+
+    # work ------------------------------------------------------------------------------------
+    def take(self) -> int | None:
+        """The index of the next submission to grade, or None when there is none left."""
+        if self.retry:
+            return self.retry.popleft()
+        if self.exhausted:
+            return None
+        submission = next(self.source, None)
+        if submission is None:
+            self.exhausted = True
+            return None
+        index, self.count = self.count, self.count + 1
+        self.submissions[index] = submission
+        return index
+
+    def work_left(self) -> bool:
+        index = self.take()
+        if index is None:
+            return False
+        self.retry.appendleft(index)
+        return True
+
+    def finish(self, index: int, result: SubmissionResult) -> None:
+        del self.submissions[index]
+        self.results[index] = result
+        if self.on_result is not None:
+            self.on_result(result)
+
+    # processes ---------------------------------------------------------------------------------
+    def start_grader(self) -> None:
+        parent_end, child_end = self.context.Pipe(duplex=True)
+        process = self.context.Process(target=serve, args=(self.week, self.limits, child_end),
+                                       name=f"autograder-grader-{len(self.graders)}", daemon=True)
+        process.start()
+        child_end.close()
+        self.graders.append(_Grader(process, parent_end))
+
+    def handle(self, grader: _Grader, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "next":
+            index = self.take()
+            grader.conn.send(None if index is None else (index, self.submissions[index]))
+            grader.finished = index is None
+            if index is not None:
+                grader.held.append(index)
+        elif op == "result":
+            index = grader.held.popleft()
+            if index != message["index"]:
+                raise GradingError(f"grader process sent the result of submission {message['index']} "
+                                   f"while grading {index}")
+            self.finish(index, from_dict(message["doc"]))
+            self.idle_deaths = 0
+        elif op == "fatal":
+            kind = CourseError if message.get("kind") == "CourseError" else GradingError
+            raise kind(str(message.get("message")))
+        else:
+            raise GradingError(f"grader process sent an unknown message {op!r}")
+
+    def drain(self, grader: _Grader) -> bool:
+        """Handle every message waiting from ``grader``; False once its end of the pipe closed."""
+        try:
+            while grader.conn.poll():
+                self.handle(grader, json.loads(grader.conn.recv_bytes()))
+        except (EOFError, OSError):
+            return False
+        return True
+
+    def ended(self, grader: _Grader) -> None:
+        """``grader``'s process is gone: settle what it held and replace it if work is left."""
+        grader.process.join()
+        self.drain(grader)  # what it sent just before it ended
+        grader.conn.close()
+        self.graders.remove(grader)
+        code = grader.process.exitcode
+        if grader.held:
+            lost = grader.held.popleft()
+            self.finish(lost, lost_result(self.week, self.submissions[lost], f"grader process exit code {code}"))
+            self.retry.extendleft(reversed(grader.held))
+        elif not grader.finished:
+            self.idle_deaths += 1
+            if self.idle_deaths >= MAX_IDLE_DEATHS:
+                raise GradingError(f"{self.idle_deaths} grader processes in a row ended before grading "
+                                   f"anything (last exit code {code}); see the messages above")
+        if not grader.finished and self.work_left():
+            self.start_grader()
+
+    def run(self, jobs: int) -> list[SubmissionResult]:
+        for _ in range(jobs):
+            if not self.work_left():
+                break
+            self.start_grader()
+        while self.graders:
+            waiting = {g.conn: g for g in self.graders} | {g.process.sentinel: g for g in self.graders}
+            for ready in wait(list(waiting)):
+                grader = waiting[ready]
+                if grader not in self.graders:
+                    continue
+                open_ = self.drain(grader)
+                if not open_ or not grader.process.is_alive():
+                    self.ended(grader)
+        return [self.results[i] for i in range(self.count)]
+
+    def close(self) -> None:
+        for grader in self.graders:
+            grader.process.kill()
+            grader.process.join()
+            grader.conn.close()
+        self.graders.clear()
+
+
+def grade_parallel(
+    week: Week,
+    submissions: Iterable[Submission],
+    *,
+    jobs: int,
+    limits: Limits | None = None,
+    on_result: OnResult | None = None,
+) -> list[SubmissionResult]:
+    """Grade ``submissions`` in ``jobs`` grader processes; results in submission order, the same
+    as ``grade()`` gives (but for ``duration_s``). ``on_result`` runs here, in arrival order."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    batch = _Batch(week, submissions, limits or Limits(), on_result)
+    try:
+        return batch.run(jobs)
+    finally:
+        batch.close()

@@ -1,0 +1,70 @@
+"""The floor: the student's code and the hidden tests' own computation, nothing else.
+
+Each distinct notebook of the mix runs in-process (the trusted ``--submission`` path of
+the hidden tests' plugin: no sandbox, no worker, no pipe), in a process that has already
+imported everything, through the same pytest options as grading. What is timed is
+pytest's run loop: executing the notebook's cells plus running every hidden test, less
+the time in full garbage collections (the in-process path resets IPython's shell per
+notebook, which runs ``gc.collect()`` over the grader's whole heap: an artefact of
+measuring in-process, not work of the student's or the tests').
+Prints JSON: seconds per distinct notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.course import Course
+from autograder.grading.grader import pytest_args
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.gc_seconds = 0.0
+        self._gc_started = 0.0
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc_seconds += time.perf_counter() - self._gc_started
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        gc.callbacks.append(self._on_gc)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds = time.perf_counter() - started - self.gc_seconds
+            gc.callbacks.remove(self._on_gc)
+
+
+def time_notebook(args: list[str], notebook: Path) -> float:
+    timer = Timer()
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main([*args, "--submission", str(notebook)], plugins=[timer])
+    return timer.seconds
+
+
+def main() -> None:
+    week = Course.locate(Path(__file__).resolve().parent.parent).week("week01")
+    args = pytest_args(week)
+    notebooks = [Path(p) for p in sys.argv[1:]]
+    time_notebook(args, notebooks[0])  # warm: imports, first IPython shell
+    print(json.dumps({str(nb): min(time_notebook(args, nb) for _ in range(3)) for nb in notebooks}))
+
+
+if __name__ == "__main__":
+    main()
