@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -93,6 +94,21 @@ class RunRecord:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+def _while_locked(step: Callable[[], object]) -> None:
+    """Retry ``step`` while another process holds the file. Switching a new file to WAL
+    (and creating the schema) can report "database is locked" at once, without waiting on
+    the busy timeout, when two processes open the same new gradebook together."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -114,10 +130,10 @@ class Gradebook:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            _while_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
             db.execute("PRAGMA foreign_keys=ON")
             book = cls(db, path)
-            book._migrate()
+            _while_locked(book._migrate)
         except sqlite3.DatabaseError as exc:
             db.close()
             raise GradebookError(f"{path}: cannot open the gradebook: {exc}") from exc

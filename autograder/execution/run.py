@@ -160,7 +160,9 @@ class SubmissionRun:
     # -- the channel --------------------------------------------------------------------
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Forward one request from a hidden test, within the call and test budgets."""
-        if self.worker is None or self.worker.dead:
+        if self.worker is not None and self.worker.dead:
+            self._end_worker(kill=True)  # the zygote must be rid of it before forking again
+        if self.worker is None:
             if self.restarts >= self.limits.restarts or self.timed_out:
                 raise WorkerCrashed("no more fresh workers for this submission")
             self.restarts += 1

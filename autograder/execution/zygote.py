@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 ZYGOTE_START_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 10.0
+CLEANUP_TIMEOUT_S = 60.0  # killing and reaping a fork bomb's thousands of processes takes a while
 MAX_CONTROL_LINE = 1 << 16
 
 
@@ -166,11 +167,11 @@ class Zygote:
             worker.say_bye()
         worker.close_fds()
         try:
-            return self._expect({"exited", "idle"}, CONTROL_TIMEOUT_S)
+            return self._expect({"exited", "idle"}, CLEANUP_TIMEOUT_S)
         except SandboxError:
             if not kill:
                 self._send({"op": "kill"})
-                return self._expect({"exited", "idle"}, CONTROL_TIMEOUT_S)
+                return self._expect({"exited", "idle"}, CLEANUP_TIMEOUT_S)
             raise
 
 
