@@ -3,7 +3,8 @@
 Each distinct notebook of the mix runs in-process (the trusted ``--submission`` path of
 the hidden tests' plugin: no sandbox, no worker, no pipe), in a process that has already
 imported everything, through the same pytest options as grading. What is timed is
-pytest's run loop: executing the notebook's cells plus running every hidden test, less
+pytest's run loop: executing the notebook's cells plus running every hidden test, with
+bare failure reports (as the grading loop makes them: no traceback formatting), less
 the time in full garbage collections (the in-process path resets IPython's shell per
 notebook, which runs ``gc.collect()`` over the grader's whole heap: an artefact of
 measuring in-process, not work of the student's or the tests').
@@ -39,6 +40,17 @@ class Timer:
             self._gc_started = time.perf_counter()
         else:
             self.gc_seconds += time.perf_counter() - self._gc_started
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+        """A bare report, as the grading loop builds: pytest's own would format a traceback
+        for each failure, which is neither the student's work nor the tests'."""
+        excinfo = call.excinfo
+        skipped = excinfo is not None and isinstance(excinfo.value, pytest.skip.Exception)
+        outcome = "passed" if excinfo is None else "skipped" if skipped else "failed"
+        longrepr = None if excinfo is None else (str(item.path), 0, "skipped") if skipped else excinfo.typename
+        return pytest.TestReport(item.nodeid, item.location, {}, outcome, longrepr, call.when,
+                                 duration=call.duration, start=call.start, stop=call.stop)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):

@@ -4,18 +4,23 @@ Run by hand, never in CI:  .venv/bin/python benchmarks/run.py [--n 100] [--compe
 [--scale 1000] [--skip nbgrader,otter]. Prints, per grader: median seconds per submission,
 total wall time, peak memory (PSS of the whole process tree) and the ratio to ours; the
 floor (the student's code and the tests' computation alone); with ``--scale`` a run of that
-many submissions with --jobs 2 and its memory sampled as the batch grows.
+many submissions with --jobs 2 and its memory sampled as the batch grows. Measuring starts
+once the 1-minute load average is below ``--quiet-load`` (the cores are shared), and each
+row says how many cores other people's processes kept busy meanwhile.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -51,9 +56,12 @@ def nbgrader(paths: list[Path]) -> dict:
     course = WORK / "nbgrader"
     competitors.nbgrader_course(course, paths)
     prepare, argv = competitors.nbgrader_argv(course)
+    env = competitors.tool_env("nbgrader")
     for step in prepare:
-        subprocess.run(step, cwd=course, capture_output=True, check=True)
-    code, wall, samples = run_sampled(argv, cwd=course, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done = subprocess.run(step, cwd=course, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(step[1:])} exited {done.returncode}: {done.stderr[-2000:]}")
+    code, wall, samples = run_sampled(argv, cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     gaps = competitors.nbgrader_times(course)
     return {"median_s": statistics.median(gaps), "wall_s": wall, "peak_mb": max(m for _, m in samples),
             "n": len(paths), "exit": code}
@@ -62,12 +70,13 @@ def nbgrader(paths: list[Path]) -> dict:
 def otter(paths: list[Path]) -> dict:
     zip_path = WORK / "otter" / "autograder.zip"
     competitors.otter_autograder(zip_path)
+    env = competitors.tool_env("otter")
     times, peaks, started = [], [], time.monotonic()
     for path in paths:
         out = WORK / "otter" / path.stem
         out.mkdir(parents=True, exist_ok=True)
-        code, wall, samples = run_sampled(competitors.otter_argv(zip_path, path, out), stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL)
+        code, wall, samples = run_sampled(competitors.otter_argv(zip_path, path, out), env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if code != 0:
             raise RuntimeError(f"otter run failed on {path.name} (exit {code})")
         times.append(wall)
@@ -76,10 +85,41 @@ def otter(paths: list[Path]) -> dict:
             "n": len(paths), "exit": 0}
 
 
+def wait_for_quiet(below: float, patience_s: float) -> float:
+    """Wait (polling every 30 s, at most ``patience_s``) until the 1-minute load is below ``below``.
+
+    The machine's cores are shared: figures taken under load measure the neighbours too.
+    Returns the 1-minute load average when measuring starts (it may still be above
+    ``below`` if patience ran out; the caller prints it either way).
+    """
+    deadline = time.monotonic() + patience_s
+    while (load := os.getloadavg()[0]) >= below and time.monotonic() < deadline:
+        print(f"load average {load:.2f} >= {below}: waiting", file=sys.stderr, flush=True)
+        time.sleep(30)
+    return load
+
+
+def busy_seconds() -> tuple[float, float, float]:
+    """(now, CPU seconds busy on the whole machine, CPU seconds of this process and its waited-for children)."""
+    machine = psutil.cpu_times()
+    own = os.times()
+    return (time.monotonic(), machine.user + machine.nice + machine.system + machine.irq + machine.softirq,
+            own.user + own.system + own.children_user + own.children_system)
+
+
+def neighbours_cores(since: tuple[float, float, float]) -> float:
+    """Cores kept busy by other people's processes since ``since``: the machine's busy time less ours, per second.
+
+    The load average counts this benchmark's own processes too; this does not.
+    """
+    now, machine, own = busy_seconds()
+    return max(0.0, (machine - since[1]) - (own - since[2])) / (now - since[0])
+
+
 def row(name: str, r: dict, base: dict) -> str:
     ratio = r["median_s"] / base["median_s"]
     return (f"{name:<22} {r['n']:>6} {r['median_s'] * 1000:>10.0f} {r['wall_s']:>9.1f} {r['peak_mb']:>9.0f} "
-            f"{ratio:>9.1f}x")
+            f"{ratio:>9.1f}x {r['others']:>9.2f}")
 
 
 def main() -> None:
@@ -88,31 +128,43 @@ def main() -> None:
     parser.add_argument("--competitor-n", type=int, default=None, help="submissions for nbgrader/otter (default --n)")
     parser.add_argument("--scale", type=int, default=0, help="also grade this many with --jobs 2 (e.g. 1000)")
     parser.add_argument("--skip", default="", help="comma-separated: nbgrader, otter")
+    parser.add_argument("--quiet-load", type=float, default=0.7, help="wait until the 1-min load average is below this")
+    parser.add_argument("--patience", type=float, default=900, help="seconds to wait for --quiet-load at most")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     paths = build(WORK / f"n{args.n}", args.n)
     theirs = paths[: args.competitor_n or args.n]
-    results = {"ours --jobs 1": ours(paths[0].parent, 1), "ours --jobs 2": ours(paths[0].parent, 2)}
-    base = results["ours --jobs 1"]
-    for name, run in (("nbgrader autograde", nbgrader), ("otter run", otter)):
+    for tool in {"nbgrader", "otter"} - skip:  # install before measuring, not during
+        competitors.venv(tool)
+    load_at_start = wait_for_quiet(args.quiet_load, args.patience)
+    results = {}
+    runs = [("ours --jobs 1", lambda: ours(paths[0].parent, 1)), ("ours --jobs 2", lambda: ours(paths[0].parent, 2)),
+            ("nbgrader autograde", lambda: nbgrader(theirs)), ("otter run", lambda: otter(theirs))]
+    for name, run in runs:
         if name.split()[0] in skip:
             continue
         try:
-            results[name] = run(theirs)
+            since = busy_seconds()
+            results[name] = run() | {"others": neighbours_cores(since)}
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             print(f"{name}: could not run: {exc}", file=sys.stderr)
+    base = results["ours --jobs 1"]
     the_floor = floor(paths)
-    print(f"\nweek 1, {args.n} submissions ({len(MIX)}-notebook mix), {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"{'grader':<22} {'subs':>6} {'median ms':>10} {'wall s':>9} {'peak MB':>9} {'vs ours':>10}")
+    print(f"\nweek 1, {args.n} submissions ({len(MIX)}-notebook mix), {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"1-min load average {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} now")
+    print("others: cores kept busy by other people's processes during that run (of 2)")
+    print(f"{'grader':<22} {'subs':>6} {'median ms':>10} {'wall s':>9} {'peak MB':>9} {'vs ours':>10} {'others':>9}")
     for name, r in results.items():
         print(row(name, r, base))
     print(f"floor (student code + tests, in-process): {the_floor * 1000:.0f} ms per submission; "
           f"ours --jobs 1 overhead beyond it: {(base['median_s'] - the_floor) * 1000:.0f} ms (median gap - mean floor)")
     if args.scale:
         big = build(WORK / f"n{args.scale}", args.scale)
+        since = busy_seconds()
         r = ours(big[0].parent, 2)
         print(f"\nscale: {args.scale} submissions, --jobs 2: wall {r['wall_s']:.1f} s, median gap "
-              f"{r['median_s'] * 1000:.0f} ms, peak {r['peak_mb']:.0f} MB")
+              f"{r['median_s'] * 1000:.0f} ms, peak {r['peak_mb']:.0f} MB, other processes busy "
+              f"{neighbours_cores(since):.2f} cores")
         arrivals = r["arrivals"]
         for t, mb in r["samples"][:: max(1, len(r["samples"]) // 12)]:
             done = sum(1 for a in arrivals if a <= t)
