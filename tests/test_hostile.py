@@ -391,15 +391,27 @@ def test_worker_is_in_the_zygotes_cgroup(inside: Student, slot: ZygoteSlot):
     assert len(members) >= 3 and slot.zygote.process is not None and slot.zygote.process.pid in members
 
 
-def test_tmp_is_put_back_between_submissions(slot: ZygoteSlot):
+@pytest.fixture
+def own_slot():
+    """A zygote of this test's own: the module's ``inside`` run keeps a worker on ``slot``."""
+    fresh = ZygoteSlot(HOSTILE).start()
+    yield fresh
+    fresh.close()
+
+
+def test_tmp_is_put_back_between_submissions(own_slot: ZygoteSlot):
+    slot = own_slot
     plant = ("open('/tmp/planted', 'w').write('x')\nopen('/dev/shm/planted', 'w').write('x')\n"
-             "import os\nos.makedirs('/tmp/locked/deeper')\nos.chmod('/tmp/locked', 0)\nos.chmod('/tmp/.mpl', 0)\n"
-             "before = sorted(os.listdir('/tmp'))")
-    look = "import os\ntmp = sorted(os.listdir('/tmp'))\nshm = os.listdir('/dev/shm')\nmpl = os.access('/tmp/.mpl', os.W_OK)"
+             "import os\nos.makedirs('/tmp/locked/deeper/x')\nopen('/tmp/locked/deeper/f', 'w').write('x')\n"
+             "before = sorted(os.listdir('/tmp'))\n"
+             "for path in ('/tmp/locked/deeper', '/tmp/locked', '/tmp/.mpl', '/tmp'):\n    os.chmod(path, 0)")
+    look = ("import os\ntmp = sorted(os.listdir('/tmp'))\nshm = os.listdir('/dev/shm')\n"
+            "mpl = os.access('/tmp/.mpl', os.W_OK)\nmode = os.stat('/tmp').st_mode")
     first = SubmissionRun(slot, [look], slot.limits)
     first.execute()
-    clean = Student(first).tmp
+    clean, mode = Student(first).tmp, Student(first).mode
     first.close()
+    zygote = own_slot.zygote
     second = SubmissionRun(slot, [plant], slot.limits)
     second.execute()
     assert "planted" in Student(second).before
@@ -407,7 +419,8 @@ def test_tmp_is_put_back_between_submissions(slot: ZygoteSlot):
     third = SubmissionRun(slot, [look], slot.limits)
     third.execute()
     student = Student(third)
-    assert (student.tmp, student.shm, student.mpl) == (clean, [], True)
+    assert (student.tmp, student.shm, student.mpl, student.mode) == (clean, [], True, mode)
+    assert own_slot.zygote is zygote, "locked folders must not take the zygote down"
     third.close()
 
 

@@ -44,6 +44,8 @@ def run_notebook(slot: ZygoteSlot):
     runs: list[SubmissionRun] = []
 
     def start(*cells: str, limits: Limits = FAST) -> tuple[SubmissionRun, Student]:
+        for earlier in runs:  # one worker per zygote at a time, as in a batch
+            earlier.close()
         slot.limits = limits
         run = SubmissionRun(slot, list(cells), limits)
         run.execute()

@@ -64,8 +64,20 @@ class ZygoteSlot:
             log.warning("zygote did not clean up after a submission (%s); replacing it", exc)
             self.replace()
 
+    def settle(self) -> None:
+        """Wait until the zygote has cleaned up after the last submission."""
+        if self.zygote is not None:
+            try:
+                self.zygote.settle()
+            except (SandboxError, ProtocolError, OSError) as exc:
+                log.warning("zygote did not clean up after a submission (%s); replacing it", exc)
+                self.replace()
+
     def replace(self) -> None:
         if self.zygote is not None:
+            detail = self.zygote.stderr_tail()
+            if detail.strip():
+                log.warning("the replaced zygote said:\n%s", detail)
             self.zygote.close()
         self.zygote = None
 

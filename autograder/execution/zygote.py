@@ -53,6 +53,7 @@ class Zygote:
         self._buffer = b""
         self._stderr = tempfile.TemporaryFile()
         self.worker: Worker | None = None
+        self._cleaning = False  # a worker ended; the zygote's "exited" not read yet
 
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> "Zygote":
@@ -77,6 +78,10 @@ class Zygote:
             self.close()
             raise SandboxError(f"the worker zygote did not start: {exc}\n{detail}") from exc
         return self
+
+    def stderr_tail(self) -> str:
+        """The end of what the zygote wrote to stderr (its own errors, never a worker's)."""
+        return self._stderr_text() if not self._stderr.closed else ""
 
     def _stderr_text(self) -> str:
         self._stderr.seek(0)
@@ -122,6 +127,7 @@ class Zygote:
             while b"\n" in self._buffer:
                 line, self._buffer = self._buffer.split(b"\n", 1)
                 message = loads_message(line)
+                log.debug("zygote says %s (waiting for %s)", message, sorted(ops))
                 if message.get("op") in ops:
                     return message
             remaining = deadline - time.monotonic()
@@ -143,6 +149,7 @@ class Zygote:
         limits = limits or self.limits
         if self.worker is not None:
             raise SandboxError("the zygote already has a worker")
+        self._await_cleanup()
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -155,24 +162,44 @@ class Zygote:
         self.worker = Worker(self, req_w, resp_r, out_r, limits.output_bytes)
         return self.worker
 
-    def finish(self, *, kill: bool) -> dict[str, Any]:
-        """End the current worker (politely, or by killing everything it started) and wait
-        until the zygote has cleaned up. Raises ``SandboxError`` when the zygote is stuck."""
+    def finish(self, *, kill: bool) -> None:
+        """End the current worker, politely or by killing everything it started.
+
+        A polite end does not wait for the zygote's clean-up (reaping, wiping scratch): the
+        zygote finishes it before it reads its next command, and ``spawn`` waits for the
+        worker's one ``exited``, so the grader judges one submission while the zygote tidies
+        up after it. A kill waits for its one ``killed``, so a stuck zygote is found at once.
+        Raises ``SandboxError`` when the zygote is stuck.
+        """
         worker, self.worker = self.worker, None
         if worker is None:
-            return {}
-        if kill:
-            self._send({"op": "kill"})
-        else:
+            return
+        if not kill:
             worker.say_bye()
         worker.close_fds()
+        if kill:
+            self._kill()
+        else:
+            self._cleaning = True
+
+    def settle(self) -> None:
+        """Wait for any clean-up still under way (the end of a batch)."""
+        self._await_cleanup()
+
+    def _await_cleanup(self) -> None:
+        """Wait until the zygote reports the last worker gone and its traces wiped."""
+        if not self._cleaning:
+            return
+        self._cleaning = False
         try:
-            return self._expect({"exited", "idle"}, CLEANUP_TIMEOUT_S)
+            self._expect({"exited"}, CLEANUP_TIMEOUT_S)
         except SandboxError:
-            if not kill:
-                self._send({"op": "kill"})
-                return self._expect({"exited", "idle"}, CLEANUP_TIMEOUT_S)
-            raise
+            self._kill()
+
+    def _kill(self) -> None:
+        self._cleaning = False
+        self._send({"op": "kill"})
+        self._expect({"killed"}, CLEANUP_TIMEOUT_S)
 
 
 class Worker:

@@ -78,6 +78,8 @@ def grade(
     finally:
         if own_slot:
             slot.close()
+        else:
+            slot.settle()  # the caller's zygote is idle and clean when this returns
     if loop.error is not None:
         raise loop.error
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):

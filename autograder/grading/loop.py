@@ -8,6 +8,7 @@ to a callback. Module- and session-scoped data fixtures are kept across submissi
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -25,6 +26,8 @@ from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.plugin import CHANNEL_SOURCE
 from autograder.testing.student import Channel
+
+log = logging.getLogger(__name__)
 
 OnResult = Callable[[SubmissionResult], None]
 
@@ -117,6 +120,7 @@ class GradingLoop:
 
     def _grade(self, submission: Submission, items: list[pytest.Item], tests: list[HiddenTest]) -> SubmissionResult:
         started = time.monotonic()
+        log.debug("grading %s", submission.key)
         base = SubmissionResult(
             submission=submission.origin, key=submission.key, status=Status.ERROR, week=self.week.name,
             participant=submission.participant, submission_sha256=submission.sha256,

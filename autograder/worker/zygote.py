@@ -19,6 +19,7 @@ writes is seen by the next.
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import resource
@@ -56,7 +57,12 @@ def preload() -> Any:
 
     from autograder.worker.core import make_shell
 
-    return make_shell()
+    shell = make_shell()
+    # Park everything imported so far outside the collector: a worker's garbage
+    # collections then never walk (and so copy-on-write) the zygote's pages.
+    gc.collect()
+    gc.freeze()
+    return shell
 
 
 def _non_dumpable() -> bool:
@@ -145,19 +151,27 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str) -> 
         os._exit(code)
 
 
-def _force_remove(function: Any, path: str, _exc: Any) -> None:
-    """``rmtree``'s error handler: a submission may have chmod-ed its files away from us."""
+def _unlock(folder: str) -> None:
+    """Give the zygote back every folder below ``folder``: a submission may have chmod-ed
+    them to 0 (same uid, so it could). Top-down, each folder is opened before the walk
+    descends into it."""
     try:
-        os.chmod(os.path.dirname(path), 0o700)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o700)
-        function(path)
+        os.chmod(folder, os.stat(folder).st_mode | 0o700)
     except OSError:
-        pass
+        return
+    for parent, dirnames, _ in os.walk(folder):
+        for name in dirnames:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                try:
+                    os.chmod(path, 0o700)
+                except OSError:
+                    pass
 
 
 def _empty(folder: str) -> None:
     """Remove everything inside ``folder`` (not the folder: it may be a mount point)."""
+    _unlock(folder)
     try:
         names = os.listdir(folder)
     except OSError:
@@ -165,7 +179,7 @@ def _empty(folder: str) -> None:
     for name in names:
         path = os.path.join(folder, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=_force_remove)
+            shutil.rmtree(path, ignore_errors=True)
         else:
             try:
                 os.unlink(path)
@@ -179,6 +193,7 @@ class TmpSnapshot:
 
     def __init__(self, root: str) -> None:
         self.root = root
+        self.mode = os.stat(root).st_mode & 0o7777
         self.dirs: list[tuple[str, int]] = []
         self.files: list[tuple[str, int, bytes]] = []
         self.links: list[tuple[str, str]] = []
@@ -204,6 +219,7 @@ class TmpSnapshot:
 
     def restore(self, *also_empty: str) -> None:
         _empty(self.root)
+        os.chmod(self.root, self.mode)
         for folder in also_empty:
             _empty(folder)
         for rel, mode in self.dirs:
@@ -279,9 +295,11 @@ class Zygote:
             self.child = pid
             self.send({"op": "forked", "pid": pid})
         elif op == "kill":
-            if self.child is None:
-                self.send({"op": "idle"})
+            # Exactly one "killed" per kill, after the clean-up; a worker still alive is
+            # reaped first, which sends its one "exited". The grader can never mistake
+            # one answer for another.
             self._kill_all()
+            self.send({"op": "killed"})
         else:
             for fd in fds:
                 os.close(fd)
@@ -299,6 +317,16 @@ class Zygote:
                 os.killpg(self.child, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.child is not None:
+            # SIGKILL lands asynchronously: wait for the worker itself, so that its one
+            # "exited" is sent before the "killed" that answers this kill
+            try:
+                _, status = os.waitpid(self.child, 0)
+            except ChildProcessError:
+                pass
+            else:
+                self.child = None
+                self._after_submission(status)
         self._reap()
 
     def _reap(self) -> None:
@@ -327,7 +355,8 @@ class Zygote:
         if self.snapshot is not None:
             self.snapshot.restore(SHARED_MEMORY)
         else:
-            shutil.rmtree(self.scratch, onerror=_force_remove)
+            _unlock(self.scratch)
+            shutil.rmtree(self.scratch, ignore_errors=True)
         signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         self.send({"op": "exited", "signal": signum, "code": code})
