@@ -39,6 +39,7 @@ from autograder.worker import seccomp
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "week01"
 HONEST = ("correct_loop_eta_y_x.ipynb", "correct_raschka_y_minus_yhat.ipynb", "correct_fresh_notebook.ipynb")
+HONEST_COUNT = 20  # honest submissions (right and wrong) mixed into the corpus
 NOBODY = 65534
 # Tight wall-time limits keep the hanging cases cheap; memory and processes small enough
 # that the bombs hit the cgroup, large enough for numpy and scikit-learn.
@@ -178,7 +179,11 @@ def batch(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Batch:
     folder = tmp_path_factory.mktemp("hostile")
     week = course.week("week01")
     base_cells = {"correct": _code_cells(FIXTURES / HONEST[0]), "leak": [corpus.LEAK], "wrong": [corpus.WRONG]}
-    honest = [Submission(origin=n, key=f"honest-{Path(n).stem}", content=(FIXTURES / n).read_bytes()) for n in HONEST]
+    # 20 honest hand-ins, right and wrong, each byte-unique: the week-1 fixtures in turn
+    fixtures = sorted(FIXTURES.glob("*.ipynb"))
+    honest = [Submission(origin=f"{path.name}#{i}", key=f"honest-{path.stem}-{i}",
+                         content=path.read_bytes() + b" " * i)
+              for i, path in enumerate(fixtures[i % len(fixtures)] for i in range(HONEST_COUNT))]
     subs = [Submission(origin=f"base:{b}", key=f"base-{b}", content=_notebook(c)) for b, c in base_cells.items()]
     cells: dict[str, list[str]] = {}
     for index, case in enumerate(corpus.CASES):
@@ -190,8 +195,9 @@ def batch(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Batch:
             cells[case.name] = _cells_of(case, base_cells, port, marker)
             content = _notebook(cells[case.name])
         subs.append(Submission(origin=case.name, key=case.name, content=content))
-        if index % 12 == 5:
-            subs.append(honest[(index // 12) % len(honest)])
+        if index % 2 == 1 and index // 2 < len(honest):
+            subs.append(honest[index // 2])
+    subs += honest[len(corpus.CASES) // 2:]  # any left over go last
     slot = ZygoteSlot(HOSTILE).start()
     try:
         alone = {r.key: r for r in grade(week, honest, limits=HOSTILE, slot=slot)}
@@ -263,11 +269,12 @@ def test_the_batch_finishes_within_its_budget(batch: Batch):
 
 
 def test_honest_submissions_score_the_same_alongside_the_corpus(batch: Batch):
+    assert len(batch.alone) == HONEST_COUNT
     for key, alone in batch.alone.items():
         mixed = batch.results[key]
-        assert alone.status == mixed.status == Status.GRADED, (alone.messages, mixed.messages)
+        assert alone.status == mixed.status, (alone.messages, mixed.messages)
         assert [(t.name, t.score) for t in alone.tests] == [(t.name, t.score) for t in mixed.tests]
-        assert alone.score == mixed.score == 60.0
+        assert alone.score == mixed.score
 
 
 def test_no_case_took_its_zygote_down_and_nothing_is_left_running(batch: Batch):
