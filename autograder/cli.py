@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Callable, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -197,6 +197,15 @@ def _import_root(course: Path | None) -> Path:
         return Path(course or ".").resolve()
 
 
+def _write(convert: Callable[..., Path], *args: object, **kwargs: object) -> None:
+    """Run one import or export and say where it wrote."""
+    try:
+        written = convert(*args, **kwargs)
+    except AutograderError as exc:
+        _fail(exc)
+    err.print(f"wrote {written}", highlight=False)
+
+
 @import_app.command("nbgrader")
 def import_nbgrader(notebook: Annotated[Path, typer.Argument(help="an nbgrader source notebook")],
                     week: ImportWeek, course: CourseOption = None) -> None:
@@ -204,11 +213,7 @@ def import_nbgrader(notebook: Annotated[Path, typer.Argument(help="an nbgrader s
     from autograder.course import normalise_week_name
     from autograder.interop import import_nbgrader as convert
 
-    try:
-        written = convert(notebook, week=normalise_week_name(week), out_root=_import_root(course))
-    except AutograderError as exc:
-        _fail(exc)
-    err.print(f"wrote {written}", highlight=False)
+    _write(convert, notebook, week=normalise_week_name(week), out_root=_import_root(course))
 
 
 @import_app.command("otter")
@@ -218,11 +223,7 @@ def import_otter(notebook: Annotated[Path, typer.Argument(help="an otter-assign 
     from autograder.course import normalise_week_name
     from autograder.interop import import_otter as convert
 
-    try:
-        written = convert(notebook, week=normalise_week_name(week), out_root=_import_root(course))
-    except AutograderError as exc:
-        _fail(exc)
-    err.print(f"wrote {written}", highlight=False)
+    _write(convert, notebook, week=normalise_week_name(week), out_root=_import_root(course))
 
 
 @export_app.command("nbgrader")
@@ -230,12 +231,7 @@ def export_nbgrader(week: WeekArg, out_dir: ExportOut, course: CourseOption = No
     """An nbgrader course folder that `nbgrader generate_assignment` and `autograde` accept."""
     from autograder.interop import export_nbgrader as convert
 
-    the_week, _ = _locate(week, course, None)
-    try:
-        written = convert(the_week, out_dir)
-    except AutograderError as exc:
-        _fail(exc)
-    err.print(f"wrote {written}", highlight=False)
+    _write(convert, _locate(week, course, None)[0], out_dir)
 
 
 @export_app.command("otter")
@@ -243,12 +239,7 @@ def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None)
     """An otter-assign master notebook that `otter assign` accepts."""
     from autograder.interop import export_otter as convert
 
-    the_week, _ = _locate(week, course, None)
-    try:
-        written = convert(the_week, out_dir)
-    except AutograderError as exc:
-        _fail(exc)
-    err.print(f"wrote {written}", highlight=False)
+    _write(convert, _locate(week, course, None)[0], out_dir)
 
 
 @app.command()
