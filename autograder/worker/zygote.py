@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 PR_SET_DUMPABLE = 4
@@ -151,15 +152,32 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str) -> 
         os._exit(code)
 
 
+def _same_device(folder: str) -> Callable[[str], bool]:
+    """A test for "on the same file system as ``folder``": the read-only binds (the
+    virtualenv, the package) may sit inside /tmp when the course itself lives under /tmp,
+    and must never be walked, emptied or snapshotted as if they were scratch."""
+    device = os.lstat(folder).st_dev
+
+    def same(path: str) -> bool:
+        try:
+            return os.lstat(path).st_dev == device
+        except OSError:
+            return False
+
+    return same
+
+
 def _unlock(folder: str) -> None:
     """Give the zygote back every folder below ``folder``: a submission may have chmod-ed
     them to 0 (same uid, so it could). Top-down, each folder is opened before the walk
-    descends into it."""
+    descends into it; other file systems (mount points) are left alone."""
     try:
         os.chmod(folder, os.stat(folder).st_mode | 0o700)
     except OSError:
         return
+    same = _same_device(folder)
     for parent, dirnames, _ in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if same(os.path.join(parent, d))]
         for name in dirnames:
             path = os.path.join(parent, name)
             if not os.path.islink(path):
@@ -170,16 +188,28 @@ def _unlock(folder: str) -> None:
 
 
 def _empty(folder: str) -> None:
-    """Remove everything inside ``folder`` (not the folder: it may be a mount point)."""
+    """Remove everything inside ``folder`` (not the folder: it may be a mount point), but
+    nothing on another file system. Iterative, so no nesting depth can exhaust the stack."""
     _unlock(folder)
+    same = _same_device(folder)
     try:
-        names = os.listdir(folder)
+        stack = [(os.path.join(folder, name), False) for name in os.listdir(folder)]
     except OSError:
         return
-    for name in names:
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+    while stack:
+        path, emptied = stack.pop()
+        if emptied:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass  # it holds a mount point's parent, or is busy: leave it
+        elif os.path.isdir(path) and not os.path.islink(path):
+            if same(path):
+                stack.append((path, True))
+                try:
+                    stack.extend((os.path.join(path, name), False) for name in os.listdir(path))
+                except OSError:
+                    pass
         else:
             try:
                 os.unlink(path)
@@ -198,7 +228,9 @@ class TmpSnapshot:
         self.files: list[tuple[str, int, bytes]] = []
         self.links: list[tuple[str, str]] = []
         total = 0
+        same = _same_device(root)
         for folder, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if same(os.path.join(folder, d))]
             rel = os.path.relpath(folder, root)
             if rel != ".":
                 self.dirs.append((rel, os.stat(folder).st_mode & 0o7777))
