@@ -16,6 +16,7 @@ import functools
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -113,6 +114,19 @@ def _readonly_paths() -> list[str]:
     return sorted(p for p in paths if p and not p.startswith("/usr/") and p != "/usr")
 
 
+def _readable_by_others(path: str) -> bool:
+    """Whether a user with no special rights can reach and read ``path``."""
+    target = Path(path)
+    for folder in [*reversed(target.parents), target]:
+        try:
+            mode = folder.stat().st_mode
+        except OSError:
+            return False
+        if not mode & stat.S_IXOTH or (folder == target and not mode & stat.S_IROTH):
+            return False
+    return True
+
+
 def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None = None) -> SandboxPlan:
     """Build the zygote's start command from the layers this machine has.
 
@@ -124,7 +138,12 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
     user = group = None
     layers: list[str] = ["rlimits (address space, CPU, processes, open files, file size)"]
     missing: list[str] = []
-    if os.geteuid() == 0:
+    hidden = [p for p in _readonly_paths() if not _readable_by_others(p)]
+    if os.geteuid() == 0 and hidden:
+        missing.append(f"unprivileged uid: {hidden[0]} is not readable by {UNPRIVILEGED_USER} (a folder above it "
+                       "lacks o+rx), so the sandbox runs as root, inside its namespaces; install the course "
+                       "and its .venv where every user can read them to get this layer back")
+    elif os.geteuid() == 0:
         entry = pwd.getpwnam(UNPRIVILEGED_USER)
         user, group = entry.pw_uid, entry.pw_gid
         layers.append(f"unprivileged uid ({UNPRIVILEGED_USER})")
