@@ -10,8 +10,14 @@ import pytest
 from autograder.course import Course
 from autograder.execution.run import ZygoteSlot
 from autograder.execution.sandbox import Limits
+from autograder.formats.result_json import to_dict
+from autograder.grading.grader import grade
+from autograder.results import SubmissionResult
+from autograder.submission import Submission
 
 ROOT = Path(__file__).resolve().parent.parent
+WEEK01_MIX = ["correct_fresh_notebook", "wrong_no_bias", "untouched_stub", "cheat_allclose", "wrong_unfitted_ppn",
+              "correct_loop_eta_y_x"]
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +38,28 @@ def notebook_bytes(*cells: str) -> bytes:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     return nbformat.writes(nb).encode()
+
+
+@pytest.fixture(scope="session")
+def week01_mix() -> list[Submission]:
+    """Week-1 fixtures (right, wrong, untouched, cheating) and one file that is not a notebook:
+    the batch the parallel and cluster runs must grade exactly as one local run does."""
+    folder = ROOT / "tests" / "fixtures" / "week01"
+    return [Submission(origin=f"{name}.ipynb", key=name, content=(folder / f"{name}.ipynb").read_bytes())
+            for name in WEEK01_MIX] + [Submission(origin="broken.ipynb", key="broken", content=b"{not json")]
+
+
+def comparable(results: list[SubmissionResult]) -> list[dict]:
+    """Result documents without the one field that differs between two runs."""
+    return [{k: v for k, v in to_dict(r).items() if k != "duration_s"} for r in results]
+
+
+@pytest.fixture(scope="session")
+def as_comparable():
+    return comparable
+
+
+@pytest.fixture(scope="session")
+def week01_mix_local(course: Course, slot: ZygoteSlot, week01_mix: list[Submission]) -> list[dict]:
+    """``week01_mix`` graded once, locally, in this process: the reference for other runs."""
+    return comparable(grade(course.week("week01"), week01_mix, slot=slot))

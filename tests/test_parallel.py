@@ -5,31 +5,14 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.execution.run import ZygoteSlot
-from autograder.formats.result_json import to_dict
-from autograder.grading.grader import grade
 from autograder.grading.parallel import grade_parallel
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "week01"
-
-
-CHOSEN = ["correct_fresh_notebook", "wrong_no_bias", "untouched_stub", "cheat_allclose", "wrong_unfitted_ppn",
-          "correct_loop_eta_y_x"]
-
-
-def week01_submissions() -> list[Submission]:
-    """Week-1 fixtures (right, wrong, untouched, cheating) and one file that is not a notebook."""
-    return [Submission(origin=f"{name}.ipynb", key=name, content=(FIXTURES / f"{name}.ipynb").read_bytes())
-            for name in CHOSEN] + [Submission(origin="broken.ipynb", key="broken", content=b"{not json")]
-
 
 def sleeping_notebook(seconds: int) -> bytes:
     nb = nbformat.v4.new_notebook()
@@ -37,26 +20,19 @@ def sleeping_notebook(seconds: int) -> bytes:
     return nbformat.writes(nb).encode()
 
 
-def comparable(results: list[SubmissionResult]) -> list[dict]:
-    return [{k: v for k, v in to_dict(r).items() if k != "duration_s"} for r in results]
-
-
-@pytest.fixture(scope="module")
-def one_job(course: Course, slot: ZygoteSlot) -> list[dict]:
-    return comparable(grade(course.week("week01"), week01_submissions(), slot=slot))
-
-
-def test_two_jobs_give_the_results_of_one_in_the_same_order(course: Course, one_job: list[dict]):
+def test_two_jobs_give_the_results_of_one_in_the_same_order(course: Course, week01_mix, week01_mix_local,
+                                                              as_comparable):
     arrived: list[str] = []
-    results = grade_parallel(course.week("week01"), iter(week01_submissions()), jobs=2,
+    results = grade_parallel(course.week("week01"), iter(week01_mix), jobs=2,
                              on_result=lambda r: arrived.append(r.key))
-    assert comparable(results) == one_job
-    assert sorted(arrived) == sorted(r["key"] for r in one_job)
-    assert {r["status"] for r in one_job} >= {"graded", "not_attempted", "error"}
+    assert as_comparable(results) == week01_mix_local
+    assert sorted(arrived) == sorted(r["key"] for r in week01_mix_local)
+    assert {r["status"] for r in week01_mix_local} >= {"graded", "not_attempted", "error"}
 
 
-def test_a_grader_process_that_dies_loses_only_its_submission(course: Course, one_job: list[dict]):
-    first, last = week01_submissions()[0], week01_submissions()[1]
+def test_a_grader_process_that_dies_loses_only_its_submission(course: Course, week01_mix, week01_mix_local,
+                                                                as_comparable):
+    first, last = week01_mix[0], week01_mix[1]
     slow = Submission(origin="slow.ipynb", key="slow", content=sleeping_notebook(20))
     killed: list[int] = []
 
@@ -75,8 +51,8 @@ def test_a_grader_process_that_dies_loses_only_its_submission(course: Course, on
     assert [r.key for r in results] == ["correct_fresh_notebook", "slow", "wrong_no_bias"]
     assert results[1].status is Status.ERROR and results[1].score == 0
     assert "grading stopped unexpectedly" in results[1].messages[0] and "exit code -9" in results[1].messages[0]
-    by_key = {r["key"]: r for r in one_job}
-    assert comparable([results[0], results[2]]) == [by_key[first.key], by_key[last.key]]
+    by_key = {r["key"]: r for r in week01_mix_local}
+    assert as_comparable([results[0], results[2]]) == [by_key[first.key], by_key[last.key]]
 
 
 def test_no_submissions_starts_no_process(course: Course):
