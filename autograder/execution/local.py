@@ -21,11 +21,8 @@ class LocalChannel:
         shell = make_shell()
         shell.reset(new_session=False)
         self.core = WorkerCore(shell)
-        self.cell_errors: list[tuple[int, str, str]] = []
-        for index, source in enumerate(cells, start=1):
-            error = self.core.run_cell(source)["error"]
-            if error:
-                self.cell_errors.append((index, error["ename"], error["evalue"]))
+        for source in cells:
+            self.core.run_cell(source)
 
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         return loads_message(dumps_message(self.core.handle(loads_message(dumps_message(message)))))

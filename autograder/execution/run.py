@@ -101,7 +101,6 @@ class SubmissionRun:
         self.stub_cells = 0  # cells that still raise NotImplementedError
         self._notebook_seconds = 0.0
         self._tests_deadline: float | None = None
-        self._output: list[str] = []
 
     # -- the notebook -------------------------------------------------------------------
     def execute(self) -> None:
@@ -199,13 +198,7 @@ class SubmissionRun:
     def _end_worker(self, *, kill: bool) -> None:
         if self.worker is not None:
             self.slot.release(kill=kill)
-            self._output.append(self.worker.output_text())
             self.worker = None
 
     def close(self) -> None:
         self._end_worker(kill=False)
-
-    @property
-    def output(self) -> str:
-        """What the student's code printed (capped), for the instructor."""
-        return "".join(self._output)

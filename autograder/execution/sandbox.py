@@ -46,7 +46,6 @@ class Limits:
     submission_timeout_s: float = 120.0  # wall time for running the whole notebook
     tests_timeout_s: float = 120.0  # wall time for all hidden-test calls into one submission
     restarts: int = 3  # fresh workers a submission may use after a crash or a timeout
-    output_bytes: int = 1 << 20  # student stdout/stderr kept; the rest is drained and dropped
     scratch_mb: int = 512  # size of the sandbox's tmpfs /tmp (and of /dev/shm)
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
 
