@@ -17,16 +17,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
+
 from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import to_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
-from autograder.manual import Mark, read_marks, write_manual_sheet
+from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
 from autograder.moodle.feedback_zip import write_feedback_zip
 from autograder.moodle.worksheet import fill_worksheet, write_worksheet
 from autograder.report import render_feedback, write_report
+from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
 from autograder.sources import collect
 from autograder.submission import Submission
@@ -40,6 +43,7 @@ MANUAL_CSV = "manual-marking.csv"
 NBGRADER_CSV = "nbgrader-grades.csv"
 OTTER_CSV = "otter-final_grades.csv"
 MANUAL_HTML = "manual-marking.html"
+CODE_DIR = "code"  # each submission's own code (given cells removed), compared for similarity
 
 
 @dataclass
@@ -68,13 +72,17 @@ def run_batch(
     out_dir: Path,
     worksheet: Path | None = None,
     regrade: bool = False,
+    allow_pending: bool = False,
     jobs: int = 1,
     scheduler: str | None = None,
     limits: Limits | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[SubmissionResult], None] | None = None,
 ) -> BatchOutcome:
-    """Grade ``paths`` for ``week`` into ``out_dir``; unchanged submissions are not regraded."""
+    """Grade ``paths`` for ``week`` into ``out_dir``; unchanged submissions are not regraded.
+
+    A submission graded again (``regrade``, or new hidden tests or grader) whose content the
+    gradebook already holds keeps its recorded seed, so the hidden tests draw the same data."""
     submissions = collect(paths, week=week.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:
@@ -86,6 +94,9 @@ def run_batch(
                 week.name, submission.key, submission_sha256=submission.sha256,
                 tests_sha256=week.tests_sha256, grader_version=grader_version())
             if cached is None:
+                if submission.seed is None:  # same content graded before: same hidden data
+                    submission.seed = book.recorded_seed(week.name, submission.key,
+                                                         submission_sha256=submission.sha256)
                 pending.append(submission)
             else:
                 reused += 1
@@ -94,7 +105,17 @@ def run_batch(
         if on_start is not None:
             on_start(len(submissions))
 
+        given = _handed_out(week)
+        by_key = {s.key: s for s in pending}
+
         def record(result: SubmissionResult) -> None:
+            hashes = answer_hashes(by_key[result.key], week.tasks, given) if result.key in by_key else {}
+            for task in result.tasks:
+                task.answer_sha256 = hashes.get(task.task) if task.manual else None
+            if result.key in by_key:  # for the report's similarity section
+                code_dir = out_dir / CODE_DIR
+                code_dir.mkdir(exist_ok=True)
+                _write_text(code_dir / f"{result.key}.py", own_code(by_key[result.key].content, given))
             book.record(result, run_id=run_id)
             if on_result is not None:
                 on_result(result)
@@ -104,15 +125,25 @@ def run_batch(
         stored = {r.key: r for r in book.results(week.name)}
         marks = book.manual_marks(week.name)
     results = [stored[s.key] for s in submissions if s.key in stored]
-    outputs = write_outputs(week, list(stored.values()), out_dir, worksheet=worksheet)
+    outputs = write_outputs(week, list(stored.values()), out_dir, worksheet=worksheet, allow_pending=allow_pending)
     if any(t.manual for t in week.tasks):
         outputs.manual_sheet = out_dir / MANUAL_CSV
         write_manual_sheet(
             submissions=submissions, tasks=week.tasks, csv_path=outputs.manual_sheet,
             html_path=out_dir / MANUAL_HTML, title=f"{week.name}: {week.title}",
-            marks={key: {task: Mark(m.points, m.comment) for task, m in tasks.items()} for key, tasks in marks.items()},
+            marks={key: {task: Mark(m.points, m.comment, m.answer_sha256) for task, m in tasks.items()}
+                   for key, tasks in marks.items()},
+            given=given,
         )
     return BatchOutcome(results=results, reused=reused, outputs=outputs)
+
+
+def _handed_out(week: Week) -> nbformat.NotebookNode | None:
+    """The notebook students were given, to tell the cells they added; None if not generated."""
+    try:
+        return nbformat.read(week.assignment_notebook, as_version=4)
+    except (OSError, ValueError):
+        return None
 
 
 def _grade(week: Week, submissions: list[Submission], *, jobs: int, scheduler: str | None,
@@ -134,8 +165,11 @@ def _grade(week: Week, submissions: list[Submission], *, jobs: int, scheduler: s
 
 
 def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
-                  worksheet: Path | None = None) -> Outputs:
-    """Everything the instructor and Moodle get, written from ``results``."""
+                  worksheet: Path | None = None, allow_pending: bool = False) -> Outputs:
+    """Everything the instructor and Moodle get, written from ``results``.
+
+    The Moodle worksheet leaves a grade blank while manual tasks are pending, unless
+    ``allow_pending``: a provisional total must not look final there."""
     outputs = Outputs(folder=out_dir)
     results = sorted(results, key=lambda r: r.key)
     kept = out_dir / DOWNLOADED_WORKSHEET
@@ -145,18 +179,20 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
         worksheet = kept
     for result in results:
         _write_json(out_dir / f"{result.key}.json", to_dict(result))
-    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}")
+    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}",
+                                  similar=_similar(week, results, out_dir))
     # the spreadsheets nbgrader and otter-grader users already have formulas for
     to_nbgrader_grades_csv(results, out_dir / NBGRADER_CSV)
     to_otter_final_grades_csv(results, out_dir / OTTER_CSV)
     moodle = [r for r in results if r.participant is not None and r.participant.folder]
     if worksheet is not None:
         outputs.worksheet = out_dir / WORKSHEET
-        fill = fill_worksheet(worksheet=worksheet, results=results, out=outputs.worksheet)
+        fill = fill_worksheet(worksheet=worksheet, results=results, out=outputs.worksheet,
+                              allow_pending=allow_pending)
         outputs.skipped.update(fill.skipped)
     elif moodle:
         outputs.worksheet = out_dir / WORKSHEET
-        fill = write_worksheet(results=moodle, out=outputs.worksheet)
+        fill = write_worksheet(results=moodle, out=outputs.worksheet, allow_pending=allow_pending)
         outputs.skipped.update(fill.skipped)
     if moodle:
         outputs.feedback_zip = out_dir / FEEDBACK_ZIP
@@ -167,20 +203,36 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
     return outputs
 
 
-def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | None = None) -> tuple[int, Outputs]:
+def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | None = None,
+                 allow_pending: bool = False) -> tuple[int, int, Outputs]:
     """Store the marks of a filled marking sheet and rewrite every output with them.
 
-    Returns how many marks were stored. Marks live in the gradebook apart from the
-    autograded results, so a later regrade keeps them."""
+    Returns how many marks were stored and how many sheet rows (a submission's manual
+    task) still have no mark or a stale one, so the marker knows whether marking is done. Marks live in
+    the gradebook apart from the autograded results, so a later regrade keeps them."""
     marks = read_marks(sheet, tasks=week.tasks)
     stored = 0
     with Gradebook.open(out_dir / FILENAME) as book:
         for key, tasks in marks.items():
             for task, mark in tasks.items():
-                book.set_manual(week.name, key, task, points=mark.points, comment=mark.comment)
+                book.set_manual(week.name, key, task, points=mark.points, comment=mark.comment,
+                                answer_sha256=mark.answer_sha256)
                 stored += 1
         results = book.results(week.name)
-    return stored, write_outputs(week, results, out_dir, worksheet=worksheet)
+    unmarked = sum(1 for r in results for t in r.tasks if t.pending)
+    return stored, unmarked, write_outputs(week, results, out_dir, worksheet=worksheet, allow_pending=allow_pending)
+
+
+def _similar(week: Week, results: list[SubmissionResult], out_dir: Path) -> list[Pair]:
+    """Suspiciously alike pairs among the results' own code saved by earlier runs."""
+    codes = {}
+    for result in results:
+        path = out_dir / CODE_DIR / f"{result.key}.py"
+        if path.is_file():
+            codes[result.key] = path.read_text(encoding="utf-8", errors="replace")
+    given = _handed_out(week)
+    given_code = "\n\n".join(c.source for c in given.cells if c.cell_type == "code") if given is not None else ""
+    return similar_pairs(codes, given_code=given_code)
 
 
 def load_results(out_dir: Path, week: Week) -> list[SubmissionResult]:
@@ -197,6 +249,12 @@ def weeks_in(out_dir: Path) -> list[str]:
         raise AutograderError(f"{out_dir} has no {FILENAME}: is it a folder written by `autograder grade`?")
     with Gradebook.open(out_dir / FILENAME) as book:
         return book.weeks()
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(text, encoding="utf-8", errors="surrogatepass")
+    tmp.replace(path)
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Callable, NoReturn, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -37,6 +38,11 @@ CourseOption = Annotated[Optional[Path], typer.Option("--course", help="the cour
 
 WeekArg = Annotated[str, typer.Argument(help="the week, e.g. week01")]
 OutOption = Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK in the course)")]
+GradeOutOption = Annotated[Optional[Path], typer.Option("--out", help=(
+    "the results folder (default: results/WEEK in the course for a Moodle export, "
+    "results/WEEK-notebooks for loose notebooks, so the two never mix)"))]
+AllowPendingOption = Annotated[bool, typer.Option(
+    "--allow-pending", help="fill Moodle grades even while tasks graded by hand are not marked yet")]
 WorksheetOption = Annotated[Optional[Path], typer.Option(
     "--worksheet", help="the grading worksheet downloaded from Moodle, to fill")]
 
@@ -52,7 +58,7 @@ def _locate(week: str, course: Path | None, out_dir: Path | None) -> tuple[Week,
 
 
 def _fail(exc: AutograderError) -> NoReturn:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
     raise typer.Exit(2)
 
 
@@ -63,6 +69,7 @@ def generate(
     course: CourseOption = None,
 ) -> None:
     """Write assignments/WEEK (student notebook) and solutions/WEEK from source/WEEK."""
+    from autograder.course import normalise_week_name
     from autograder.generate.week import generate_course
 
     try:
@@ -71,22 +78,28 @@ def generate(
     except AutograderError as exc:
         _fail(exc)
     for difference in differences:
-        (err if check else out).print(str(difference), highlight=False)
+        if check:
+            err.print(str(difference), highlight=False)
+        else:
+            out.print(difference.done(), highlight=False)
     if check and differences:
         err.print(f"[red]{len(differences)} generated file(s) out of date:[/] run `autograder generate`")
         raise typer.Exit(1)
-    if not differences:
-        err.print("generated files are up to date")
+    changed = {d.path.parts[1] for d in differences}
+    for name in (weeks and [normalise_week_name(w) for w in weeks]) or found.week_names():
+        if name not in changed:
+            err.print(f"{name}: up to date", highlight=False)
 
 
 @app.command()
 def grade(
     week: WeekArg,
     paths: Annotated[list[Path], typer.Argument(help="notebooks, folders of notebooks, or Moodle exports (.zip or folder)")],
-    out_dir: OutOption = None,
+    out_dir: GradeOutOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON array on stdout, nothing else")] = False,
     worksheet: WorksheetOption = None,
     regrade: Annotated[bool, typer.Option("--regrade", help="grade again even what the gradebook holds unchanged")] = False,
+    allow_pending: AllowPendingOption = False,
     jobs: Annotated[int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
     course: CourseOption = None,
@@ -95,13 +108,17 @@ def grade(
     from autograder.batch import run_batch
     from autograder.formats.result_json import to_dict
 
-    the_week, out_dir = _locate(week, course, out_dir)
+    from autograder.sources import holds_export
+
+    the_week, default_out = _locate(week, course, None)
+    if out_dir is None:
+        out_dir = default_out if holds_export(paths) else default_out.with_name(f"{the_week.name}-notebooks")
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
         try:
             outcome = run_batch(
-                the_week, paths, out_dir=out_dir, worksheet=worksheet, regrade=regrade,
+                the_week, paths, out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
                 jobs=jobs or os.cpu_count() or 1, scheduler=scheduler,
                 on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
             )
@@ -121,8 +138,10 @@ def _print_table(week: Week, results: list[SubmissionResult]) -> None:
         table.add_column(column, overflow="fold")
     for r in results:
         who = (r.participant.full_name or r.participant.group_name) if r.participant else None
-        table.add_row(who or r.key, r.status.value, f"{r.score:g} / {r.max_score:g}",
-                      *[f"{t.score:g}/{t.max_score:g}" + (" n/a" if t.not_attempted else "") for t in r.tasks])
+        pending = f" ({r.pending_points:g} pending)" if r.pending_points else ""
+        table.add_row(escape(who or r.key), r.status.value, f"{r.score:g} / {r.max_score:g}{pending}",  # "[red]": text
+                      *[(f"stale mark/{t.max_score:g}" if t.stale else f"pending/{t.max_score:g}") if t.pending else
+                        f"{t.score:g}/{t.max_score:g}" + (" n/a" if t.not_attempted else "") for t in r.tasks])
     out.print(table)
 
 
@@ -133,9 +152,9 @@ def _print_outputs(outputs: Outputs, *, reused: int = 0) -> None:
     for label, path in (("report", outputs.report), ("worksheet for Moodle", outputs.worksheet),
                         ("feedback files for Moodle", outputs.feedback_zip), ("marking sheet", outputs.manual_sheet)):
         if path is not None:
-            err.print(f"{label}: {path}", highlight=False)
+            err.print(f"{label}: {escape(str(path))}", highlight=False)
     for key, why in sorted(outputs.skipped.items()):
-        err.print(f"[yellow]left out[/] {key}: {why}", highlight=False)
+        err.print(f"[yellow]left out[/] {escape(key)}: {escape(why)}", highlight=False)
 
 
 @app.command()
@@ -143,6 +162,7 @@ def report(
     out_dir: Annotated[Path, typer.Argument(help="a results folder written by `autograder grade`")],
     week: Annotated[Optional[str], typer.Option("--week", help="the week, when the folder holds several")] = None,
     worksheet: WorksheetOption = None,
+    allow_pending: AllowPendingOption = False,
     course: CourseOption = None,
 ) -> None:
     """Rewrite the report, feedback pages, worksheet and feedback zip from a results folder."""
@@ -155,7 +175,8 @@ def report(
                 raise AutograderError(f"{out_dir} holds results of {found or 'no week'}: choose one with --week")
             week = found[0]
         the_week, folder = _locate(week, course, out_dir)
-        outputs = write_outputs(the_week, load_results(folder, the_week), folder, worksheet=worksheet)
+        outputs = write_outputs(the_week, load_results(folder, the_week), folder, worksheet=worksheet,
+                                allow_pending=allow_pending)
     except AutograderError as exc:
         _fail(exc)
     _print_outputs(outputs)
@@ -167,6 +188,7 @@ def merge_manual(
     sheet: Annotated[Path, typer.Argument(help="the filled marking sheet (manual-marking.csv)")],
     out_dir: OutOption = None,
     worksheet: WorksheetOption = None,
+    allow_pending: AllowPendingOption = False,
     course: CourseOption = None,
 ) -> None:
     """Fold marks given by hand into the totals, the worksheet, the feedback and the report."""
@@ -174,10 +196,12 @@ def merge_manual(
 
     the_week, folder = _locate(week, course, out_dir)
     try:
-        stored, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet)
+        stored, unmarked, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet,
+                                          allow_pending=allow_pending)
     except AutograderError as exc:
         _fail(exc)
-    err.print(f"{stored} mark(s) stored")
+    err.print(f"{stored} mark(s) stored; {unmarked} row(s) still unmarked" if unmarked else
+              f"{stored} mark(s) stored; every row is marked")
     _print_outputs(outputs)
 
 
@@ -206,6 +230,20 @@ def _write(convert: Callable[..., Path], *args: object, **kwargs: object) -> Non
     err.print(f"wrote {written}", highlight=False)
 
 
+def _write_import(convert: Callable[..., Path], tool: str, *args: object, **kwargs: object) -> None:
+    """Run one import and name every file it wrote, then the step that makes the student notebook."""
+    from autograder.interop.week_writer import written_files
+
+    try:
+        notebook = convert(*args, **kwargs)
+    except AutograderError as exc:
+        _fail(exc)
+    for path in written_files(notebook, tool):
+        err.print(f"wrote {path}", highlight=False)
+    err.print(f"next: `autograder generate {notebook.stem} --course {notebook.parents[2]}` writes the student "
+              "and solution notebooks", highlight=False)
+
+
 @import_app.command("nbgrader")
 def import_nbgrader(notebook: Annotated[Path, typer.Argument(help="an nbgrader source notebook")],
                     week: ImportWeek, course: CourseOption = None) -> None:
@@ -213,7 +251,7 @@ def import_nbgrader(notebook: Annotated[Path, typer.Argument(help="an nbgrader s
     from autograder.course import normalise_week_name
     from autograder.interop import import_nbgrader as convert
 
-    _write(convert, notebook, week=normalise_week_name(week), out_root=_import_root(course))
+    _write_import(convert, "nbgrader", notebook, week=normalise_week_name(week), out_root=_import_root(course))
 
 
 @import_app.command("otter")
@@ -223,7 +261,7 @@ def import_otter(notebook: Annotated[Path, typer.Argument(help="an otter-assign 
     from autograder.course import normalise_week_name
     from autograder.interop import import_otter as convert
 
-    _write(convert, notebook, week=normalise_week_name(week), out_root=_import_root(course))
+    _write_import(convert, "otter", notebook, week=normalise_week_name(week), out_root=_import_root(course))
 
 
 @export_app.command("nbgrader")

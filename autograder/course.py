@@ -1,8 +1,8 @@
 """The course on disk: where weeks live and what each week's tasks are worth.
 
-A week is defined by its reference notebook ``source/weekNN/weekNN.ipynb``: notebook
-metadata ``autograder.week``/``autograder.title``, and one markdown cell per task with
-metadata ``autograder: {"task": N, "points": P, "manual": bool}``. The hidden tests in
+A week is defined by its reference notebook ``source/weekNN/weekNN.ipynb``: its title
+heading or metadata, and one markdown cell per task, declared by its heading
+(``## Task N (P points)``) or metadata (``autograder.authoring`` reads both). The hidden tests in
 ``source/weekNN/tests/`` say with ``@pytest.mark.task(N)`` / ``@pytest.mark.points(P)``
 how a task's points split across tests.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.authoring import WeekSpec, read_spec
 from autograder.exceptions import CourseError
 
 WEEK_PATTERN = re.compile(r"^week\d{2}$")
-TASK_HEADING = re.compile(r"^task\s+\d+\s*(\([^)]*\))?\s*[:.\-\u2013\u2014]?\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,11 @@ class Week:
         return self.source_dir / "tests"
 
     @property
+    def data_dir(self) -> Path:
+        """The week's data files: read-only in every worker as ``./data`` (see docs/AUTHORING.md)."""
+        return self.source_dir / "data"
+
+    @property
     def assignment_notebook(self) -> Path:
         return self.root / "assignments" / self.name / f"{self.name}.ipynb"
 
@@ -64,33 +69,25 @@ class Week:
         return nbformat.read(self.source_notebook, as_version=4)
 
     @cached_property
+    def spec(self) -> WeekSpec:
+        return read_spec(self.notebook)
+
+    @cached_property
     def title(self) -> str:
-        return str(self.notebook.metadata.get("autograder", {}).get("title", self.name))
+        return self.spec.title or self.name
 
     @cached_property
     def tasks(self) -> tuple[Task, ...]:
-        """The week's tasks in number order, from the task cells' metadata."""
-        found: dict[int, Task] = {}
-        for cell in self.notebook.cells:
-            meta = cell.get("metadata", {}).get("autograder", {})
-            if "task" not in meta or "points" not in meta:
-                continue
-            number = int(meta["task"])
-            if number in found:
-                raise CourseError(f"{self.source_notebook}: task {number} is declared twice")
-            first_line = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
-            found[number] = Task(
-                number=number,
-                points=float(meta["points"]),
-                manual=bool(meta.get("manual", False)),
-                title=TASK_HEADING.sub("", first_line.lstrip("#").strip()) or f"Task {number}",
-            )
-        if not found:
+        """The week's tasks in number order, from their headings or metadata (autograder.authoring)."""
+        spec = self.spec
+        if spec.problems:
+            raise CourseError(f"{self.source_notebook}: " + "; ".join(spec.problems))
+        if not spec.tasks:
             raise CourseError(
-                f"{self.source_notebook}: no task cells (markdown cells with metadata "
-                '"autograder": {"task": N, "points": P})'
+                f"{self.source_notebook}: no task cells: open each task with a markdown heading such as "
+                "'## Task 1 (10 points): what to do' (see docs/AUTHORING.md)"
             )
-        return tuple(found[n] for n in sorted(found))
+        return tuple(Task(number=t.number, points=t.points, manual=t.manual, title=t.title) for t in spec.tasks)
 
     @property
     def max_score(self) -> float:
@@ -148,6 +145,6 @@ class Course:
 def normalise_week_name(name: str) -> str:
     """Accept ``week01``, ``week1``, ``01`` and ``1`` for the same week."""
     digits = name.lower().removeprefix("week")
-    if digits.isdigit():
+    if digits.isascii() and digits.isdigit() and len(digits) <= 4:  # int() refuses '²' and 4,300 digits
         return f"week{int(digits):02d}"
     raise CourseError(f"{name!r} is not a week name: use week01 ... week06 (or just 1 ... 6)")

@@ -102,10 +102,11 @@ class StudentCodeError(AutograderError):
     submission could echo a hidden test's inputs through them.
     """
 
-    def __init__(self, ename: str, evalue: str) -> None:
+    def __init__(self, ename: str, evalue: str, builtin: str | None = None) -> None:
         super().__init__(f"{ename}: {evalue}" if evalue else ename)
         self.ename = ename
         self.evalue = evalue
+        self.builtin = builtin or ename  # the nearest built-in base class, as the worker named it
 
     def feedback(self) -> str:
         builtin = getattr(builtins, self.ename, None)

@@ -29,7 +29,7 @@ from autograder.formats import result_json
 from autograder.results import SubmissionResult
 
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
 
 _SCHEMA = (
@@ -71,6 +71,9 @@ _SCHEMA = (
     )
     """,
 )
+_MIGRATIONS = {  # from version N to N + 1
+    1: ("ALTER TABLE manual_marks ADD COLUMN answer_sha256 TEXT",),  # the answer marked; NULL: unknown
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class ManualMark:
     points: float
     comment: str
     marked: str  # ISO 8601 UTC time of the last change
+    answer_sha256: str | None = None  # the answer the marker saw; None for marks from before this was kept
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,11 @@ class Gradebook:
             if version == 0:
                 for statement in _SCHEMA:
                     db.execute(statement)
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                version = 1
+            for step in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[step]:
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- runs -------------------------------------------------------------------------
 
@@ -270,6 +278,24 @@ class Gradebook:
             return None
         return _apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
 
+    def recorded_seed(self, week: str, key: str, *, submission_sha256: str | None) -> int | None:
+        """The seed the stored result of this very submission was graded with, else None.
+
+        A regrade passes it back (``Submission.seed``) so the hidden tests draw the same
+        data and the score is reproduced exactly. Only the same content gets it again: a
+        changed hand-in under the same key draws a fresh seed, so resubmitting never
+        replays inputs a student may have seen in feedback."""
+        if submission_sha256 is None:
+            return None
+        rows = self._read(
+            "SELECT document FROM results WHERE week = ? AND key = ? AND submission_sha256 = ?",
+            (week, key, submission_sha256),
+        )
+        if not rows:
+            return None
+        seed = json.loads(rows[0][0]).get("seed")
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
     def results(self, week: str) -> list[SubmissionResult]:
         """Every stored result of ``week``, ordered by key, with manual marks applied."""
         rows = self._read("SELECT key, document FROM results WHERE week = ? ORDER BY key", (week,))
@@ -282,8 +308,12 @@ class Gradebook:
 
     # --- manual marks -----------------------------------------------------------------
 
-    def set_manual(self, week: str, key: str, task: int, *, points: float, comment: str = "") -> None:
-        """Store a marker's points for a manual task; checked against the stored result."""
+    def set_manual(self, week: str, key: str, task: int, *, points: float, comment: str = "",
+                   answer_sha256: str | None = None) -> None:
+        """Store a marker's points for a manual task; checked against the stored result.
+
+        ``answer_sha256`` ties the mark to the answer the marker read: when a regrade finds
+        another answer, the mark is stale and not counted until given again."""
         with self._transaction() as db:
             row = db.execute("SELECT document FROM results WHERE week = ? AND key = ?", (week, key)).fetchone()
             if row is None:
@@ -300,31 +330,40 @@ class Gradebook:
                     f"{self.path}: {points} points for task {task} of {key!r} is outside 0..{target.max_score}"
                 )
             db.execute(
-                "INSERT OR REPLACE INTO manual_marks (week, key, task, points, comment, marked) VALUES (?, ?, ?, ?, ?, ?)",
-                (week, key, task, float(points), comment, _now()),
+                "INSERT OR REPLACE INTO manual_marks (week, key, task, points, comment, marked, answer_sha256) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (week, key, task, float(points), comment, _now(), answer_sha256),
             )
 
     def manual_marks(self, week: str) -> dict[str, dict[int, ManualMark]]:
         """``{key: {task: ManualMark}}`` for every marked submission of ``week``."""
         marks: dict[str, dict[int, ManualMark]] = {}
-        for key, task, points, comment, marked in self._read(
-            "SELECT key, task, points, comment, marked FROM manual_marks WHERE week = ? ORDER BY key, task", (week,)
+        for key, task, *mark in self._read(
+            "SELECT key, task, points, comment, marked, answer_sha256 FROM manual_marks WHERE week = ? "
+            "ORDER BY key, task", (week,)
         ):
-            marks.setdefault(key, {})[task] = ManualMark(points=points, comment=comment, marked=marked)
+            marks.setdefault(key, {})[task] = ManualMark(*mark)
         return marks
 
     def _marks_for(self, week: str, key: str) -> dict[int, ManualMark]:
         rows = self._read(
-            "SELECT task, points, comment, marked FROM manual_marks WHERE week = ? AND key = ?", (week, key)
+            "SELECT task, points, comment, marked, answer_sha256 FROM manual_marks WHERE week = ? AND key = ?",
+            (week, key),
         )
-        return {task: ManualMark(points=points, comment=comment, marked=marked) for task, points, comment, marked in rows}
+        return {task: ManualMark(*mark) for task, *mark in rows}
 
 
 def _apply_marks(result: SubmissionResult, marks: dict[int, ManualMark]) -> SubmissionResult:
-    """Put the marker's points and comments on the manual tasks; totals follow (computed)."""
+    """Put the marker's points and comments on the manual tasks; totals follow (computed).
+
+    A mark given to another answer than the one graded now is stale: it stays visible
+    (points kept in the comment's place for the sheet) but the task counts as pending."""
     for task in result.tasks:
         mark = marks.get(task.task)
         if task.manual and mark is not None:
-            task.score = mark.points
             task.comment = mark.comment
+            if mark.answer_sha256 and task.answer_sha256 and mark.answer_sha256 != task.answer_sha256:
+                task.stale, task.score = True, 0.0
+            else:
+                task.score, task.marked = mark.points, True
     return result

@@ -6,13 +6,17 @@ and refuses anything Moodle or the totals could not use, naming the row; ``apply
 puts the points and comments into a result's manual tasks, so totals, worksheet and
 feedback pick them up. The answer is the student's cell with metadata
 ``autograder.answer = N`` (docs/AUTHORING.md); when a student's editor dropped that
-metadata, the markdown cell after the ``Task N`` heading.
+metadata, the markdown cell after the ``Task N`` heading. Cells the student added to a
+task's section (after its prompt, before the next task) are shown with the answer, so an
+answer written in the wrong cell still reaches the marker. Text a spreadsheet would run
+as a formula is escaped in the CSV.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import io
 import math
 import os
@@ -25,16 +29,20 @@ import jinja2
 import nbformat
 
 from autograder.course import Task
-from autograder.exceptions import ManualMarksError
+from autograder.exceptions import ManualMarksError, SubmissionError
+from autograder.notebook import read_notebook
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
+from autograder.text import scrub
 
-COLUMNS = ("key", "identifier", "full_name", "task", "max_points", "answer", "points", "comment")
+COLUMNS = ("key", "identifier", "full_name", "task", "max_points", "answer", "points", "comment", "note",
+           "answer_sha256")
 
 
 class Mark(NamedTuple):
     points: float
     comment: str
+    answer_sha256: str | None = None  # the answer the marker read (the sheet's column); None: unknown
 
 
 Marks = dict[str, dict[int, Mark]]  # submission key -> task number -> mark
@@ -48,21 +56,30 @@ def write_manual_sheet(
     html_path: Path | None = None,
     title: str = "",
     marks: Marks | None = None,
+    given: nbformat.NotebookNode | None = None,
 ) -> int:
     """Write the marking sheet for the manual tasks among ``tasks``; returns its row count.
 
     One row per submission and manual task, ``points`` and ``comment`` empty (or prefilled
-    from ``marks``, so exporting again never loses marking already done). The CSV is UTF-8
+    from ``marks``, so exporting again never loses marking already done). A mark given to
+    another answer than the one shown now is stale: its points are left empty (the old
+    ones in ``note``) so merging the sheet cannot confirm it unread. The CSV is UTF-8
     with a BOM so spreadsheets show any script; ``html_path`` gets a read-only view.
+    ``given`` is the notebook handed out: cells of a task's section that are not in it
+    were added by the student and are shown with the answer.
     """
     manual = [t for t in tasks if t.manual]
+    given_sources = {c.source.strip() for c in given.cells} if given is not None else None
     rows = []
     for submission in submissions:
         notebook, problem = _notebook(submission)
         participant = submission.participant
         for task in manual:
             mark = (marks or {}).get(submission.key, {}).get(task.number)
-            answer = problem or _answer(notebook, task.number)
+            answer = problem or _answer(notebook, task.number, given_sources)
+            answer = answer if answer is not None else f"(no answer cell found for task {task.number})"
+            digest = answer_sha256(answer)
+            stale = mark is not None and mark.answer_sha256 is not None and mark.answer_sha256 != digest
             rows.append(
                 {
                     "key": submission.key,
@@ -72,15 +89,17 @@ def write_manual_sheet(
                     "full_name": (participant.full_name or participant.group_name or "") if participant else "",
                     "task": str(task.number),
                     "max_points": _number(task.points),
-                    "answer": answer if answer is not None else f"(no answer cell found for task {task.number})",
-                    "points": _number(mark.points) if mark else "",
-                    "comment": mark.comment if mark else "",
+                    "answer": answer,
+                    "points": _number(mark.points) if mark and not stale else "",
+                    "comment": mark.comment if mark and not stale else "",
+                    "note": _stale_note(mark) if mark and stale else "",
+                    "answer_sha256": digest,
                 }
             )
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows([{name: _cell(value) for name, value in row.items()} for row in rows])
     _write_atomically(Path(csv_path), "\ufeff" + text.getvalue())
     if html_path is not None:
         page = _TEMPLATE.render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
@@ -103,7 +122,7 @@ def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
     problems: list[str] = []
     for number, row in enumerate(records, start=2):
         key, task_text = row.get("key", "").strip(), row.get("task", "").strip()
-        points_text, comment = row.get("points", "").strip(), row.get("comment", "").strip()
+        points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
         where = f"row {number} ({key or 'no key'}, task {task_text or '?'})"
         if not points_text:
             if comment:
@@ -126,7 +145,7 @@ def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
         elif task in marks.get(key, {}):
             problems.append(f"{where}: marked twice")
         else:
-            marks.setdefault(key, {})[task] = Mark(points, comment)
+            marks.setdefault(key, {})[task] = Mark(points, comment, row.get("answer_sha256", "").strip() or None)
     if problems:
         raise ManualMarksError.rows(sheet, problems)
     return marks
@@ -149,43 +168,95 @@ def apply_marks(result: SubmissionResult, marks: Marks) -> SubmissionResult:
     if problems:
         raise ManualMarksError("; ".join(problems))
     tasks = [
-        dataclasses.replace(t, score=mine[t.task].points, comment=mine[t.task].comment) if t.task in mine else
+        dataclasses.replace(t, score=mine[t.task].points, comment=mine[t.task].comment, marked=True)
+        if t.task in mine else
         dataclasses.replace(t)
         for t in result.tasks
     ]
     return dataclasses.replace(result, tasks=tasks, tests=list(result.tests), messages=list(result.messages))
 
 
+def _stale_note(mark: Mark) -> str:
+    was = f"{_number(mark.points)} points" + (f", comment: {mark.comment}" if mark.comment else "")
+    return f"STALE: the answer changed after it was marked ({was}); read it and write points again to confirm"
+
+
+def answer_sha256(answer: str) -> str:
+    """The fingerprint a mark keeps of the answer it was given to."""
+    return hashlib.sha256(answer.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def answer_hashes(submission: Submission, tasks: Sequence[Task],
+                  given: nbformat.NotebookNode | None = None) -> dict[int, str]:
+    """``{task: answer_sha256}`` for the manual tasks, as the marking sheet shows the answers."""
+    notebook, problem = _notebook(submission)
+    sources = {c.source.strip() for c in given.cells} if given is not None else None
+    hashes = {}
+    for task in (t for t in tasks if t.manual):
+        answer = problem or _answer(notebook, task.number, sources)
+        hashes[task.number] = answer_sha256(
+            answer if answer is not None else f"(no answer cell found for task {task.number})")
+    return hashes
+
+
 def _notebook(submission: Submission) -> tuple[nbformat.NotebookNode | None, str | None]:
-    """The parsed notebook, or the text the marker sees instead of an answer."""
+    """The notebook as the grader read it (autograder.notebook: capped, checked, text
+    scrubbed), or the text the marker sees instead of an answer."""
     if submission.content is None:
         return None, f"(no notebook: {submission.message or 'nothing handed in'})"
     try:
-        return nbformat.reads(submission.content.decode("utf-8"), as_version=4), None
-    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as err:
+        return read_notebook(submission.content), None
+    except SubmissionError as err:
         return None, f"(the notebook cannot be read: {err})"
 
 
-def _answer(notebook: nbformat.NotebookNode | None, task: int) -> str | None:
-    """The student's answer cell for ``task``: by metadata, else the cell after the heading."""
+def _answer(notebook: nbformat.NotebookNode | None, task: int, given: set[str] | None = None) -> str | None:
+    """The student's answer to ``task``, wherever in the task's section they wrote it.
+
+    The cell tagged ``autograder.answer = N`` (else the first markdown cell after the
+    heading), plus every non-empty cell of the section that is not in the handed-out
+    notebook ``given`` (unknown: none), in notebook order, separated by a blank line.
+    """
     cells = notebook.cells if notebook is not None else []
-    for cell in cells:
-        if str(cell.get("metadata", {}).get("autograder", {}).get("answer")) == str(task):
-            return cell.source
+    section = _section(cells, task)
+    tagged = next((c for c in cells if _answer_tag(c) == str(task)), None)
+    if tagged is None:
+        tagged = next((c for c in section if c.cell_type == "markdown"), None)
+    added = [c for c in section if c is not tagged and given is not None and c.source.strip()
+             and c.source.strip() not in given]
+    parts = [c for c in cells if c is tagged or any(c is a for a in added)]
+    if not parts:
+        return None
+    return "\n\n".join(c.source if c is tagged else f"[{c.cell_type} cell added by the student]\n{c.source}"
+                        for c in parts)
+
+
+def _answer_tag(cell: nbformat.NotebookNode) -> str | None:
+    """The task a cell's metadata says it answers: the student's file, so of any shape."""
+    meta = cell.get("metadata", {}).get("autograder", {})
+    return str(meta.get("answer")) if isinstance(meta, dict) and "answer" in meta else None
+
+
+def _section(cells: Sequence[nbformat.NotebookNode], task: int) -> list[nbformat.NotebookNode]:
+    """The cells after the prompt of ``task`` and before the next task's prompt."""
     for index, cell in enumerate(cells):
         if _heading_task(cell) == task:
+            section = []
             for after in cells[index + 1 :]:
                 if _heading_task(after) is not None:
                     break
-                if after.cell_type == "markdown":
-                    return after.source
-    return None
+                section.append(after)
+            return section
+    return []
 
 
 def _heading_task(cell: nbformat.NotebookNode) -> int | None:
     if cell.cell_type != "markdown":
         return None
-    match = re.match(r"Task\s+(\d+)(?!\d)", cell.source.strip().lstrip("#").strip())
+    number = cell.get("metadata", {}).get("autograder", {}).get("task")
+    if isinstance(number, int):
+        return number
+    match = re.match(r"Task\s+([0-9]{1,9})(?![0-9])", cell.source.strip().lstrip("#").strip())
     return int(match.group(1)) if match else None
 
 
@@ -202,6 +273,19 @@ def _read_rows(sheet: Path) -> list[dict[str, str]]:
     return [{name: value or "" for name, value in row.items() if name is not None} for row in reader]
 
 
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: str) -> str:
+    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @."""
+    return "'" + value if value.startswith(_FORMULA) else value
+
+
+def _uncell(value: str) -> str:
+    """The text ``_cell`` escaped, so a comment read back and written again keeps one quote."""
+    return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA) else value
+
+
 def _parse_number(text: str) -> float | None:
     text = text.strip().replace(",", ".")
     if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", text):
@@ -215,8 +299,9 @@ def _number(value: float) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    """Names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD."""
     partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(text.encode("utf-8"))
+    partial.write_bytes(scrub(text).encode("utf-8"))
     os.replace(partial, path)
 
 

@@ -18,6 +18,7 @@ class Status(StrEnum):
     ERROR = "error"  # the submission could not be read or run at all
     TIMEOUT = "timeout"  # the notebook did not finish within the submission's deadline
     NOT_SUBMITTED = "not_submitted"  # a Moodle entry without a notebook
+    WRONG_WEEK = "wrong_week"  # the notebook's metadata names another week: graded, but likely the wrong file
 
 
 class Visibility(StrEnum):
@@ -51,6 +52,7 @@ class TestResult:
     output: str
     visibility: Visibility = Visibility.VISIBLE
     not_attempted: bool = False  # the student's code raised NotImplementedError
+    timed_out: bool = False  # a call into the student's code ran past its time limit
 
     @property
     def passed(self) -> bool:
@@ -59,7 +61,13 @@ class TestResult:
 
 @dataclass
 class TaskResult:
-    """Points for one task of the week; manual tasks stay at 0 until marked by hand."""
+    """Points for one task of the week.
+
+    A manual task is *pending* until a marker's points are applied (``marked``): its 0 is
+    not a result, and outputs say "pending" rather than show it as final. A mark given to
+    an answer that has changed since is ``stale``: kept, shown, but not counted until the
+    marker confirms it.
+    """
 
     task: int
     score: float
@@ -68,6 +76,14 @@ class TaskResult:
     title: str = ""
     not_attempted: bool = False
     comment: str = ""  # the marker's comment on a manual task
+    marked: bool = False  # a manual task's points come from a marker
+    stale: bool = False  # marked, but the student's answer changed since: not counted
+    answer_sha256: str | None = None  # a manual task's answer as graded, to tie marks to it
+
+    @property
+    def pending(self) -> bool:
+        """A manual task whose points are not known yet (unmarked, or its mark is stale)."""
+        return self.manual and not self.marked
 
 
 @dataclass
@@ -89,6 +105,7 @@ class SubmissionResult:
     participant: Participant | None = None
     messages: list[str] = field(default_factory=list)  # student-safe notes: cell errors, limits hit
     duration_s: float = 0.0
+    seed: int | None = None  # behind the hidden tests' fresh data; a regrade with it reproduces the score
 
     @property
     def score(self) -> float:
@@ -97,6 +114,11 @@ class SubmissionResult:
     @property
     def max_score(self) -> float:
         return round(sum(t.max_score for t in self.tasks), 6)
+
+    @property
+    def pending_points(self) -> float:
+        """Points of the manual tasks not marked yet: the score is not final while above 0."""
+        return round(sum(t.max_score for t in self.tasks if t.pending), 6)
 
     def task(self, number: int) -> TaskResult:
         """The result for task ``number``; KeyError when the week has no such task."""

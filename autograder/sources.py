@@ -53,6 +53,15 @@ def collect(
     return deduplicate_keys(found)
 
 
+def holds_export(paths: Sequence[Path]) -> bool:
+    """Whether any of ``paths`` is a Moodle export (a zip, or a folder unpacked from one),
+    so its results belong in the week's Moodle results folder rather than with loose notebooks."""
+    return any(
+        (path.is_file() and path.suffix.lower() == ".zip") or (path.is_dir() and is_export(folder_entries(path)))
+        for path in map(Path, paths)
+    )
+
+
 def _notebooks(entries: list[Entry]) -> list[Entry]:
     """The notebooks of a plain folder, plus every link or special file (refused, so reported)."""
     return [e for e in entries if e.refused or (e.path.lower().endswith(".ipynb") and not e.clutter)]

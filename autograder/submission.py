@@ -26,6 +26,7 @@ class Submission:
     participant: Participant | None = None
     status: Status | None = None  # set only when the source already knows the outcome
     message: str | None = None
+    seed: int | None = None  # the hidden tests' seed: None draws a fresh one; a regrade passes the recorded one
 
     @property
     def sha256(self) -> str | None:

@@ -45,8 +45,10 @@ def week01_mix() -> list[Submission]:
     """Week-1 fixtures (right, wrong, untouched, cheating) and one file that is not a notebook:
     the batch the parallel and cluster runs must grade exactly as one local run does."""
     folder = ROOT / "tests" / "fixtures" / "week01"
-    return [Submission(origin=f"{name}.ipynb", key=name, content=(folder / f"{name}.ipynb").read_bytes())
-            for name in WEEK01_MIX] + [Submission(origin="broken.ipynb", key="broken", content=b"{not json")]
+    # each with its own fixed seed, so every run draws the same hidden data and results compare exactly
+    return [Submission(origin=f"{name}.ipynb", key=name, content=(folder / f"{name}.ipynb").read_bytes(), seed=index)
+            for index, name in enumerate(WEEK01_MIX)] + [Submission(origin="broken.ipynb", key="broken",
+                                                                    content=b"{not json")]
 
 
 def comparable(results: list[SubmissionResult]) -> list[dict]:

@@ -56,7 +56,8 @@ def read_sheet(path: Path) -> list[dict[str, str]]:
 def test_grade_json_worksheet_feedback_and_rerun(export, tmp_path: Path):
     zip_path, sheet = export
     out = tmp_path / "results"
-    first = run("grade", "week01", str(zip_path), "--worksheet", str(sheet), "--out", str(out), "--json", "--jobs", "1")
+    first = run("grade", "week01", str(zip_path), "--worksheet", str(sheet), "--out", str(out), "--json", "--jobs", "1",
+                "--allow-pending")  # tasks 3 and 4 are marked by hand: without it the grades stay blank
     assert first.returncode == 0, first.stderr
     results = json.loads(first.stdout)  # stdout is one JSON array and nothing else
     by_id = {r["participant"]["participant_id"]: r for r in results}
@@ -103,7 +104,11 @@ def test_manual_marks_merge_into_totals_worksheet_and_survive_regrade(export, tm
 
     merged = run("merge-manual", "week01", str(marking), "--out", str(out), "--worksheet", str(sheet))
     assert merged.returncode == 0, merged.stderr
+    unmarked = sum(1 for row in rows if row["identifier"] != "Participant 201")
+    assert f"2 mark(s) stored; {unmarked} row(s) still unmarked" in merged.stderr
     assert read_sheet(out / "grades.csv")[0]["Grade"] == "95,50"
+    assert [row["Grade"] for row in read_sheet(out / "grades.csv")[1:]] == ["", ""]  # still pending: left blank
+    assert "not marked by hand yet" in merged.stderr
     regraded = run("grade", "week01", str(zip_path), "--out", str(out), "--json", "--regrade", "--jobs", "1")
     top = next(r for r in json.loads(regraded.stdout) if r["participant"]["participant_id"] == "201")
     assert top["score"] == 95.5 and top["tasks"][2]["comment"] == "Good example"
@@ -130,3 +135,25 @@ def test_a_missing_sandbox_layer_is_said_once_and_grading_goes_on(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("without these layers") == 1 and "bubblewrap" in result.stderr
     assert json.loads(result.stdout)[0]["score"] == 60
+
+
+def test_loose_notebooks_by_default_stay_out_of_the_moodle_results_folder(export, tmp_path: Path):
+    import shutil
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source" / "week01", course / "source" / "week01")
+    shutil.copytree(ROOT / "assignments" / "week01", course / "assignments" / "week01")  # the given code
+    zip_path, _ = export
+    assert run("grade", "week01", str(zip_path), "--course", str(course), "--jobs", "1").returncode == 0
+    moodle = course / "results" / "week01"
+    before = sorted(p.name for p in moodle.iterdir())
+    loose = run("grade", "week01", str(FIXTURES / "correct_loop_eta_y_x.ipynb"), "--course", str(course), "--jobs", "1")
+    assert loose.returncode == 0, loose.stderr
+    assert "60 / 100 (40 pending)" in loose.stdout and "pending/20" in loose.stdout  # not 0/20 as if final
+    assert sorted(p.name for p in moodle.iterdir()) == before  # the Moodle batch's folder is untouched
+    assert not (moodle / "correct_loop_eta_y_x.json").exists()
+    loose_out = course / "results" / "week01-notebooks"
+    assert (loose_out / "correct_loop_eta_y_x.json").is_file()
+    own = (loose_out / "code" / "correct_loop_eta_y_x.py").read_text(encoding="utf-8")  # for the similarity section
+    assert "def " in own and "load_iris()" not in own  # the student's code, not the given cells
+    assert 'id="similarity"' in (loose_out / "report.html").read_text(encoding="utf-8")

@@ -140,3 +140,4 @@ def test_container_subclasses_are_not_plain_data():
     for value in (Node(1, 2), OrderedDict(a=1), type("MyList", (list,), {})([1])):
         with pytest.raises(NotPlain):
             encode(value)
+

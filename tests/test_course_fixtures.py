@@ -31,14 +31,33 @@ def graded(course: Course, slot: ZygoteSlot, week_name: str) -> dict[str, Submis
     if week_name not in _graded:
         folder = FIXTURES / week_name
         names = json.loads((folder / "expectations.json").read_text())
-        subs = [Submission(origin=name, key=Path(name).stem, content=(folder / name).read_bytes()) for name in names]
+        # a fixed seed per fixture: the outcome CI checks is the same on every run (grading
+        # draws a fresh one; how outcomes hold across seeds is checked on the reference)
+        subs = [Submission(origin=name, key=Path(name).stem, content=(folder / name).read_bytes(), seed=index)
+                for index, name in enumerate(names)]
         _graded[week_name] = {r.submission: r for r in grade(course.week(week_name), subs, slot=slot)}
     return _graded[week_name]
 
 
+def weeks_without_fixtures(course: Course, fixtures: Path) -> list[str]:
+    """The course's weeks with no ``fixtures/WEEK/expectations.json``: never checked
+    against a plausible wrong answer, so a week that lets one through would go unnoticed."""
+    return [w for w in course.week_names() if not (fixtures / w / "expectations.json").is_file()]
+
+
 def test_every_week_has_fixtures(course: Course):
-    assert WEEKS, "no fixture submissions found"
-    assert set(WEEKS) <= set(course.week_names())
+    assert weeks_without_fixtures(course, FIXTURES) == [], "add tests/fixtures/WEEK (see docs/AUTHORING.md)"
+    assert set(WEEKS) <= set(course.week_names()), "fixtures for a week the course does not have"
+
+
+def test_a_week_without_fixtures_is_caught(tmp_path: Path):
+    (tmp_path / "source" / "week07").mkdir(parents=True)
+    fixtures = tmp_path / "fixtures"
+    (fixtures / "week07").mkdir(parents=True)
+    (fixtures / "week07" / "expectations.json").write_text("{}")
+    assert weeks_without_fixtures(Course(tmp_path), fixtures) == []
+    (tmp_path / "source" / "week08").mkdir()
+    assert weeks_without_fixtures(Course(tmp_path), fixtures) == ["week08"]
 
 
 @pytest.mark.parametrize(("week", "name", "expected"), CASES, ids=[f"{w}/{n}" for w, n, _ in CASES])
@@ -66,3 +85,12 @@ def test_feedback_never_reveals_hidden_test_source(course: Course, slot: ZygoteS
             text = "\n".join([*(t.output for t in result.tests), *result.messages])
             leaked = [line for line in secret_lines if line in text]
             assert not leaked, (week, result.key, leaked[:3])
+
+
+def test_another_weeks_notebook_says_so(course: Course, slot: ZygoteSlot):
+    """Week 3's notebook handed in for week 2: not a silent 0, a status and a message that say why."""
+    result = graded(course, slot, "week02")["wrong_week_handed_week03.ipynb"]
+    assert result.status is Status.WRONG_WEEK
+    assert result.messages[0].startswith("This notebook is week03's (its metadata says so), not week02's")
+    right = graded(course, slot, "week02")["correct_loops.ipynb"]
+    assert right.status is Status.GRADED and not any("metadata says" in m for m in right.messages)

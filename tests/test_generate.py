@@ -8,6 +8,7 @@ with ``generate_week`` and review the diff before committing.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from autograder.generate.steps import (
 FIXTURES = Path(__file__).parent / "fixtures" / "generate"
 SOURCE = FIXTURES / "week99.ipynb"
 STUB = "# your code here\nraise NotImplementedError()"
+HIDDEN = "import pytest\n\n\n@pytest.mark.task(1)\n@pytest.mark.points(10)\ndef test_hidden(student):\n    assert True\n"
 
 
 @pytest.fixture
@@ -41,9 +43,9 @@ def course(tmp_path: Path) -> Course:
     (week / "tests").mkdir(parents=True)
     (week / "data").mkdir()
     shutil.copy(SOURCE, week / "week99.ipynb")
-    (week / "points.csv").write_text("x,y\n1,2\n")
+    (week / "data" / "points.csv").write_text("x,y\n1,2\n")
     (week / "data" / "notes.txt").write_text("small data\n")
-    (week / "tests" / "test_week99.py").write_text("def test_hidden(student):\n    assert True\n")
+    (week / "tests" / "test_week99.py").write_text(HIDDEN)
     (week / ".ipynb_checkpoints").mkdir()
     (week / ".ipynb_checkpoints" / "week99-checkpoint.ipynb").write_text("{}")
     return Course(tmp_path)
@@ -77,14 +79,14 @@ def test_data_files_are_copied_to_both_outputs_and_hidden_tests_are_not(course: 
     written = generate_week(week)
     for folder in ("assignments", "solutions"):
         out = course.root / folder / "week99"
-        assert (out / "points.csv").read_text() == "x,y\n1,2\n"
+        assert (out / "data" / "points.csv").read_text() == "x,y\n1,2\n"
         assert (out / "data" / "notes.txt").read_text() == "small data\n"
         assert not (out / "tests").exists()
         assert not (out / ".ipynb_checkpoints").exists()
     assert written == sorted(
         Difference(Path(folder, "week99", name), "missing")
         for folder in ("assignments", "solutions")
-        for name in ("week99.ipynb", "points.csv", "data/notes.txt")
+        for name in ("week99.ipynb", "data/points.csv", "data/notes.txt")
     )
 
 
@@ -312,8 +314,9 @@ def test_generation_is_byte_identical_across_runs_and_places(tmp_path: Path) -> 
     courses = []
     for place in ("one", "two/deeper"):
         week = tmp_path / place / "source" / "week99"
-        week.mkdir(parents=True)
+        (week / "tests").mkdir(parents=True)
         shutil.copy(SOURCE, week / "week99.ipynb")
+        (week / "tests" / "test_week99.py").write_text(HIDDEN)
         courses.append(Course(tmp_path / place))
         generate_week(courses[-1].week("week99"))
     assert _generated_bytes(courses[0]) == _generated_bytes(courses[1])
@@ -345,7 +348,7 @@ def test_a_source_without_cell_ids_gets_stable_ones(course: Course) -> None:
 ALL_FILES = [
     Path(folder, "week99", name)
     for folder in ("assignments", "solutions")
-    for name in ("week99.ipynb", "points.csv", "data/notes.txt")
+    for name in ("week99.ipynb", "data/points.csv", "data/notes.txt")
 ]
 
 
@@ -370,23 +373,24 @@ def test_check_reports_stale_missing_and_extra_files_and_a_write_fixes_them(cour
     source = nbformat.read(week.source_notebook, as_version=nbformat.NO_CONVERT)
     source.cells[0].source = "# Week 99, revised"
     nbformat.write(source, week.source_notebook)
-    (week.source_dir / "points.csv").unlink()  # its copies are now extra
-    (week.source_dir / "new.csv").write_text("a\n")  # its copies are missing
+    (week.source_dir / "data" / "points.csv").unlink()  # its copies are now extra
+    (week.source_dir / "data" / "new.csv").write_text("a\n")  # its copies are missing
     (course.root / "solutions" / "week99" / "stray.txt").write_text("left over")
     expected = sorted(
         [
             Difference(Path("assignments/week99/week99.ipynb"), "different"),
             Difference(Path("solutions/week99/week99.ipynb"), "different"),
-            Difference(Path("assignments/week99/points.csv"), "extra"),
-            Difference(Path("solutions/week99/points.csv"), "extra"),
+            Difference(Path("assignments/week99/data/points.csv"), "extra"),
+            Difference(Path("solutions/week99/data/points.csv"), "extra"),
             Difference(Path("solutions/week99/stray.txt"), "extra"),
-            Difference(Path("assignments/week99/new.csv"), "missing"),
-            Difference(Path("solutions/week99/new.csv"), "missing"),
+            Difference(Path("assignments/week99/data/new.csv"), "missing"),
+            Difference(Path("solutions/week99/data/new.csv"), "missing"),
         ]
     )
     assert generate_week(week, check=True) == expected
     assert generate_course(course, weeks=["99"], check=True) == expected
-    assert str(expected[0]) == "missing: assignments/week99/new.csv"
+    assert str(expected[0]) == "not generated yet: assignments/week99/data/new.csv"
+    assert expected[0].done() == "wrote assignments/week99/data/new.csv"
 
     assert generate_week(week) == expected
     assert generate_week(week, check=True) == []
@@ -401,3 +405,222 @@ def test_a_write_prunes_folders_it_emptied(course: Course) -> None:
     generate_week(week)
     assert not (course.root / "assignments" / "week99" / "data").exists()
     assert (course.root / "assignments" / "week99" / "week99.ipynb").is_file()
+
+
+# --- the whole week is checked before anything is written ----------------------------------
+
+
+def edit_source(course: Course, change) -> None:
+    week = course.week("week99")
+    nb = nbformat.read(week.source_notebook, as_version=nbformat.NO_CONVERT)
+    change(nb)
+    nbformat.write(nb, week.source_notebook)
+
+
+def refused(course: Course, *says: str) -> str:
+    """Generate week99, expecting a refusal that says each of ``says``; nothing written."""
+    with pytest.raises(GenerationError) as caught:
+        generate_week(course.week("week99"))
+    message = str(caught.value)
+    assert message.startswith(f"{course.week('week99').source_notebook}: nothing was written"), message
+    for text in says:
+        assert text in message
+    assert not (course.root / "assignments").exists()
+    assert not (course.root / "solutions").exists()
+    return message
+
+
+def test_a_hand_graded_task_without_a_model_answer_cell_is_refused(course: Course) -> None:
+    def forget_answer_metadata(nb):
+        del nb.cells[7].metadata["autograder"]
+
+    edit_source(course, forget_answer_metadata)
+    refused(course, "cell 7: task 2 is graded by hand but has no model-answer cell", "'### Model answer'")
+
+
+def test_heading_points_that_differ_from_the_metadata_are_refused(course: Course) -> None:
+    edit_source(course, lambda nb: setattr(nb.cells[1], "source", "## Task 1 (25 points): a constant predictor"))
+    refused(course, "cell 2: the heading of task 1 says 25 points, its metadata 10: make them agree")
+
+
+@pytest.mark.parametrize("declared", ["heading", "metadata"])
+def test_tasks_that_do_not_add_up_to_the_weeks_total_are_refused(course: Course, declared: str) -> None:
+    def declare_total(nb):
+        if declared == "heading":
+            nb.cells[0].source = "# Week 99: a tiny test week (20 points)"
+        else:
+            nb.metadata["autograder"]["points"] = 20
+
+    edit_source(course, declare_total)
+    refused(course, "the tasks' points add up to 15 (10 + 5), the week's total is 20")
+
+
+def test_an_autograded_task_without_a_hidden_test_is_refused(course: Course) -> None:
+    (course.root / "source" / "week99" / "tests" / "test_week99.py").write_text("def helper():\n    pass\n")
+    refused(course, "cell 2: task 1 has no hidden test: add one marked @pytest.mark.task(1)")
+
+
+def test_a_hidden_test_naming_a_task_the_notebook_lacks_is_refused(course: Course) -> None:
+    tests = course.root / "source" / "week99" / "tests"
+    (tests / "test_more.py").write_text(
+        "import pytest\n\n\n@pytest.mark.task(3)\n@pytest.mark.points(4)\ndef test_extra(student):\n    pass\n"
+    )
+    refused(course, f"{tests}: hidden tests name task 3, which the notebook lacks (test_more.py::test_extra)")
+
+
+def test_hidden_tests_that_do_not_collect_are_refused(course: Course) -> None:
+    (course.root / "source" / "week99" / "tests" / "test_broken.py").write_text("def broken(:\n")
+    with pytest.raises(GenerationError, match=r"the hidden tests do not collect, so nothing was written"):
+        generate_week(course.week("week99"))
+    assert not (course.root / "assignments").exists()
+
+
+def test_a_notebook_that_does_not_say_its_week_is_refused(course: Course) -> None:
+    def forget_week(nb):
+        del nb.metadata["autograder"]
+        nb.cells[0].source = "# A tiny test week"
+
+    edit_source(course, forget_week)
+    refused(course, "the notebook does not say which week it is: open it with a title cell '# Week 99: title")
+
+
+def test_a_notebook_that_names_another_week_is_refused(course: Course) -> None:
+    edit_source(course, lambda nb: nb.metadata["autograder"].update(week="week98"))
+    refused(course, "metadata says week 'week98', its title heading 'week99'", "lives in source/week99")
+
+
+def test_every_problem_is_listed_at_once(course: Course) -> None:
+    def break_twice(nb):
+        nb.cells[1].source = "## Task 1 (25 points): a constant predictor"
+        del nb.cells[7].metadata["autograder"]
+
+    edit_source(course, break_twice)
+    message = refused(course)
+    assert message.count("\n  - ") == 2, message
+
+
+def test_a_stray_file_in_the_week_folder_is_refused_and_audit_toml_is_not_copied(course: Course) -> None:
+    week = course.root / "source" / "week99"
+    (week / "audit.toml").write_text("[audit]\n")
+    generate_week(course.week("week99"))
+    assert not (course.root / "assignments" / "week99" / "audit.toml").exists()
+    (week / "points.csv").write_text("x\n")
+    with pytest.raises(GenerationError, match=r"points\.csv: nothing was written: a week's folder holds only "
+                                              r"week99\.ipynb, tests/, data/ and audit\.toml\. Move a data file into data/"):
+        generate_week(course.week("week99"), check=True)
+
+
+def test_the_command_says_what_it_wrote_and_what_was_up_to_date(course: Course) -> None:
+    from typer.testing import CliRunner
+
+    from autograder.cli import app
+
+    first = CliRunner().invoke(app, ["generate", "--course", str(course.root)])
+    assert first.exit_code == 0, first.output
+    assert "wrote assignments/week99/week99.ipynb" in first.output
+    assert "missing" not in first.output
+    again = CliRunner().invoke(app, ["generate", "--course", str(course.root)])
+    assert again.exit_code == 0 and "week99: up to date" in again.output, again.output
+    edit_source(course, lambda nb: nb.cells[7].metadata.clear())
+    refusal = CliRunner().invoke(app, ["generate", "--course", str(course.root)])
+    assert refusal.exit_code == 2
+    assert "task 2 is graded by hand but has no model-answer cell" in " ".join(refusal.output.split())
+
+
+# --- authoring in the cells' text, without the metadata editor ------------------------------
+
+
+def test_headings_declare_the_week_and_tasks_and_a_model_answer_heading_its_answer(course: Course) -> None:
+    def text_only(nb):
+        nb.metadata.pop("autograder")
+        for cell in nb.cells:
+            cell.metadata.pop("autograder", None)
+        nb.cells[0].source = "# Week 99: a tiny test week (15 points)"
+        nb.cells[7].source = "### Model answer\n\nThe mean minimises the squared error."
+
+    edit_source(course, text_only)
+    week = course.week("week99")
+    assert [(t.number, t.points, t.manual, t.title) for t in week.tasks] == [
+        (1, 10.0, False, "a constant predictor"), (2, 5.0, True, "why the mean?")]
+    assert week.title == "a tiny test week"
+    generate_week(week)
+    student = nbformat.read(week.assignment_notebook, as_version=4)
+    solution = nbformat.read(week.solution_notebook, as_version=4)
+    assert student.cells[7].source == "*Write your answer to task 2 here.*"
+    assert "minimises" in solution.cells[7].source
+    for nb in (student, solution):  # what the grader and the marking sheet read
+        assert nb.metadata["autograder"] == {"week": "week99", "title": "a tiny test week"}
+        assert nb.cells[1].metadata["autograder"] == {"task": 1, "points": 10}
+        assert nb.cells[6].metadata["autograder"] == {"task": 2, "points": 5, "manual": True}
+        assert nb.cells[7].metadata["autograder"] == {"answer": 2}
+
+
+def test_a_model_answer_to_an_autograded_task_is_refused(course: Course) -> None:
+    edit_source(course, lambda nb: nb.cells.insert(2, new_markdown_cell("### Model answer\n\nsecret")))
+    refused(course, "cell 3: a model answer to task 1, which is not graded by hand")
+
+
+def test_a_model_answer_under_another_tasks_heading_is_refused(course: Course) -> None:
+    edit_source(course, lambda nb: nb.cells.insert(2, new_markdown_cell("x", metadata={"autograder": {"answer": 2}})))
+    refused(course, "cell 3: the model answer to task 2 sits under the heading of task 1: move it under task 2's heading")
+
+
+def test_a_task_heading_without_points_is_refused(course: Course) -> None:
+    edit_source(course, lambda nb: nb.cells.insert(5, new_markdown_cell("## Task 3: more")))
+    refused(course, "cell 6: task 3 has no points: write them in its heading, '## Task 3 (10 points): what to do'")
+
+
+# --- a week written from scratch, as docs/AUTHORING.md tells -------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "AUTHORING.md"
+_BLOCK = re.compile(r"^```(\w+) (cell|file=\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def write_week_from_the_docs(root: Path) -> Path:
+    """The week-7 example of docs/AUTHORING.md, written from its blocks; returns the notebook."""
+    cells = []
+    for language, kind, body in _BLOCK.findall(DOCS.read_text(encoding="utf-8")):
+        if kind == "cell":
+            make = new_markdown_cell if language == "markdown" else new_code_cell
+            cells.append(make(body.rstrip("\n")))
+        else:
+            path = root / kind.removeprefix("file=")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body, encoding="utf-8")
+    path = root / "source" / "week07" / "week07.ipynb"
+    nbformat.write(notebook(*cells), path)
+    return path
+
+
+def test_the_week_written_from_scratch_in_the_docs_generates_and_its_tests_pass(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    source = write_week_from_the_docs(tmp_path)
+    (source.parent / "data").mkdir()
+    (source.parent / "data" / "starts.csv").write_text("0,1\n")
+    week = Course(tmp_path).week("week07")
+    assert week.title == "k-means"
+    assert [(t.number, t.points, t.manual) for t in week.tasks] == [(1, 40, False), (2, 40, False), (3, 20, True)]
+    written = generate_week(week)
+    assert Difference(Path("assignments/week07/data/starts.csv"), "missing") in written
+    student = nbformat.read(week.assignment_notebook, as_version=4)
+    text = "\n".join(c.source for c in student.cells)
+    assert "argmin" not in text and "k-means only finds a local minimum" not in text
+    assert "*Write your answer to task 3 here.*" in text
+    assert generate_week(week, check=True) == []
+
+    def hidden_tests(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", str(week.tests_dir), "-q", "-p", "no:cacheprovider",
+                               "-p", "no:randomly", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    for seed in ("0", "7"):
+        on_reference = hidden_tests("--seed", seed)
+        assert on_reference.returncode == 0, on_reference.stdout[-3000:]
+    wrong = nbformat.read(week.solution_notebook, as_version=4)
+    for cell in wrong.cells:
+        cell.source = cell.source.replace("X[labels == c].mean(axis=0) for c in range(k)",
+                                          "np.median(X[labels == c], axis=0) for c in range(k)")
+    nbformat.write(wrong, tmp_path / "wrong_median.ipynb")
+    on_wrong = hidden_tests("--submission", str(tmp_path / "wrong_median.ipynb"))
+    assert on_wrong.returncode == 1 and "1 failed, 3 passed" in on_wrong.stdout, on_wrong.stdout[-3000:]

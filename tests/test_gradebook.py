@@ -155,6 +155,38 @@ def test_manual_marks_apply_to_totals_and_survive_regrading(book: Gradebook) -> 
     assert book.manual_marks(WEEK)["a"][2].points == 2.0
 
 
+def test_a_mark_for_an_answer_that_changed_is_stale_until_given_again(book: Gradebook) -> None:
+    first = make_result("a", score=7.0)
+    first.task(2).answer_sha256 = "1" * 64
+    book.record(first)
+    assert book.results(WEEK)[0].task(2).pending  # not marked yet: pending, not a final 0
+    book.set_manual(WEEK, "a", 2, points=4.5, comment="ok", answer_sha256="1" * 64)
+    (marked,) = book.results(WEEK)
+    assert marked.score == 11.5 and not marked.task(2).pending and not marked.task(2).stale
+
+    upload = make_result("a", score=7.0, sha="n" * 64)  # a new upload: another answer
+    upload.task(2).answer_sha256 = "2" * 64
+    book.record(upload)
+    (regraded,) = book.results(WEEK)
+    assert regraded.task(2).stale and regraded.task(2).pending and regraded.score == 7.0
+    assert regraded.task(2).comment == "ok" and book.manual_marks(WEEK)["a"][2].points == 4.5  # kept, not counted
+
+    book.set_manual(WEEK, "a", 2, points=3.0, answer_sha256="2" * 64)  # confirmed for the new answer
+    (confirmed,) = book.results(WEEK)
+    assert confirmed.score == 10.0 and not confirmed.task(2).stale
+
+
+def test_a_version_1_gradebook_is_migrated_keeping_its_marks(tmp_path: Path) -> None:
+    path = tmp_path / "gradebook.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE manual_marks (week TEXT NOT NULL, key TEXT NOT NULL, task INTEGER NOT NULL, "
+                   "points REAL NOT NULL, comment TEXT NOT NULL, marked TEXT NOT NULL, PRIMARY KEY (week, key, task))")
+        db.execute("INSERT INTO manual_marks VALUES ('week01', 'a', 2, 4.0, 'old', '2026-01-01')")
+        db.execute("PRAGMA user_version = 1")
+    with Gradebook.open(path) as book:
+        assert book.manual_marks(WEEK)["a"][2].points == 4.0 and book.manual_marks(WEEK)["a"][2].answer_sha256 is None
+
+
 @pytest.mark.parametrize(
     ("key", "task", "points", "message"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,23 @@ def test_imported_tests_fail_on_a_wrong_answer(tmp_path: Path):
     assert "2 failed, 1 passed" in result.stdout, result.stdout  # squares and sum_of_squares; input check keeps
 
 
+def test_a_student_exception_subclassing_the_expected_one_passes_as_in_nbgrader(tmp_path: Path):
+    """nbgrader runs the test cell in the student's kernel, where ``except ValueError``
+    catches ``class NotPositive(ValueError)``: the imported test must agree."""
+    import nbformat
+
+    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path)
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        cell.source = cell.source.replace("def squares(n):", "class NotPositive(ValueError):\n    pass\n\n\ndef squares(n):")
+        cell.source = cell.source.replace('raise ValueError("n must be positive")', 'raise NotPositive("n must be positive")')
+    assert "class NotPositive(ValueError)" in "".join(c.source for c in nb.cells)
+    subclass = tmp_path / "subclass.ipynb"
+    nbformat.write(nb, subclass)
+    result = run_hidden_tests(tmp_path, "week90", "--submission", str(subclass))
+    assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout
+
+
 def results() -> list[SubmissionResult]:
     tasks = [TaskResult(1, 30.0, 40.0), TaskResult(2, 20.0, 20.0), TaskResult(3, 5.0, 20.0, manual=True)]
     return [
@@ -71,3 +89,53 @@ def test_otter_final_grades_csv_has_otters_columns(tmp_path: Path):
     assert rows[1] == ["points-per-question", "40.0", "20.0", "60.0", "1", "--"]
     assert rows[2] == ["a.ipynb", "30.0", "20.0", "50.0", "0.8333", "Completed"]
     assert rows[3] == ["b.ipynb", "0.0", "0.0", "0.0", "0.0", "not a notebook"]
+
+
+def test_the_authors_headings_stay_the_task_headings(tmp_path: Path):
+    """A '## ...' heading of the author's before a task's solution becomes the task cell: no second heading."""
+    import nbformat
+
+    nb = nbformat.read(FIXTURES / "squares.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.source.startswith("Write `squares(n)`"):
+            cell.source = "## Question 1: squares\n\n" + cell.source
+    source = tmp_path / "headed.ipynb"
+    nbformat.write(nb, source)
+
+    imported = nbformat.read(import_nbgrader(source, week="week90", out_root=tmp_path / "course"), as_version=4)
+
+    texts = [c.source for c in imported.cells if c.cell_type == "markdown"]
+    assert not any(t.startswith("## Task 1") for t in texts), texts
+    (question,) = [c for c in imported.cells if c.source.startswith("## Question 1: squares")]
+    assert question.metadata["autograder"] == {"task": 1, "points": 2.0}
+    week = Course.locate(tmp_path / "course").week("week90")
+    assert [(t.number, t.title) for t in week.tasks][0] == (1, "Question 1: squares")
+    assert run_hidden_tests(tmp_path / "course", "week90").returncode == 0
+
+
+def test_import_names_the_files_it_wrote_and_the_marker_finds_its_answers(tmp_path: Path):
+    import nbformat
+
+    from autograder.manual import write_manual_sheet
+    from autograder.submission import Submission
+
+    done = subprocess.run([sys.executable, "-m", "autograder", "import", "nbgrader", str(FIXTURES / "squares.ipynb"),
+                           "--week", "week90", "--course", str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "500"})
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"wrote {tmp_path / 'source' / 'week90' / 'week90.ipynb'}" in said
+    assert f"wrote {tmp_path / 'source' / 'week90' / 'tests' / 'test_week90_nbgrader.py'}" in said
+    assert subprocess.run([sys.executable, "-m", "autograder", "generate", "week90", "--course", str(tmp_path)],
+                          capture_output=True).returncode == 0
+
+    week = Course.locate(tmp_path).week("week90")
+    handed_out = nbformat.read(week.assignment_notebook, as_version=4)
+    student = nbformat.from_dict(handed_out)
+    for cell in student.cells:
+        if cell.metadata.get("autograder", {}).get("answer") == 4:
+            cell.source = "They are never negative."
+            cell.metadata = {}  # an editor that drops metadata
+    write_manual_sheet(submissions=[Submission(origin="s", key="s", content=nbformat.writes(student).encode())],
+                       tasks=week.tasks, csv_path=tmp_path / "m.csv", given=handed_out)
+    assert "They are never negative." in (tmp_path / "m.csv").read_text(encoding="utf-8-sig")

@@ -96,11 +96,16 @@ def test_marks_round_trip_with_decimal_comma_and_semicolons(tmp_path: Path) -> N
 
     marks = read_marks(sheet, tasks=TASKS)
 
-    assert marks == {
+    assert plain(marks) == {
         "participant-1": {3: Mark(7.5, "good; say why"), 4: Mark(5.0, "")},
         "participant-2": {3: Mark(0.0, "")},
     }
     assert read_marks(sheet) == marks  # maxima from the sheet's own max_points column
+
+
+def plain(marks):
+    """Marks without the answer fingerprint the sheet adds."""
+    return {key: {task: Mark(m.points, m.comment) for task, m in tasks.items()} for key, tasks in marks.items()}
 
 
 def test_bad_marks_are_all_reported_with_their_rows(tmp_path: Path) -> None:
@@ -132,7 +137,7 @@ def test_exporting_again_keeps_the_marks_already_given(tmp_path: Path) -> None:
     marks = {"participant-1": {3: Mark(7.5, "good")}}
     write_manual_sheet(submissions=submissions(), tasks=TASKS, csv_path=tmp_path / "m.csv", marks=marks)
 
-    assert read_marks(tmp_path / "m.csv", tasks=TASKS) == marks
+    assert plain(read_marks(tmp_path / "m.csv", tasks=TASKS)) == marks
 
 
 def result() -> SubmissionResult:
@@ -154,6 +159,8 @@ def test_apply_marks_scores_manual_tasks_and_totals_follow() -> None:
 
     assert (marked.task(3).score, marked.task(3).comment) == (7.5, "good")
     assert marked.task(4).score == 0 and marked.score == 37.5 and marked.max_score == 55
+    assert not marked.task(3).pending and marked.task(4).pending and marked.pending_points == 5
+    assert original.pending_points == 15
     assert original.score == 30 and original.task(3).comment == ""  # the input is not changed
     assert apply_marks(original, {}).score == 30
 
@@ -163,3 +170,58 @@ def test_apply_marks_refuses_marks_that_do_not_fit_the_result() -> None:
         apply_marks(result(), {"participant-1": {1: Mark(3, "")}})
     with pytest.raises(ManualMarksError, match="above the maximum 5"):
         apply_marks(result(), {"participant-1": {4: Mark(6, "")}})
+
+
+def test_the_marker_sees_cells_the_student_added_to_the_task(tmp_path: Path) -> None:
+    """An answer written in a new cell below the prompt (not the tagged one) reaches the marker."""
+    given = nbformat.v4.new_notebook()
+    given.cells = [
+        nbformat.v4.new_markdown_cell("## Task 3 (10 points): why?", metadata={"autograder": {"task": 3}}),
+        nbformat.v4.new_markdown_cell("*Write your answer to task 3 here.*", metadata={"autograder": {"answer": 3}}),
+        nbformat.v4.new_markdown_cell("## Task 4 (5 points): what?", metadata={"autograder": {"task": 4}}),
+        nbformat.v4.new_markdown_cell("*Write your answer to task 4 here.*", metadata={"autograder": {"answer": 4}}),
+    ]
+    student = nbformat.from_dict(nbformat.v4.new_notebook())
+    student.cells = [nbformat.from_dict(c) for c in given.cells]
+    student.cells.insert(2, nbformat.v4.new_markdown_cell("Because the classes are separable."))
+    student.cells.insert(3, nbformat.v4.new_code_cell("plt.plot(errors)  # see: it reaches 0"))
+    submission = Submission(origin="s.ipynb", key="s", content=nbformat.writes(student).encode())
+
+    write_manual_sheet(submissions=[submission], tasks=TASKS, csv_path=tmp_path / "m.csv", given=given)
+
+    answers = {r["task"]: r["answer"] for r in read_sheet(tmp_path / "m.csv")}
+    assert "*Write your answer to task 3 here.*" in answers["3"]
+    assert "Because the classes are separable." in answers["3"] and "plt.plot(errors)" in answers["3"]
+    assert "separable" not in answers["4"]  # the next task's section is its own
+    assert answers["4"] == "*Write your answer to task 4 here.*"
+
+
+def test_the_sheet_escapes_what_a_spreadsheet_would_run(tmp_path: Path) -> None:
+    sheet = tmp_path / "m.csv"
+    hostile = Submission(origin="e.zip!h", key="h", participant=Participant(participant_id="9", full_name="@SUM(A1)"),
+                         content=student_notebook({3: '=HYPERLINK("http://evil","x")', 4: "-1+2"}))
+    write_manual_sheet(submissions=[hostile], tasks=TASKS, csv_path=sheet, marks={"h": {3: Mark(2, "+bad")}})
+
+    rows = read_sheet(sheet)
+    for row in rows:
+        for column in ("answer", "full_name", "comment"):
+            assert not row[column].startswith(("=", "+", "-", "@")), (column, row[column])
+    assert rows[0]["answer"] == "'=HYPERLINK(\"http://evil\",\"x\")" and rows[0]["full_name"] == "'@SUM(A1)"
+    assert read_marks(sheet, tasks=TASKS)["h"][3][:2] == (2, "+bad")  # the comment reads back as written
+
+
+def test_a_mark_given_to_another_answer_is_stale_and_must_be_given_again(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    old = Submission(origin="a.ipynb", key="a", content=student_notebook({3: "It converges.", 4: "x"}))
+    write_manual_sheet(submissions=[old], tasks=TASKS, csv_path=first)
+    fill(first, {("a", "3"): ("8", "clear"), ("a", "4"): ("5", "")})
+    marks = read_marks(first, tasks=TASKS)
+    assert marks["a"][3].answer_sha256 == read_sheet(first)[0]["answer_sha256"]
+
+    new = Submission(origin="a.ipynb", key="a", content=student_notebook({3: "It diverges!", 4: "x"}))
+    write_manual_sheet(submissions=[new], tasks=TASKS, csv_path=second, marks=marks)
+
+    rows = {r["task"]: r for r in read_sheet(second)}
+    assert rows["3"]["points"] == "" and rows["3"]["note"].startswith("STALE") and "8 points" in rows["3"]["note"]
+    assert rows["4"]["points"] == "5" and rows["4"]["note"] == ""  # the unchanged answer keeps its mark
+    assert set(read_marks(second, tasks=TASKS)["a"]) == {4}  # merging unread confirms nothing stale

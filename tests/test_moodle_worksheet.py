@@ -166,7 +166,8 @@ def test_a_new_worksheet_from_participant_ids(tmp_path: Path) -> None:
 
 def test_feedback_comment_is_a_short_html_summary() -> None:
     r = result("k", None, scores=(40.0, 7.5))
-    r.tasks.append(TaskResult(task=3, score=8, max_score=10, manual=True, title="discuss <bias>", comment="clear"))
+    r.tasks.append(TaskResult(task=3, score=8, max_score=10, manual=True, title="discuss <bias>", comment="clear",
+                              marked=True))
 
     text = feedback_comment(r, decimal=",")
     assert text.startswith("<p>Autograder: <strong>55,5 / 110</strong></p>")
@@ -185,3 +186,26 @@ def test_a_row_is_filled_once(tmp_path: Path) -> None:
 
     assert list(report.filled) == ["participant-123456"]
     assert report.skipped["participant-123456-2"] == "its rows were already filled from participant-123456"
+
+
+def test_a_grade_with_tasks_still_to_mark_by_hand_is_left_blank_unless_allowed(tmp_path: Path) -> None:
+    sheet = write(tmp_path, ENGLISH)
+    jane = result("participant-123456", Participant(participant_id="123456", full_name="Jane Doe"))
+    jane.tasks.append(TaskResult(task=3, score=0, max_score=20, manual=True, title="discuss"))
+
+    report = fill_worksheet(worksheet=sheet, results=[jane], out=tmp_path / "out.csv")
+    assert report.filled == {} and "task 3 (20 points) not marked by hand yet" in report.skipped[jane.key]
+    assert "--allow-pending" in report.skipped[jane.key]
+    assert rows_of((tmp_path / "out.csv").read_text(encoding="utf-8"))[1][4] == ""  # not 85 as if final
+
+    allowed = fill_worksheet(worksheet=sheet, results=[jane], out=tmp_path / "allowed.csv", allow_pending=True)
+    row = rows_of((tmp_path / "allowed.csv").read_text(encoding="utf-8"))[1]
+    assert allowed.filled and row[4] == "70.83"  # 85 of 120, scaled to Moodle's 100
+    assert "Task 3 (discuss): pending marking by hand / 20" in row[10]
+
+    new = write_worksheet(results=[jane], out=tmp_path / "new.csv")
+    assert rows_of((tmp_path / "new.csv").read_text(encoding="utf-8"))[1][2] == "" and jane.key in new.skipped
+
+    jane.tasks[2].score, jane.tasks[2].marked = 15, True
+    fill_worksheet(worksheet=sheet, results=[jane], out=tmp_path / "marked.csv")
+    assert rows_of((tmp_path / "marked.csv").read_text(encoding="utf-8"))[1][4] == "83.33"

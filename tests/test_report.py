@@ -14,6 +14,7 @@ import pytest
 from autograder import results as r
 from autograder.exceptions import ReportError
 from autograder.report import render_feedback, summarize, write_report
+from autograder.report.plots import score_groups
 from autograder.report.instructor import PLOTS
 from autograder.report.plots import pass_rates, task_rates
 
@@ -65,7 +66,8 @@ def make_result(
     tasks = [
         r.TaskResult(1, sum(t.score for t in tests if t.task == 1), 10.0, title="Implement the Perceptron"),
         r.TaskResult(2, sum(t.score for t in tests if t.task == 2), 5.0, title="Learning rate"),
-        r.TaskResult(3, manual, 5.0, manual=True, title="Discuss convergence", comment=comment),
+        r.TaskResult(3, manual, 5.0, manual=True, title="Discuss convergence", comment=comment,
+                     marked=bool(manual or comment)),
     ]
     return r.SubmissionResult(
         submission=f"export.zip!{name}_{key}_assignsubmission_file/week01.ipynb",
@@ -108,6 +110,17 @@ def test_feedback_shows_what_passed_what_failed_and_why() -> None:
     assert [s.get("title") for s in page.all("span") if s.get("title") in {"passed", "failed"}] == ["passed", "failed"]
 
 
+def test_a_task_not_marked_yet_is_pending_not_zero() -> None:
+    result = make_result("102", "Ann", passes=(True, True, True))
+    text = Page(render_feedback(result, week_title=WEEK_TITLE)).plain
+    assert "15 of the 15 points graded automatically; 5 pending marking by hand" in text
+    assert "Task 3: Discuss convergence pending / 5" in text and "0 / 5" not in text
+
+    marked = make_result("101", "Jane", passes=(True, True, True), manual=4.0)
+    page = Page(render_feedback(marked, week_title=WEEK_TITLE)).plain
+    assert "pending marking" not in page and "pending / 5" not in page and "Discuss convergence 4 / 5" in page
+
+
 def test_hidden_tests_count_but_are_not_described() -> None:
     html = render_feedback(make_result("101", "Jane"), week_title=WEEK_TITLE)
     assert "SECRET-CHECK-TEXT" not in html and "test_secret" not in html
@@ -143,9 +156,12 @@ def test_report_has_a_row_and_a_feedback_page_per_submission(tmp_path: Path, bat
     report = write_report(batch, tmp_path, week_title=WEEK_TITLE)
     assert report == tmp_path / "report.html"
     html = report.read_text(encoding="utf-8")
-    assert "<script" not in html
+    # one script, the grader's own sorting and filtering; nothing from a submission runs
+    assert html.count("<script") == 1
+    script = html.split("<script>", 1)[1].split("</script>", 1)[0]
+    assert script.strip() == (Path(write_report.__code__.co_filename).parent / "templates" / "report.js").read_text().strip()
     page = Page(html)
-    assert len(page.all("tr")) == 1 + len(batch)
+    assert len([tag for tag, attrs in page.tags if tag == "tr" and "data-status" in attrs]) == len(batch)
     links = [a["href"] for a in page.all("a")]
     assert len(links) == len(batch)
     for result, href in zip(batch, links):
@@ -176,7 +192,8 @@ def test_report_embeds_every_plot_as_png(tmp_path: Path, batch: list[r.Submissio
 def test_report_of_a_batch_with_nothing_graded(tmp_path: Path, size: int) -> None:
     batch = [make_result("1", "Max", status=r.Status.NOT_SUBMITTED)][:size]
     page = Page(write_report(batch, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8"))
-    assert len(page.all("img")) == len(PLOTS) and len(page.all("tr")) == 1 + size
+    assert len(page.all("img")) == len(PLOTS)
+    assert len([tag for tag, attrs in page.tags if tag == "tr" and "data-status" in attrs]) == size
 
 
 @pytest.mark.parametrize("key", ["../escape", "a/b", "..", "", "x\\y"])
@@ -198,14 +215,76 @@ def test_pass_rates_per_test_and_task(batch: list[r.SubmissionResult]) -> None:
     per_task = {full.task: (round(full.percent, 1), round(mean.percent, 1), full.n) for full, mean in task_rates(batch)}
     # six submissions have tasks (not the not-submitted one); task 1: 102 full, 101/103/106 at 6/10
     assert per_task[1] == (round(100 / 6, 1), round(100 * (0.6 * 3 + 1) / 6, 1), 6)
-    assert per_task[3] == (0.0, round(100 * 0.8 / 6, 1), 6)
+    # task 3 is marked by hand for 101 (4/5) and 103 (0, with a comment) only: the others are pending, not 0
+    assert per_task[3] == (0.0, 40.0, 2)
+
+
+def test_the_histogram_keeps_scores_awaiting_hand_marking_apart(batch: list[r.SubmissionResult]) -> None:
+    groups = {g.label: sorted(g.scores) for g in score_groups(batch)}
+    # 101 and 103 are marked; 102 still waits for its task 3 mark
+    assert groups["graded"] == sorted([batch[0].score, batch[2].score])
+    assert groups["graded, hand marking pending"] == [batch[1].score]
+    assert "timeout" in groups and "not submitted" not in groups
 
 
 def test_summary_counts_statuses_and_means_graded_scores(batch: list[r.SubmissionResult]) -> None:
     summary = summarize(batch)
     assert json.loads(json.dumps(summary)) == summary
     assert summary["submissions"] == 7
-    assert summary["status"] == {"graded": 3, "not_attempted": 1, "error": 1, "timeout": 1, "not_submitted": 1}
+    assert summary["status"] == {"graded": 3, "not_attempted": 1, "error": 1, "timeout": 1, "not_submitted": 1,
+                                 "wrong_week": 0}
     graded = [b.score for b in batch if b.status is r.Status.GRADED]
     assert summary["mean_score"] == round(sum(graded) / 3, 4) and summary["max_score"] == 20.0
     assert summarize([])["mean_score"] is None
+
+
+def test_summary_counts_timeouts_pending_and_stale_marks(batch: list[r.SubmissionResult]) -> None:
+    from autograder.exceptions import StudentTimeout
+    from autograder.grading.judge import describe_failure
+
+    assert describe_failure(StudentTimeout(10)).timed_out and not describe_failure(AssertionError("x")).timed_out
+    batch[0].tests[0].timed_out = batch[0].tests[1].timed_out = True  # one submission, two tests hit the limit
+    batch[2].task(3).stale, batch[2].task(3).marked = True, False
+    summary = summarize(batch)
+    assert summary["timed_out_tests"] == 2
+    assert summary["timed_out_submissions"] == 2  # 101's calls and 106's notebook
+    assert summary["stale_marks"] == 1
+    assert summary["pending_marking"] == 5  # all but 101 (marked) and 107 (nothing handed in); 103's is stale
+
+
+def test_per_test_breakdown_names_the_commonest_failures(batch: list[r.SubmissionResult]) -> None:
+    from autograder.report.summary import test_breakdown
+
+    by_name = {b.name: b for b in test_breakdown(batch)}
+    errors = by_name["test_errors"]
+    assert (errors.task, errors.passed, errors.ran) == (1, 1, 4)
+    assert errors.failures == [("errors_ has one entry per epoch\nerrors_ is shorter than n_iter", 3)]
+    assert by_name["test_fit"].failures == []
+
+
+def test_similarity_finds_the_copied_pair_and_ignores_the_given_code() -> None:
+    import nbformat
+
+    from autograder.report.similarity import own_code, similar_pairs
+
+    given = nbformat.v4.new_notebook()
+    scaffold = "import numpy as np\n\ndef load(path):\n    return np.loadtxt(path, delimiter=',')\n"
+    given.cells = [nbformat.v4.new_code_cell(scaffold), nbformat.v4.new_code_cell("def fit(X, y):\n    raise NotImplementedError")]
+
+    def handed_in(fit: str) -> bytes:
+        nb = nbformat.from_dict(given)
+        nb.cells[1] = nbformat.v4.new_code_cell(fit)
+        return nbformat.writes(nb).encode()
+
+    alice = ("def fit(X, y):\n    w = np.zeros(X.shape[1])\n    for epoch in range(100):\n"
+             "        for xi, yi in zip(X, y):\n            if yi * (w @ xi) <= 0:\n                w += yi * xi\n    return w\n")
+    bob = alice.replace("epoch", "e").replace("    return w", "    return w  # done")  # renamed a variable
+    carol = ("def fit(X, y):\n    from sklearn.linear_model import Perceptron\n    model = Perceptron(max_iter=50)\n"
+             "    model.fit(X, y)\n    coefficients = model.coef_.ravel()\n    return coefficients\n")
+    codes = {name: own_code(handed_in(fit), given) for name, fit in (("alice", alice), ("bob", bob), ("carol", carol))}
+    assert "np.loadtxt" not in codes["alice"]  # the given cell is not the student's own code
+    pairs = similar_pairs(codes, given_code=scaffold)
+    assert [(p.first, p.second) for p in pairs] == [("alice", "bob")]
+    assert pairs[0].score > 0.8 and pairs[0].listings == (codes["alice"], codes["bob"])
+    same_scaffold = {"x": scaffold, "y": scaffold}  # only given code in common: nothing to report
+    assert similar_pairs(same_scaffold, given_code=scaffold) == []

@@ -100,6 +100,16 @@ def test_a_hanging_call_times_out_and_the_next_call_gets_a_fresh_worker(run_note
     assert run.generation == 2
 
 
+def test_a_call_that_hangs_is_a_timeout_in_every_test_it_hits(run_notebook):
+    """Once the fresh workers are used up, the calls still fail as timeouts, not as crashes."""
+    limits = replace(FAST, call_timeout_s=1, restarts=2)
+    _, student = run_notebook("def spin():\n    while True:\n        pass", limits=limits)
+    for _ in range(limits.restarts + 2):
+        with pytest.raises(StudentTimeout) as caught:
+            student.spin()
+        assert caught.value.feedback() == "your code did not finish within 1 s"
+
+
 def test_a_cell_that_hangs_or_exits_is_skipped_and_the_rest_still_counts(run_notebook):
     run, student = run_notebook("a = 1", "while True:\n    pass", "b = 2", "import os\nos._exit(3)", "c = 3")
     assert (student.a, student.b, student.c) == (1, 2, 3)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from autograder.exceptions import ProtocolError, SandboxError, StudentTimeout, WorkerCrashed
 from autograder.execution.sandbox import Limits
 from autograder.execution.zygote import Worker, WorkerDied, WorkerTimeout, Zygote
+from autograder.grading.heard import Heard
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +26,33 @@ def _snippet(source: str) -> str:
     return first if len(first) <= 60 else first[:57] + "..."
 
 
+def _cell_error(error: dict[str, Any]) -> str:
+    """A cell's error as the student sees it: ``ValueError: message``.
+
+    Shown only from the notebook's first run, before any hidden test has called into the
+    worker: whatever the worker says then is the student's own output (their code, their
+    exception), it cannot hold hidden data. Errors of later re-runs (after a test crashed
+    the worker) are never shown. The type must be an identifier and the text is cut to 200
+    characters, lone surrogates replaced so the gradebook and JSON can store it.
+    """
+    ename, evalue = error.get("ename"), error.get("evalue")
+    if type(ename) is not str or not ename.isidentifier() or len(ename) > 80:
+        ename = "an exception"
+    text = evalue[:200] if type(evalue) is str else ""
+    return _printable(f"{ename}: {text}" if text else ename)
+
+
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates (which no UTF-8 file can hold) replaced by ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
 class ZygoteSlot:
     """One warm zygote, replaced when it breaks; hands out one worker at a time."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, data: Path | None = None) -> None:
         self.limits = limits
+        self.data = data  # a week's data folder, read-only in every worker as ./data
         self.zygote: Zygote | None = None
         self.layers: tuple[str, ...] = ()
         self.missing: tuple[str, ...] = ()
@@ -37,7 +61,7 @@ class ZygoteSlot:
         if self.zygote is None or not self.zygote.alive:
             if self.zygote is not None:
                 self.zygote.close()
-            self.zygote = Zygote(self.limits).start()
+            self.zygote = Zygote(self.limits, data=self.data).start()
             assert self.zygote.plan is not None
             self.layers, self.missing = self.zygote.plan.layers, self.zygote.plan.missing
         return self
@@ -101,6 +125,8 @@ class SubmissionRun:
         self.stub_cells = 0  # cells that still raise NotImplementedError
         self._notebook_seconds = 0.0
         self._tests_deadline: float | None = None
+        self.heard = Heard()  # strings the worker sent to the current hidden test
+        self._last_timeout: float | None = None  # the limit a call last ran past, if that lost the worker
 
     # -- the notebook -------------------------------------------------------------------
     def execute(self) -> None:
@@ -157,9 +183,7 @@ class SubmissionRun:
             error = reply.get("error")
             if report_errors and isinstance(error, dict):
                 self.stub_cells += error.get("ename") == "NotImplementedError"
-                self.messages.append(
-                    f"code cell {index} (`{_snippet(source)}`) raised {str(error.get('ename'))[:80]}: "
-                    f"{str(error.get('evalue'))[:200]}")
+                self.messages.append(f"code cell {index} (`{_snippet(source)}`) raised {_cell_error(error)}")
         return None
 
     def _hit_notebook_deadline(self) -> None:
@@ -175,6 +199,8 @@ class SubmissionRun:
             self._end_worker(kill=True)  # the zygote must be rid of it before forking again
         if self.worker is None:
             if self.restarts >= self.limits.restarts or self.timed_out:
+                if self._last_timeout is not None:  # the worker went to a hang: say so, not "ended the process"
+                    raise StudentTimeout(self._last_timeout)
                 raise WorkerCrashed("no more fresh workers for this submission")
             self.restarts += 1
             self._boot(report_errors=False)
@@ -187,12 +213,16 @@ class SubmissionRun:
             raise StudentTimeout(self.limits.tests_timeout_s)
         assert self.worker is not None
         try:
-            return self.worker.request(message, limit)
+            reply = self.worker.request(message, limit)
+            self.heard.note(reply)
+            return reply
         except WorkerTimeout:
             self._end_worker(kill=True)
-            raise StudentTimeout(round(limit, 1)) from None
+            self._last_timeout = round(limit, 1)
+            raise StudentTimeout(self._last_timeout) from None
         except (WorkerDied, ProtocolError) as exc:
             self._end_worker(kill=True)
+            self._last_timeout = None
             raise WorkerCrashed(str(exc)) from None
 
     def _end_worker(self, *, kill: bool) -> None:

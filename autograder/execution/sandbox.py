@@ -13,6 +13,7 @@ silently runs student code with less than it says. docs/SECURITY.md has the thre
 from __future__ import annotations
 
 import functools
+import json
 import os
 import pwd
 import shutil
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import autograder
-from autograder.execution import cgroup
+from autograder.execution import cgroup, launch
 from autograder.execution.cgroup import Cgroup
 from autograder.worker import seccomp
 
@@ -46,12 +47,12 @@ class Limits:
     submission_timeout_s: float = 120.0  # wall time for running the whole notebook
     tests_timeout_s: float = 120.0  # wall time for all hidden-test calls into one submission
     restarts: int = 3  # fresh workers a submission may use after a crash or a timeout
-    scratch_mb: int = 512  # size of the sandbox's tmpfs /tmp (and of /dev/shm)
+    scratch_mb: int = 512  # size of each worker's fresh tmpfs /tmp (and of /dev/shm)
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
 
     def for_worker(self) -> dict[str, int]:
         return {"memory_mb": self.memory_mb, "cpu_s": self.cpu_s, "nproc": self.nproc,
-                "nofile": self.nofile, "fsize_mb": self.fsize_mb}
+                "nofile": self.nofile, "fsize_mb": self.fsize_mb, "scratch_mb": self.scratch_mb}
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,12 @@ class SandboxPlan:
             self.cgroup.release()
 
 
-def _package_parent() -> Path:
-    return Path(autograder.__file__).resolve().parent.parent
+PACKAGE_MOUNT = "/opt/autograder"  # the package's parent inside the sandbox: nothing else is in it
+DATA_MOUNT = "/opt/course-data"  # a week's data folder, read-only; each worker sees it as ./data
+
+
+def _package_dir() -> Path:
+    return Path(autograder.__file__).resolve().parent
 
 
 def _worker_env(home: str) -> dict[str, str]:
@@ -96,21 +101,23 @@ def _worker_env(home: str) -> dict[str, str]:
     return env
 
 
-def _boot(ctrl_fd: int, *, private_tmp: bool, use_seccomp: bool) -> list[str]:
+def _boot(ctrl_fd: int, package_parent: str, *, fresh_namespaces: bool, use_seccomp: bool,
+          data: str | None) -> list[str]:
     code = (
-        f"import sys; sys.path.insert(0, {str(_package_parent())!r}); "
+        f"import sys; sys.path.insert(0, {package_parent!r}); "
         f"from autograder.worker.zygote import main; "
-        f"main({ctrl_fd}, private_tmp={private_tmp}, seccomp={use_seccomp})"
+        f"main({ctrl_fd}, fresh_namespaces={fresh_namespaces}, seccomp={use_seccomp}, data={data!r})"
     )
     return [sys.executable, "-I", "-c", code]
 
 
-def _readonly_paths() -> list[str]:
-    """What the worker may read: the interpreter, the virtualenv, the package. Nothing else
-    of the grader's (not the course's source/ or solutions/, not results)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"],
-             str(Path(autograder.__file__).resolve().parent)}
-    return sorted(p for p in paths if p and not p.startswith("/usr/") and p != "/usr")
+def _interpreter_paths() -> list[str]:
+    """What the worker needs of the interpreter outside ``/usr``: the virtualenv and, for a
+    Python installed elsewhere (pyenv, conda), its prefix. Bound at their own paths (the
+    interpreter finds its libraries there), with parents the sandbox creates."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"]}
+    found = sorted(p for p in paths if p and not p.startswith("/usr/") and p != "/usr")
+    return [p for p in found if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in found)]
 
 
 def _readable_by_others(path: str) -> bool:
@@ -126,23 +133,22 @@ def _readable_by_others(path: str) -> bool:
     return True
 
 
-def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None = None) -> SandboxPlan:
+def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None = None,
+         data: Path | None = None, package: Path | None = None) -> SandboxPlan:
     """Build the zygote's start command from the layers this machine has.
 
-    ``missing`` says which layers are absent and what that exposes; with
-    ``require_isolation`` a machine without bubblewrap is refused outright.
+    ``data`` is a week's data folder, bound read-only (each worker sees it as ``./data``);
+    ``package`` the ``autograder`` package to bind (default: this one). ``missing`` says
+    which layers are absent and what that exposes; with ``require_isolation`` a machine
+    without bubblewrap is refused outright.
     """
     limits = limits or Limits()
+    package = (package or _package_dir()).resolve()
     bwrap = shutil.which("bwrap")
     user = group = None
     layers: list[str] = ["rlimits (address space, CPU, processes, open files, file size)"]
     missing: list[str] = []
-    hidden = [p for p in _readonly_paths() if not _readable_by_others(p)]
-    if os.geteuid() == 0 and hidden:
-        missing.append(f"unprivileged uid: {hidden[0]} is not readable by {UNPRIVILEGED_USER} (a folder above it "
-                       "lacks o+rx), so the sandbox runs as root, inside its namespaces; install the course "
-                       "and its .venv where every user can read them to get this layer back")
-    elif os.geteuid() == 0:
+    if os.geteuid() == 0:
         entry = pwd.getpwnam(UNPRIVILEGED_USER)
         user, group = entry.pw_uid, entry.pw_gid
         layers.append(f"unprivileged uid ({UNPRIVILEGED_USER})")
@@ -153,23 +159,20 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
         layers.append("seccomp filter (no ptrace, no namespaces or mounts, AF_UNIX sockets only, zygote protected)")
     else:
         missing.append(f"seccomp filter: {seccomp_missing}")
-    group_of_zygote, prefix = _cgroup(limits, user, layers, missing)
     if not bwrap:
-        missing.append("bubblewrap (apt-get install bubblewrap): no namespaces, the worker sees the whole "
-                       "file system and the network")
-        if require_isolation:
-            from autograder.exceptions import SandboxError
-
-            if group_of_zygote is not None:
-                group_of_zygote.release()
-            raise SandboxError("isolation required but " + missing[-1])
-        home = _fallback_home(user)
-        argv = prefix + _boot(ctrl_fd, private_tmp=False, use_seccomp=seccomp_missing is None)
-        return SandboxPlan(argv, _worker_env(home), user, group, home, tuple(layers), tuple(missing), group_of_zygote)
+        return _plan_without_bwrap(ctrl_fd, limits, package, data, user, group, layers, missing,
+                                   require_isolation=require_isolation, use_seccomp=seccomp_missing is None)
+    group_of_zygote, prefix = _cgroup(limits, user, layers, missing)
+    binds = [(p, p) for p in _interpreter_paths()] + [(str(package), f"{PACKAGE_MOUNT}/autograder")]
+    if data is not None and data.is_dir():
+        binds.append((str(data.resolve()), DATA_MOUNT))
     home = "/tmp"
     size = str(limits.scratch_mb << 20)
     argv = [
         bwrap, "--unshare-all", *_no_nested_userns(bwrap), "--die-with-parent", "--new-session", "--as-pid-1",
+        # inside its own user namespace only: the zygote mounts a fresh /tmp, /dev/shm and IPC
+        # namespace for every worker, which drops the capability before any student code runs
+        "--cap-add", "CAP_SYS_ADMIN",
         "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
         "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
@@ -180,19 +183,56 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
         "--proc", "/proc", "--dev", "/dev",
         "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
     ]
-    for path in _readonly_paths():
-        argv += ["--ro-bind", path, path]
-    argv += ["--chdir", "/tmp", "--clearenv"]
+    staged: list[tuple[str, str]] = []
+    if user is not None:
+        root = launch.staging_root()
+        staged = [(source, f"{root}/{index}") for index, (source, _) in enumerate(binds)]
+        binds = [(stage, dest) for (_, stage), (_, dest) in zip(staged, binds)]
+    for source, dest in binds:
+        argv += ["--ro-bind", source, dest]
+    # nothing but the scratch tmpfs stays writable: not /, /etc or /dev (bubblewrap's own
+    # tmpfs, where a submission could leave notes or modules for the next one)
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     for key, value in _worker_env(home).items():
         argv += ["--setenv", key, value]
-    argv = prefix + argv + _boot(ctrl_fd, private_tmp=True, use_seccomp=seccomp_missing is None)
+    argv += _boot(ctrl_fd, PACKAGE_MOUNT, fresh_namespaces=True, use_seccomp=seccomp_missing is None,
+                  data=DATA_MOUNT if data is not None and data.is_dir() else None)
+    if user is not None:
+        spec = {"root": launch.STAGING, "binds": staged, "uid": user, "gid": group, "argv": argv}
+        argv = [sys.executable, "-I", launch.__file__, json.dumps(spec)]
     if not _no_nested_userns(bwrap):
         missing.append("bubblewrap older than 0.8: the sandbox may create nested user namespaces")
     layers += ["bubblewrap: user/PID/mount/network/IPC/UTS namespaces",
-               "read-only filesystem view (interpreter, virtualenv, autograder package only)",
-               f"private /tmp and /dev/shm (tmpfs, {limits.scratch_mb} MB each), restored after every submission",
+               "read-only filesystem view (interpreter, virtualenv, autograder package, the week's data only), "
+               "bound whatever the permissions of the folders above the course",
+               f"a fresh /tmp and /dev/shm (tmpfs, {limits.scratch_mb} MB each) and IPC namespace for every "
+               "worker, gone with it; everything else read-only",
                "environment cleared"]
-    return SandboxPlan(argv, {}, user, group, "/", tuple(layers), tuple(missing), group_of_zygote)
+    return SandboxPlan(prefix + argv, {}, None, None, "/", tuple(layers), tuple(missing), group_of_zygote)
+
+
+def _plan_without_bwrap(ctrl_fd: int, limits: Limits, package: Path, data: Path | None, user: int | None,
+                        group: int | None, layers: list[str], missing: list[str], *, require_isolation: bool,
+                        use_seccomp: bool) -> SandboxPlan:
+    """No namespaces: the worker sees the whole file system, as ``nobody`` when we are root."""
+    from autograder.exceptions import SandboxError
+
+    missing.append("bubblewrap (apt-get install bubblewrap): no namespaces, the worker sees the whole "
+                   "file system and the network")
+    if require_isolation:
+        raise SandboxError("isolation required but " + missing[-1])
+    hidden = [p for p in [*_interpreter_paths(), str(package)] if not _readable_by_others(p)]
+    if user is not None and hidden:
+        layers.remove(f"unprivileged uid ({UNPRIVILEGED_USER})")
+        user = group = None
+        missing.append(f"unprivileged uid: {hidden[0]} is not readable by {UNPRIVILEGED_USER} (a folder above it "
+                       "lacks o+rx) and bubblewrap, which binds it whatever the folders' permissions, is missing, "
+                       "so the worker runs as root: apt-get install bubblewrap")
+    group_of_zygote, prefix = _cgroup(limits, user, layers, missing)
+    home = _fallback_home(user)
+    argv = prefix + _boot(ctrl_fd, str(package.parent), fresh_namespaces=False, use_seccomp=use_seccomp,
+                          data=str(data.resolve()) if data is not None and data.is_dir() else None)
+    return SandboxPlan(argv, _worker_env(home), user, group, home, tuple(layers), tuple(missing), group_of_zygote)
 
 
 @functools.lru_cache(maxsize=None)

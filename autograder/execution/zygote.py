@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from autograder.exceptions import ProtocolError, SandboxError
@@ -44,8 +45,9 @@ class WorkerDied(RuntimeError):
 class Zygote:
     """One sandboxed zygote; forks one worker at a time."""
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, *, data: Path | None = None, package: Path | None = None) -> None:
         self.limits = limits or Limits()
+        self.data, self.package = data, package
         self.process: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.info: dict[str, Any] = {}
@@ -58,7 +60,7 @@ class Zygote:
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> "Zygote":
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.plan = plan(theirs.fileno(), limits=self.limits)
+        self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, package=self.package)
         extra = {}
         if self.plan.user is not None:
             extra = {"user": self.plan.user, "group": self.plan.group, "extra_groups": []}
@@ -163,23 +165,22 @@ class Zygote:
         return self.worker
 
     def finish(self, *, kill: bool) -> None:
-        """End the current worker, politely or by killing everything it started.
+        """End the current worker: either way the zygote kills everything it started at once
+        (a worker that will not exit must not run on into the next submission).
 
-        A polite end does not wait for the zygote's clean-up (reaping, wiping scratch): the
-        zygote finishes it before it reads its next command, and ``spawn`` waits for the
-        worker's one ``exited``, so the grader judges one submission while the zygote tidies
-        up after it. A kill waits for its one ``killed``, so a stuck zygote is found at once.
-        Raises ``SandboxError`` when the zygote is stuck.
+        Without ``kill`` the grader does not wait for the zygote's clean-up: ``spawn`` waits
+        for the worker's one ``exited``, so the grader judges one submission while the
+        zygote tidies up after it. With ``kill`` it waits for its one ``killed``, so a stuck
+        zygote is found at once. Raises ``SandboxError`` when the zygote is stuck.
         """
         worker, self.worker = self.worker, None
         if worker is None:
             return
-        if not kill:
-            worker.say_bye()
         worker.close_fds()
         if kill:
             self._kill()
         else:
+            self._send({"op": "end"})
             self._cleaning = True
 
     def settle(self) -> None:
@@ -249,13 +250,6 @@ class Worker:
             self.dead = True
             raise ProtocolError("reply out of turn")
         return reply
-
-    def say_bye(self) -> None:
-        if not self.dead:
-            try:
-                write_frame(self.req_w, dumps_message({"op": "bye"}), time.monotonic() + 1)
-            except (FrameTimeout, OSError):
-                pass
 
     def close_fds(self) -> None:
         for fd in (self.req_w, self.resp_r):

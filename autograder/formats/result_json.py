@@ -17,17 +17,24 @@ from autograder.results import (
     TestResult,
     Visibility,
 )
+from autograder.text import scrub_tree
 
 
 def to_dict(result: SubmissionResult) -> dict[str, Any]:
-    """The JSON-ready document for one submission."""
-    return {
+    """The JSON-ready document for one submission, every string encodable as UTF-8.
+
+    Every write of a result goes through here (its JSON file, the gradebook, ``--json``,
+    the messages between grader processes), so this is where text a submission chose
+    (an exception message, a file name that is not UTF-8) is scrubbed (``autograder.text``).
+    """
+    return scrub_tree({
         "submission": result.submission,
         "key": result.key,
         "week": result.week,
         "status": result.status.value,
         "score": result.score,
         "max_score": result.max_score,
+        "pending_points": result.pending_points,
         "tasks": [
             {
                 "task": t.task,
@@ -37,6 +44,10 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
                 "manual": t.manual,
                 "not_attempted": t.not_attempted,
                 "comment": t.comment,
+                "pending": t.pending,
+                "marked": t.marked,
+                "stale": t.stale,
+                "answer_sha256": t.answer_sha256,
             }
             for t in result.tasks
         ],
@@ -49,6 +60,7 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
                 "output": t.output,
                 "visibility": t.visibility.value,
                 "not_attempted": t.not_attempted,
+                "timed_out": t.timed_out,
             }
             for t in result.tests
         ],
@@ -58,7 +70,8 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
         "tests_sha256": result.tests_sha256,
         "grader_version": result.grader_version,
         "duration_s": round(result.duration_s, 4),
-    }
+        "seed": result.seed,
+    })
 
 
 def from_dict(data: dict[str, Any]) -> SubmissionResult:
@@ -77,6 +90,9 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
                 manual=t.get("manual", False),
                 not_attempted=t.get("not_attempted", False),
                 comment=t.get("comment", ""),
+                marked=t.get("marked", False),
+                stale=t.get("stale", False),
+                answer_sha256=t.get("answer_sha256"),
             )
             for t in data.get("tasks", [])
         ],
@@ -89,6 +105,7 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
                 output=t.get("output", ""),
                 visibility=Visibility(t.get("visibility", "visible")),
                 not_attempted=t.get("not_attempted", False),
+                timed_out=t.get("timed_out", False),
             )
             for t in data.get("tests", [])
         ],
@@ -98,4 +115,5 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         tests_sha256=data.get("tests_sha256"),
         grader_version=data.get("grader_version", ""),
         duration_s=data.get("duration_s", 0.0),
+        seed=data.get("seed"),
     )

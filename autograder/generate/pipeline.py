@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
+from autograder.authoring import annotate
 from autograder.generate.steps import (
     AnswerPrompts,
     CheckMarkers,
@@ -52,7 +53,12 @@ SOLUTION_STEPS: tuple[Preprocessor, ...] = (
 
 
 def run(steps: Sequence[Preprocessor], source: NotebookNode, *, path: Path) -> NotebookNode:
-    """Apply ``steps`` in order to a copy of ``source``; ``source`` itself is not changed."""
+    """Apply ``steps`` in order to a copy of ``source``; ``source`` itself is not changed.
+
+    What the author declared in text (task headings, model-answer headings) is first
+    written as metadata too (``autograder.authoring.annotate``), so every step and guard,
+    and later the grader, sees one convention."""
+    source = annotate(copy.deepcopy(source))
     context = Context(path=path, source=source)
     nb = copy.deepcopy(source)
     for step in steps:

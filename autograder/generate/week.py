@@ -1,9 +1,10 @@
 """Generating a week's files, or checking that the committed ones are what generation writes.
 
 Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each holds the
-week's generated notebook and a copy of every other file in ``source/weekNN/`` except the
-hidden ``tests/``. Anything else found there is ``extra`` (reported by a check, deleted by
-a write). Hidden files and ``__pycache__`` are never copied, reported or deleted
+week's generated notebook and a copy of the week's ``data/`` folder. Anything else found
+there is ``extra`` (reported by a check, deleted by a write). The source folder holds only
+the notebook, ``tests/``, ``data/`` and ``audit.toml``: any other file is refused, since it
+would otherwise be either copied where the sandbox cannot see it or silently dropped. Hidden files and ``__pycache__`` are never copied, reported or deleted
 (Jupyter's ``.ipynb_checkpoints`` lives there).
 """
 
@@ -18,6 +19,7 @@ from autograder.course import Course, Week
 from autograder.exceptions import GenerationError
 from autograder.generate.notebook_io import read_source, to_bytes
 from autograder.generate.pipeline import solution_notebook, student_notebook
+from autograder.generate.validate import validate_week
 
 Kind = Literal["missing", "different", "extra"]
 
@@ -30,7 +32,16 @@ class Difference:
     kind: Kind
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.path}"
+        """What a check found, and what generating would do about it."""
+        return {
+            "missing": f"not generated yet: {self.path}",
+            "different": f"out of date: {self.path}",
+            "extra": f"not from source/ (generating deletes it): {self.path}",
+        }[self.kind]
+
+    def done(self) -> str:
+        """What a write did."""
+        return f"deleted {self.path}" if self.kind == "extra" else f"wrote {self.path}"
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,7 @@ def generate_weeks(weeks: Iterable[Week], *, check: bool = False) -> list[Differ
 def plan_week(week: Week) -> Plan:
     """The student and solution notebooks of ``week`` and its copied files, as bytes."""
     source = read_source(week.source_notebook)
+    validate_week(week, source)
     assignments, solutions = week.assignment_notebook.parent, week.solution_notebook.parent
     files = {
         week.assignment_notebook: to_bytes(student_notebook(source, path=week.source_notebook), path=week.source_notebook),
@@ -112,17 +124,27 @@ def apply(plan: Plan, differences: Iterable[Difference]) -> None:
                 directory.rmdir()
 
 
+ALLOWED = ("tests", "data", "audit.toml")  # besides the notebook itself
+
+
 def _copied_files(week: Week) -> list[Path]:
-    """Paths, relative to the week's source folder, of the files copied to both outputs."""
+    """Paths, relative to the week's source folder, of the files copied to both outputs:
+    those under ``data/``. Any file outside the allowed names is refused."""
     copied = []
     for path in _files_under(week.source_dir):
         relative = path.relative_to(week.source_dir)
-        if relative.parts[0] == "tests" or path == week.source_notebook:
+        if path == week.source_notebook or relative.parts[0] in ("tests", "audit.toml"):
             continue
         if path.suffix == ".ipynb":
             raise GenerationError(
                 f"{path}: only {week.source_notebook.name} is generated; another notebook would be copied "
                 "as it is, solutions and all. Move it out of the week's folder."
+            )
+        if relative.parts[0] != "data" or len(relative.parts) == 1:
+            raise GenerationError(
+                f"{path}: nothing was written: a week's folder holds only {week.source_notebook.name}, tests/, data/ "
+                "and audit.toml. Move a data file into data/ (copied to the student and solution folders and "
+                "readable at data/ while grading), or move the file out of the week's folder."
             )
         copied.append(relative)
     return copied

@@ -68,7 +68,7 @@ def grade(
             on_result(result)
 
     own_slot = slot is None
-    slot = (slot or ZygoteSlot(limits)).start()
+    slot = (slot or ZygoteSlot(limits, data=week.data_dir)).start()
     report_missing_layers(slot.missing)
     loop = GradingLoop(week, submissions, collect, limits, slot)
     captured = io.StringIO()

@@ -16,7 +16,9 @@ from autograder.exceptions import (
     NotPlainData,
     ProtocolError,
     StudentCodeError,
+    StudentTimeout,
 )
+from autograder.grading.heard import Heard
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
 
 
@@ -36,20 +38,28 @@ class Outcome:
     passed: bool
     reason: str = ""  # student-safe
     not_attempted: bool = False
+    timed_out: bool = False  # the student's code ran past a time limit
 
 
-def describe_failure(exc: BaseException, *, stubs_left: bool = False) -> Outcome:
-    """A student-safe reason for a failed test. With ``stubs_left`` (a cell of the notebook
-    still raised NotImplementedError), a missing name counts as not attempted: the stub
-    stopped the cell before it defined the name."""
+def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Heard | None = None) -> Outcome:
+    """A student-safe reason for a failed test, in the grader's words only: a fixed
+    sentence, the name the test asked for, a built-in exception type, the instructor's
+    assertion message. With ``stubs_left`` (a cell of the notebook still raised
+    NotImplementedError), a missing name counts as not attempted: the stub stopped the cell
+    before it defined the name. An assertion message that repeats a string the worker sent
+    during the test (``heard``) is replaced by a fixed sentence."""
     if isinstance(exc, NotAttempted):
         return Outcome(False, exc.feedback(), not_attempted=True)
     if isinstance(exc, MissingName) and stubs_left:
         return Outcome(False, exc.feedback() + " (a cell still raises NotImplementedError)", not_attempted=True)
+    if isinstance(exc, StudentTimeout):
+        return Outcome(False, exc.feedback(), timed_out=True)
     if isinstance(exc, (StudentCodeError, MissingName, NotPlainData)):
         return Outcome(False, exc.feedback())
     if isinstance(exc, AssertionError):
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if message and heard is not None and heard.echoed_in(message):
+            message = ""
         return Outcome(False, message or "the check did not hold")
     if isinstance(exc, ProtocolError):
         return Outcome(False, "your code's answer could not be read as plain data")
@@ -78,6 +88,7 @@ def build_result(
                 max_score=test.points,
                 output=text,
                 not_attempted=outcome.not_attempted,
+                timed_out=outcome.timed_out,
             )
         )
     tasks = []

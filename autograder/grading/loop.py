@@ -9,6 +9,7 @@ to a callback. Module- and session-scoped data fixtures are kept across submissi
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -17,11 +18,11 @@ import pytest
 
 from autograder.provenance import grader_version
 from autograder.course import Week
-from autograder.exceptions import CourseError, SubmissionError
+from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
 from autograder.grading.judge import HiddenTest, Outcome, build_result, describe_failure, empty_result
-from autograder.notebook import code_cells
+from autograder.notebook import code_cells, declared_week
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.plugin import CHANNEL_SOURCE
@@ -56,6 +57,17 @@ def hidden_tests(week: Week, items: list[pytest.Item]) -> list[HiddenTest]:
     return tests
 
 
+def _flag_wrong_week(result: SubmissionResult, submission: Submission, week: str) -> SubmissionResult:
+    """Say so when the notebook's metadata names another week: its low score is most
+    likely the wrong file handed in, not this week's work."""
+    declared = declared_week(submission.content or b"")
+    if declared is not None and declared != week:
+        result.status = Status.WRONG_WEEK
+        result.messages.insert(0, f"This notebook is {declared}'s (its metadata says so), not {week}'s: "
+                               f"it was graded against {week}'s tests. Hand in {week}.ipynb.")
+    return result
+
+
 class GradingLoop:
     """The pytest plugin object that grades a stream of submissions in one session."""
 
@@ -69,6 +81,10 @@ class GradingLoop:
         self.run: SubmissionRun | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.error: BaseException | None = None
+        self.seed = 0
+
+    def current_seed(self) -> int:
+        return self.seed
 
     # -- the channel source the `student` fixture asks -----------------------------------
     def current_channel(self) -> Channel:
@@ -94,7 +110,8 @@ class GradingLoop:
             outcome = "skipped" if skipped else "failed"
             longrepr = (str(item.path), item.location[1] or 0, "skipped") if skipped else f"{excinfo.typename}"
             failure = (Outcome(False, "the check was skipped") if skipped else describe_failure(
-                excinfo.value, stubs_left=bool(self.run and self.run.stub_cells)))
+                excinfo.value, stubs_left=bool(self.run and self.run.stub_cells),
+                heard=self.run.heard if self.run else None))
             previous = self.outcomes.get(item.nodeid)
             if previous is None or previous.passed:
                 self.outcomes[item.nodeid] = failure
@@ -119,6 +136,11 @@ class GradingLoop:
         return True
 
     def _grade(self, submission: Submission, items: list[pytest.Item], tests: list[HiddenTest]) -> SubmissionResult:
+        """This submission's result, whatever it holds: the error boundary of one submission.
+
+        A failure of the grading machinery itself (the course, the sandbox, the grader
+        processes) stops the batch; anything else a submission makes happen here ends as
+        that submission's ``error`` result, and the batch goes on."""
         started = time.monotonic()
         log.debug("grading %s", submission.key)
         base = SubmissionResult(
@@ -127,31 +149,47 @@ class GradingLoop:
             tests_sha256=self.week.tests_sha256, grader_version=grader_version(),
         )
         try:
-            if submission.content is None or submission.status is not None:
-                base.status = submission.status or Status.ERROR
-                base.messages.append(submission.message or "no notebook was found in this submission")
-                return empty_result(self.week, base)
-            try:
-                cells = code_cells(submission.content)
-            except SubmissionError as exc:
-                base.messages.append(str(exc))
-                return empty_result(self.week, base)
-            self.run = SubmissionRun(self.slot, cells, self.limits)
-            self.outcomes = {}
-            try:
-                self.run.execute()
-                base.messages.extend(self.run.messages)
-                if self.run.timed_out:
-                    return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
-                for index, item in enumerate(items):
-                    # Session- and module-scoped data fixtures stay up for the next
-                    # submission; pytest_sessionfinish tears them down after the last.
-                    nextitem = items[index + 1] if index + 1 < len(items) else items[0]
-                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-                base.messages.extend(m for m in self.run.messages if m not in base.messages)
-                return build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
-            finally:
-                self.run.close()
-                self.run = None
+            return self._grade_into(base, submission, items, tests)
+        except (CourseError, SandboxError, GradingError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary: one submission never stops the batch
+            log.warning("grading %s failed (%s); it gets an error result", submission.key, type(exc).__name__,
+                        exc_info=True)
+            base.status, base.tests = Status.ERROR, []
+            base.messages.append(f"the grader could not grade this notebook ({type(exc).__name__}); "
+                                 "it was not graded: tell your instructor")
+            return empty_result(self.week, base)
         finally:
             base.duration_s = time.monotonic() - started
+
+    def _grade_into(self, base: SubmissionResult, submission: Submission, items: list[pytest.Item],
+                    tests: list[HiddenTest]) -> SubmissionResult:
+        if submission.content is None or submission.status is not None:
+            base.status = submission.status or Status.ERROR
+            base.messages.append(submission.message or "no notebook was found in this submission")
+            return empty_result(self.week, base)
+        try:
+            cells = code_cells(submission.content)
+        except SubmissionError as exc:
+            base.messages.append(str(exc))
+            return empty_result(self.week, base)
+        self.run = SubmissionRun(self.slot, cells, self.limits)
+        self.seed = base.seed = submission.seed if submission.seed is not None else secrets.randbits(63)
+        self.outcomes = {}
+        try:
+            self.run.execute()
+            base.messages.extend(self.run.messages)
+            if self.run.timed_out:
+                return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
+            for index, item in enumerate(items):
+                # Session- and module-scoped data fixtures stay up for the next
+                # submission; pytest_sessionfinish tears them down after the last.
+                nextitem = items[index + 1] if index + 1 < len(items) else items[0]
+                self.run.heard.clear()  # what the worker said to this test only
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            base.messages.extend(m for m in self.run.messages if m not in base.messages)
+            result = build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
+            return _flag_wrong_week(result, submission, self.week.name)
+        finally:
+            self.run.close()
+            self.run = None

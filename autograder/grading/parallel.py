@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import resource
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +37,10 @@ from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 
 START_METHOD = "spawn"
+# Writable memory of one grader process (RLIMIT_DATA). Measured on weeks 1 and 6 with
+# --jobs 2: a grader peaks at ~255 MB VmData, ~160 MB resident (and grades the same at 1024).
+# Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
+GRADER_MEMORY_MB = 2048
 MAX_IDLE_DEATHS = 3  # processes in a row that die holding no submission: the grader cannot start
 
 
@@ -56,8 +62,46 @@ def _send_json(conn: Connection, message: dict[str, Any]) -> None:
     conn.send_bytes(json.dumps(message, ensure_ascii=False).encode())
 
 
-def serve(week: Week, limits: Limits, conn: Connection) -> None:
-    """Body of one grader process: one ``grade()`` over submissions pulled from the parent."""
+def grader_memory_bytes() -> int | None:
+    """The memory limit of each grader process: ``AUTOGRADER_GRADER_MEMORY_MB``
+    (``0`` for none), default ``GRADER_MEMORY_MB``."""
+    value = os.environ.get("AUTOGRADER_GRADER_MEMORY_MB", "").strip()
+    try:
+        mb = int(value) if value else GRADER_MEMORY_MB
+    except ValueError:
+        raise GradingError(f"AUTOGRADER_GRADER_MEMORY_MB must be a whole number of MB, not {value!r}") from None
+    return mb << 20 if mb > 0 else None
+
+
+def limit_memory(limit: int | None) -> None:
+    """Cap this process's writable memory (``RLIMIT_DATA``: heap and private mappings, what
+    parsing and numpy allocate), never above a limit already set. Not ``RLIMIT_AS``: that
+    also counts address space reserved but never used (a malloc arena and a BLAS buffer per
+    thread), which grows with the number of cores and would break a big machine.
+
+    The grader parses what workers send and runs the hidden tests on it; every parse is
+    bounded (``codec.prescan``, the frame cap), and this is the layer under those: a grader
+    process that still grows past it gets ``MemoryError`` (that submission's result says so)
+    or dies, and the parent gives that one submission an ``error`` result and starts a
+    fresh process; the machine and the other graders are untouched."""
+    if limit is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or soft > limit:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def serve(week: Week, limits: Limits, conn: Connection, memory: int | None = None) -> None:
+    """Body of one grader process: one ``grade()`` over submissions pulled from the parent.
+
+    The zygote it starts inherits the limit, so it is never set below what the sandbox
+    grants a zygote and its worker (``memory_mb + zygote_mb``): the worker's own limits
+    stay the ones ``Limits`` asks for."""
+    if memory is not None:
+        memory = max(memory, (limits.memory_mb + limits.zygote_mb) << 20)
+    limit_memory(memory)
     from autograder.grading.grader import grade
 
     held: deque[int] = deque()
@@ -107,6 +151,7 @@ class _Batch:
         self.graders: list[_Grader] = []
         self.idle_deaths = 0
         self.context = multiprocessing.get_context(START_METHOD)
+        self.memory = grader_memory_bytes()
 
     # work ------------------------------------------------------------------------------------
     def take(self) -> int | None:
@@ -139,7 +184,7 @@ class _Batch:
     # processes ---------------------------------------------------------------------------------
     def start_grader(self) -> None:
         parent_end, child_end = self.context.Pipe(duplex=True)
-        process = self.context.Process(target=serve, args=(self.week, self.limits, child_end),
+        process = self.context.Process(target=serve, args=(self.week, self.limits, child_end, self.memory),
                                        name=f"autograder-grader-{len(self.graders)}", daemon=True)
         process.start()
         child_end.close()

@@ -52,7 +52,7 @@ def _translate(action: Any) -> Any:
     try:
         value = action()
     except StudentCodeError as error:
-        builtin = getattr(builtins, error.ename, None) if type(error) is StudentCodeError else None
+        builtin = getattr(builtins, error.builtin, None) if type(error) is StudentCodeError else None
         if isinstance(builtin, type) and issubclass(builtin, Exception):
             raise builtin(error.evalue) from None
         raise

@@ -46,6 +46,12 @@ class NamespaceChannel:
     def current_channel(self) -> "NamespaceChannel":
         return self
 
+    def current_seed(self) -> int:
+        """The base seed of the hidden tests' data. nbgrader and otter run each test on its
+        own, in the student's kernel, with nothing per submission to draw from: base seed 0,
+        as the in-process reference run uses by default."""
+        return 0
+
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         return loads_message(dumps_message(self.core.handle(loads_message(dumps_message(message)))))
 

@@ -6,7 +6,8 @@ nbgrader keeps everything in cell metadata (``metadata.nbgrader``: ``solution``,
 - solution code cell -> a code cell with ``### BEGIN SOLUTION`` regions (nbgrader's own
   markers; a cell without markers is one region, as nbgrader replaces it whole);
 - autograded test cell -> a task worth its points, whose heading goes before the
-  solution cells that precede the test; the cell becomes one hidden test (hidden tests
+  solution cells that precede the test (the author's own markdown heading there, when
+  there is one, becomes the task cell instead of a second heading); the cell becomes one hidden test (hidden tests
   included, markers dropped) and its visible part stays as a public check cell;
 - manually graded answer (markdown) -> a manual task and its answer cell; a manually
   graded code answer -> a manual task around a solution cell; a task cell -> a manual task.
@@ -63,6 +64,13 @@ def split_hidden(source: str) -> tuple[str, str]:
     return "\n".join(visible).strip(), "\n".join(whole).strip()
 
 
+def _authors_heading(cell: NotebookNode) -> bool:
+    """A section heading (``##`` or deeper, not the notebook's title) of the author's, not
+    yet a task: it names the task itself."""
+    return (cell.cell_type == "markdown" and cell.source.lstrip().startswith("##")
+            and "autograder" not in cell.metadata)
+
+
 def import_nbgrader(source_notebook: Path, *, week: str, out_root: Path) -> Path:
     """Convert ``source_notebook``; write ``out_root/source/<week>/``; return the notebook path."""
     nb = nbformat.read(source_notebook, as_version=4)
@@ -93,7 +101,11 @@ def import_nbgrader(source_notebook: Path, *, week: str, out_root: Path) -> Path
         elif grade and cell.cell_type == "code":
             number += 1
             visible, whole = split_hidden(cell.source)
-            cells.insert(len(cells) if task_at is None else task_at, task_cell(number, points, grade_id))
+            at = len(cells) if task_at is None else task_at
+            if at and _authors_heading(cells[at - 1]):
+                cells[at - 1].metadata["autograder"] = {"task": number, "points": points}
+            else:
+                cells.insert(at, task_cell(number, points, grade_id))
             task_at = None
             if visible:
                 cell.source = visible

@@ -100,6 +100,11 @@ def tests_module(tool: str, origin: str, prelude: str, tests: list[CellTest]) ->
     return "\n".join(out) + "\n"
 
 
+def written_files(notebook: Path, tool: str) -> list[Path]:
+    """The files ``write_week`` writes for the week of ``notebook``: the notebook and its tests."""
+    return [notebook, notebook.parent / "tests" / f"test_{notebook.stem}_{tool}.py"]
+
+
 def write_week(nb: NotebookNode, *, week: str, title: str, tool: str, origin: str, prelude: str,
                tests: list[CellTest], out_root: Path) -> Path:
     """Write ``out_root/source/<week>/<week>.ipynb`` and its hidden tests; return the notebook."""
@@ -108,6 +113,6 @@ def write_week(nb: NotebookNode, *, week: str, title: str, tool: str, origin: st
     (folder / "tests").mkdir(parents=True, exist_ok=True)
     notebook = folder / f"{week}.ipynb"
     notebook.write_bytes(to_bytes(nb, path=notebook))
-    module = folder / "tests" / f"test_{week}_{tool}.py"
+    module = written_files(notebook, tool)[1]
     module.write_text(tests_module(tool, origin, prelude, tests), encoding="utf-8")
     return notebook

@@ -12,7 +12,6 @@ import os
 import re
 import stat
 import zipfile
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +57,10 @@ class Entry:
             raise SubmissionError(too_large(self.path, self.size, max_bytes))
         try:
             data = self._read(max_bytes + 1)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as err:
-            raise SubmissionError(f"{self.path}: cannot be read from the archive ({err})") from err
+        except Exception as err:  # noqa: BLE001 - any decompressor (zlib, bz2, lzma) fails its own way on bad bytes
+            source = "archive" if self.where.endswith("!") else "folder"
+            raise SubmissionError(f"{self.path}: cannot be read from the {source} "
+                                  f"({type(err).__name__}: {str(err)[:200]})") from err
         if len(data) > max_bytes:
             raise SubmissionError(too_large(self.path, len(data), max_bytes))
         return data
@@ -84,10 +85,10 @@ def zip_entries(archive: zipfile.ZipFile, label: str) -> list[Entry]:
     """Every file member of an open zip (directories skipped), in archive order."""
     entries = []
     for info in archive.infolist():
-        if info.is_dir():
+        if info.filename.endswith("/"):  # not is_dir(): zipfile cuts a name at NUL, "\0x" becomes ""
             continue
         name = _member_name(info)
-        refused = escape_reason(name)
+        refused = escape_reason(name) if name else "an empty name"
         if refused is None and stat.S_ISLNK(info.external_attr >> 16):
             refused = "a symbolic link"
         if refused is None and info.flag_bits & 0x1:
@@ -122,7 +123,10 @@ def folder_entries(root: Path) -> list[Entry]:
 
 def file_entry(path: Path, *, root: Path, refused: str | None = None) -> Entry:
     """One file on disk, named relative to ``root``."""
-    size = path.stat().st_size if refused is None else 0
+    try:
+        size = path.stat().st_size if refused is None else 0
+    except OSError:
+        size = 0  # gone or unreadable: ``read`` says why, for this entry alone
 
     def read(limit: int) -> bytes:
         with open(path, "rb") as handle:

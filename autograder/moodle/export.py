@@ -10,7 +10,7 @@ a message saying what was found, so one bad hand-in never stops the batch.
 from __future__ import annotations
 
 import io
-import json
+import logging
 import re
 import unicodedata
 import zipfile
@@ -22,8 +22,11 @@ from autograder.course import normalise_week_name
 from autograder.exceptions import CourseError, ExportError, SubmissionError
 from autograder.moodle.entries import MAX_FILE_BYTES, Entry, folder_entries, zip_entries
 from autograder.moodle.names import BLIND_NAME, ONLINE_TEXT_PLUGIN, Prefix, parse_segment
+from autograder.notebook import read_notebook
 from autograder.results import Participant, Status
 from autograder.submission import Submission
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,7 +58,7 @@ def read_export(
         return submissions_from_entries(entries, label=str(path), week=week, teams=teams, max_bytes=max_bytes)
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as err:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:  # ValueError: names
         raise ExportError(
             f"{path} cannot be read as a zip ({err}): download the submissions from Moodle again, "
             "or unpack the export and pass the folder"
@@ -121,6 +124,8 @@ def _submission(hand_in: _HandIn, *, week: str | None, teams: bool, max_bytes: i
         return outcome(Status.ERROR, "refused files that would escape the export: " + ", ".join(refused))
     files = [(inside, prefix, entry) for inside, prefix, entry in hand_in.files if inside and not entry.clutter]
     uploads = [(inside, entry) for inside, prefix, entry in files if prefix.plugin_name != ONLINE_TEXT_PLUGIN]
+    # The error boundary of one hand-in: whatever its files hold, it ends as this
+    # participant's status and message, never as an exception that stops the export.
     try:
         candidates = [(inside, entry) for inside, entry in uploads if _is_notebook(inside)]
         if not candidates:
@@ -131,6 +136,9 @@ def _submission(hand_in: _HandIn, *, week: str | None, teams: bool, max_bytes: i
         content = notebook_bytes(entry, inside, max_bytes=max_bytes)
     except SubmissionError as err:
         return outcome(Status.ERROR, str(err))
+    except Exception as err:  # noqa: BLE001 - see above
+        log.warning("reading the hand-in %s failed", origin, exc_info=True)
+        return outcome(Status.ERROR, f"this hand-in could not be read ({type(err).__name__}): upload it again")
     return Submission(origin=entry.origin, key=key, content=content, participant=participant)
 
 
@@ -175,7 +183,10 @@ def _stray(entry: Entry) -> Submission:
 
 def safe_key(text: str) -> str:
     """A file-system-safe key from any text: word characters (any script), dots and dashes."""
-    return re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", text)).strip("-.")[:80] or "submission"
+    key = re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", text)).strip("-.")[:80]
+    # at most 100 bytes: ``<key>.json.partial`` must fit a file name (255 bytes) in any script
+    key = key.encode("utf-8")[:100].decode("utf-8", "ignore").strip("-.")
+    return key or "submission"
 
 
 def notebook_bytes(entry: Entry, label: str, *, max_bytes: int) -> bytes:
@@ -200,7 +211,7 @@ def _notebooks_in_zips(uploads: list[tuple[str, Entry]], *, max_bytes: int) -> l
         try:
             inner = zipfile.ZipFile(io.BytesIO(data))
             members = zip_entries(inner, entry.origin)
-        except (zipfile.BadZipFile, OSError, EOFError) as err:
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:  # ValueError: names
             raise SubmissionError(f"the uploaded zip {inside} is corrupt ({err}): re-upload it") from err
         refused = [f"{m.path} ({m.refused})" for m in members if m.refused]
         if refused:
@@ -233,10 +244,11 @@ def _names_week(inside: str, week: str) -> bool:
 
 
 def _metadata_week(entry: Entry, max_bytes: int) -> str | None:
+    """The week a notebook's metadata names, read as grading reads it (autograder.notebook)."""
     try:
-        data = json.loads(entry.read(max_bytes))
-        return normalise_week_name(str(data["metadata"]["autograder"]["week"]))
-    except (SubmissionError, CourseError, ValueError, KeyError, TypeError):
+        week = read_notebook(entry.read(max_bytes)).metadata.get("autograder", {}).get("week")
+        return normalise_week_name(str(week)) if week is not None else None
+    except (SubmissionError, CourseError):
         return None
 
 

@@ -57,7 +57,7 @@ def parse_segment(segment: str) -> Prefix | None:
         if len(parts) <= index + 1 or parts[index] != SUBMISSION_PLUGIN_TYPE or not parts[0]:
             continue
         number = parts[1] if index == 2 else None
-        if number is not None and not number.isdigit():
+        if number is not None and not (number.isascii() and number.isdigit() and len(number) <= 19):  # Moodle's ids
             continue
         return Prefix(
             segment=segment,

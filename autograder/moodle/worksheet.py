@@ -54,9 +54,13 @@ def fill_worksheet(
     results: Iterable[SubmissionResult],
     out: Path,
     comments: Callable[[SubmissionResult], str] | None = None,
+    allow_pending: bool = False,
 ) -> WorksheetFill:
     """Write ``out``: ``worksheet`` with Grade and Feedback comments filled for every graded result.
 
+    A result with manual tasks not marked yet (or marked for an answer since changed) is
+    left as downloaded, so no provisional total reaches Moodle as if final, unless
+    ``allow_pending``.
     A result fills the row whose Identifier is ``Participant <id>``; a team's result fills
     every row whose Group names the team. ``comments`` renders the feedback cell (default:
     ``feedback_comment`` with the worksheet's decimal separator). Raises WorksheetError when
@@ -68,7 +72,7 @@ def fill_worksheet(
     report = WorksheetFill()
     owner: dict[int, str] = {}
     for result in results:
-        rows = _not_gradable(result) or sheet.rows_for(result.participant)
+        rows = _not_gradable(result, allow_pending) or sheet.rows_for(result.participant)
         taken = [owner[r] for r in rows if r in owner] if isinstance(rows, list) else []
         if taken:
             rows = f"its rows were already filled from {taken[0]}"
@@ -91,6 +95,7 @@ def write_worksheet(
     out: Path,
     decimal: str = ".",
     comments: Callable[[SubmissionResult], str] | None = None,
+    allow_pending: bool = False,
 ) -> WorksheetFill:
     """Write a new worksheet (Identifier, Full name, Grade, Last modified (grade), Feedback comments).
 
@@ -113,7 +118,7 @@ def write_worksheet(
             )
             continue
         identifier = f"Participant {participant.participant_id}"
-        why = _not_gradable(result)
+        why = _not_gradable(result, allow_pending)
         grade = "" if why else _grade(result, None, 2, decimal)
         rows.append([identifier, participant.full_name or "", grade, "", "" if why else render(result)])
         if why:
@@ -135,21 +140,28 @@ def feedback_comment(result: SubmissionResult, *, decimal: str = ".") -> str:
     notes = {
         Status.NOT_ATTEMPTED: "<p>Not attempted: the tasks still hold the original stubs.</p>",
         Status.TIMEOUT: "<p>The notebook did not finish within the time limit.</p>",
+        Status.WRONG_WEEK: "<p>The notebook handed in is another week's.</p>",
     }
     items = []
     for task in result.tasks:
         title = f" ({html.escape(task.title)})" if task.title else ""
         line = f"Task {task.task}{title}: {points(task.score)} / {points(task.max_score)}"
-        if task.manual:
+        if task.pending:
+            line = f"Task {task.task}{title}: pending marking by hand / {points(task.max_score)}"
+        elif task.manual:
             line += " (marked by hand" + (f": {html.escape(task.comment)})" if task.comment else ")")
         items.append(f"<li>{line}</li>")
     total = f"<p>Autograder: <strong>{points(result.score)} / {points(result.max_score)}</strong></p>"
     return total + notes.get(result.status, "") + (f"<ul>{''.join(items)}</ul>" if items else "")
 
 
-def _not_gradable(result: SubmissionResult) -> str | None:
+def _not_gradable(result: SubmissionResult, allow_pending: bool = False) -> str | None:
     if result.status not in GRADED_STATUSES:
         return f"status {result.status.value}: the row is left as downloaded"
+    if result.pending_points and not allow_pending:
+        tasks = ", ".join(str(t.task) for t in result.tasks if t.pending)
+        return (f"task {tasks} ({result.pending_points:g} points) not marked by hand yet: the grade is left blank "
+                "until `merge-manual` brings the marks (or pass --allow-pending)")
     if result.participant is None:
         return "not from a Moodle export: no participant to match"
     return None

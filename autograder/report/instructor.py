@@ -18,7 +18,8 @@ from pathlib import Path
 from autograder.exceptions import ReportError
 from autograder.report import plots
 from autograder.report.feedback import render_feedback
-from autograder.report.summary import summarize
+from autograder.report.similarity import Pair
+from autograder.report.summary import summarize, test_breakdown
 from autograder.report.templating import environment
 from autograder.results import SubmissionResult
 
@@ -38,8 +39,8 @@ PLOTS = (
     Plot("Score distribution", "Total scores, stacked by status.", plots.score_distribution),
     Plot("Tasks", "Per task: submissions with full marks, and the mean share of points.", plots.task_scores),
     Plot("Hidden tests", "Share of submissions passing each hidden test, grouped by task.", plots.pass_rates_by_test),
-    Plot("Time per submission", "Grading time of each submission, slowest first, coloured by status.", plots.durations),
 )
+SLOWEST_SHOWN = 40  # the time chart names this many of the slowest submissions
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,19 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_title: str) -> Path:
-    """Write ``out_dir/report.html`` and ``out_dir/feedback/<key>.html``; returns the report's path."""
+def display_name(result: SubmissionResult) -> str:
+    """The name the instructor knows the submission by: Moodle's full name, else its key."""
+    participant = result.participant
+    return (participant.full_name or participant.group_name or result.key) if participant else result.key
+
+
+def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_title: str,
+                 similar: Sequence[Pair] = ()) -> Path:
+    """Write ``out_dir/report.html`` and ``out_dir/feedback/<key>.html``; returns the report's path.
+
+    The page works without a server: a sortable, filterable table (plain inline script),
+    per-test pass rates with the commonest failure messages, the slowest submissions by
+    name, and ``similar`` pairs of submissions with both listings side by side."""
     _check_keys(results)
     feedback_dir = Path(out_dir) / FEEDBACK_DIR
     feedback_dir.mkdir(parents=True, exist_ok=True)
@@ -97,6 +109,10 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
         week_title=week_title,
         results=results,
         summary=summarize(results),
+        breakdown=test_breakdown(results),
+        slowest=sorted((r for r in results if r.duration_s > 0), key=lambda r: -r.duration_s)[:SLOWEST_SHOWN],
+        names={r.key: display_name(r) for r in results},
+        similar=list(similar),
         columns=task_columns(results),
         images=images,
         feedback_dir=FEEDBACK_DIR,

@@ -22,7 +22,11 @@ STATUS_COLOURS: dict[Status, str] = {
     Status.ERROR: "#d64545",
     Status.TIMEOUT: "#e8a33d",
     Status.NOT_SUBMITTED: "#cbd2d9",
+    Status.WRONG_WEEK: "#8e6bbf",
 }
+# Tasks are told apart by hue families that mean nothing about passing: no greens or reds.
+TASK_COLOURS = ("#3e7cb1", "#8e6bbf", "#c98a2b", "#4a5d7a", "#b35c9e", "#2a9db5", "#7d6b4f", "#6f7fd6")
+PENDING_COLOUR = "#a8d5bf"  # graded, hand marking still to come: the graded green, paler
 WIDTH_IN = 7.0
 DPI = 110
 
@@ -46,22 +50,48 @@ def _nothing(ax: Axes, what: str) -> None:
     ax.text(0.5, 0.5, f"no {what} in this batch", ha="center", va="center", color="#616e7c", transform=ax.transAxes)
 
 
+@dataclass(frozen=True)
+class ScoreGroup:
+    """One stack of the score histogram: its label, colour and the scores in it."""
+
+    label: str
+    colour: str
+    scores: list[float]
+
+
+def score_groups(results: Sequence[SubmissionResult]) -> list[ScoreGroup]:
+    """The histogram's stacks: one per status present, with graded submissions whose
+    hand-marked tasks are still pending apart, since their score is not final."""
+    scored = [r for r in results if r.status is not Status.NOT_SUBMITTED]
+    groups = []
+    for status in Status:
+        mine = [r for r in scored if r.status is status]
+        final = [r.score for r in mine if not r.pending_points]
+        pending = [r.score for r in mine if r.pending_points]
+        if final or (mine and status is not Status.GRADED):
+            groups.append(ScoreGroup(status.value.replace("_", " "), STATUS_COLOURS[status], final))
+        if pending and status is Status.GRADED:
+            groups.append(ScoreGroup("graded, hand marking pending", PENDING_COLOUR, pending))
+    return groups
+
+
 def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
-    """Histogram of total scores, stacked by status so errors and timeouts stand out."""
+    """Histogram of total scores, stacked by status so errors and timeouts stand out, and
+    scores still waiting for hand marking apart from final ones."""
     fig, ax = _figure()
     scored = [r for r in results if r.status is not Status.NOT_SUBMITTED]
     if not scored:
         _nothing(ax, "submissions with a score")
         return _png(fig)
     top = max(max(r.max_score for r in scored), max(r.score for r in scored), 1.0)
-    statuses = [s for s in Status if any(r.status is s for r in scored)]
+    groups = score_groups(scored)
     ax.hist(
-        [[r.score for r in scored if r.status is s] for s in statuses],
+        [g.scores for g in groups],
         bins=min(20, max(5, len(scored) // 2)),
         range=(0, top),
         stacked=True,
-        color=[STATUS_COLOURS[s] for s in statuses],
-        label=[s.value.replace("_", " ") for s in statuses],
+        color=[g.colour for g in groups],
+        label=[g.label for g in groups],
         edgecolor="white",
     )
     ax.set_xlabel(f"score (of {top:g})")
@@ -94,11 +124,13 @@ def pass_rates(results: Sequence[SubmissionResult]) -> list[Rate]:
 
 
 def task_rates(results: Sequence[SubmissionResult]) -> list[tuple[Rate, Rate]]:
-    """Per task with points: (share of submissions with full marks, mean share of points)."""
+    """Per task with points: (share of submissions with full marks, mean share of points).
+
+    Manual tasks not marked yet are left out: their 0 is not a result."""
     shares: dict[int, list[float]] = {}
     for result in results:
         for task in result.tasks:
-            if task.max_score > 0:
+            if task.max_score > 0 and not task.pending:
                 shares.setdefault(task.task, []).append(min(task.score / task.max_score, 1.0))
     return [
         (
@@ -110,13 +142,13 @@ def task_rates(results: Sequence[SubmissionResult]) -> list[tuple[Rate, Rate]]:
 
 
 def pass_rates_by_test(results: Sequence[SubmissionResult]) -> bytes:
-    """Horizontal bars of ``pass_rates``, coloured by task."""
+    """Horizontal bars of ``pass_rates``, coloured by task (hues that do not read as pass/fail)."""
     rates = pass_rates(results)
     fig, ax = _figure(height_in=max(2.4, 0.8 + 0.28 * len(rates)))
     if not rates:
         _nothing(ax, "hidden tests")
         return _png(fig)
-    ax.barh(range(len(rates)), [r.percent for r in rates], color=[f"C{r.task % 10}" for r in rates])
+    ax.barh(range(len(rates)), [r.percent for r in rates], color=[TASK_COLOURS[r.task % len(TASK_COLOURS)] for r in rates])
     ax.set_yticks(range(len(rates)), [f"T{r.task}  {r.label}" for r in rates], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
@@ -134,25 +166,10 @@ def task_scores(results: Sequence[SubmissionResult]) -> bytes:
         _nothing(ax, "tasks with points")
         return _png(fig)
     x = range(len(rates))
-    ax.bar([i - 0.2 for i in x], [full.percent for full, _ in rates], 0.4, label="full marks", color="#2f9e6a")
+    ax.bar([i - 0.2 for i in x], [full.percent for full, _ in rates], 0.4, label="full marks", color="#4a5d7a")
     ax.bar([i + 0.2 for i in x], [mean.percent for _, mean in rates], 0.4, label="mean points", color="#3e7cb1")
     ax.set_xticks(list(x), [f"Task {full.task}" for full, _ in rates])
     ax.set_ylim(0, 100)
     ax.set_ylabel("% of submissions / of points")
     ax.legend(frameon=False, fontsize="small")
-    return _png(fig)
-
-
-def durations(results: Sequence[SubmissionResult]) -> bytes:
-    """Grading time per submission, slowest first, coloured by status (timeouts show up)."""
-    timed = sorted((r for r in results if r.status is not Status.NOT_SUBMITTED), key=lambda r: -r.duration_s)
-    fig, ax = _figure()
-    if not timed:
-        _nothing(ax, "graded submissions")
-        return _png(fig)
-    ax.bar(range(len(timed)), [r.duration_s for r in timed], color=[STATUS_COLOURS[r.status] for r in timed], width=0.85)
-    # No per-submission labels: names may need glyphs the plot font lacks; the table has the times.
-    ax.set_xticks([])
-    ax.set_xlabel(f"{len(timed)} submissions, slowest first")
-    ax.set_ylabel("seconds")
     return _png(fig)

@@ -19,6 +19,8 @@ STATUS_TEXT: dict[Status, str] = {
     Status.ERROR: "Your notebook could not be read or run; the messages below say why.",
     Status.TIMEOUT: "Your notebook did not finish within the time limit; checks that could not run count as failed.",
     Status.NOT_SUBMITTED: "No notebook was found in your submission.",
+    Status.WRONG_WEEK: "The notebook you handed in is another week's: it was checked against this week's tests, "
+    "so its score is likely not what you meant to hand in.",
 }
 
 

@@ -7,9 +7,11 @@ During grading, ``autograder.grading.loop`` puts a sandboxed submission behind i
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import pytest
 
 from autograder.notebook import code_cells
@@ -20,6 +22,10 @@ class ChannelSource(Protocol):
     """Whoever decides which submission ``student`` talks to (the grading loop)."""
 
     def current_channel(self) -> Channel: ...
+
+    def current_seed(self) -> int:
+        """The submission's seed: drawn fresh for every submission, kept in its result."""
+        ...
 
 
 CHANNEL_SOURCE = pytest.StashKey["ChannelSource"]()
@@ -34,6 +40,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="bind the `student` fixture to this notebook, run in-process (trusted files only); "
         "default: the week's reference notebook",
+    )
+    group.addoption(
+        "--seed",
+        metavar="N",
+        type=int,
+        default=0,
+        help="the submission seed behind the `seed` and `rng` fixtures when run in-process "
+        "(grading draws a fresh one per submission and records it in the result)",
     )
 
 
@@ -58,7 +72,7 @@ def _local_channel(config: pytest.Config, notebook: Path) -> Channel:
     cache = config.stash.setdefault(_LOCAL, {})
     if notebook not in cache:
         cache.clear()
-        cache[notebook] = LocalChannel(code_cells(notebook.read_bytes()))
+        cache[notebook] = LocalChannel(code_cells(notebook.read_bytes()), folder=notebook.parent)
     return cache[notebook]
 
 
@@ -73,3 +87,27 @@ def student(request: pytest.FixtureRequest) -> Student:
     option = request.config.getoption("submission")
     notebook = Path(option).resolve() if option else reference_notebook(Path(request.node.path))
     return Student(_local_channel(request.config, notebook), call_timeout=timeout)
+
+
+def _base_seed(request: pytest.FixtureRequest) -> int:
+    source = request.config.stash.get(CHANNEL_SOURCE, None)
+    return source.current_seed() if source is not None else int(request.config.getoption("seed"))
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """This test's seed, below 2**32 (usable as ``random_state``).
+
+    Hidden inputs drawn from a fixed seed can be learned from one submission and recognised
+    in the next (a lookup table earns full marks), so grading draws a fresh seed per
+    submission. The test's file and name are mixed in, so each test has its own stream
+    whatever else runs, and a regrade with the recorded seed reproduces every input.
+    """
+    label = f"{_base_seed(request)}:{Path(str(request.node.path)).name}::{request.node.name}"
+    return int.from_bytes(hashlib.sha256(label.encode()).digest()[:4], "little")
+
+
+@pytest.fixture
+def rng(seed: int) -> np.random.Generator:
+    """A numpy generator on this test's ``seed``: the way hidden tests draw their data."""
+    return np.random.default_rng(seed)

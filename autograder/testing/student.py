@@ -2,11 +2,13 @@
 
 Attribute access, calls and constructors go to the worker as requests; plain data comes
 back as values, everything else as ``Remote`` objects that can be called, inspected and
-passed back. Nothing the worker sends is evaluated here.
+passed back. Nothing the worker sends is evaluated here, and nothing it sends becomes
+feedback text: errors carry the name the test asked for, or a built-in exception type.
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Protocol
 
 from autograder.exceptions import (
@@ -17,6 +19,10 @@ from autograder.exceptions import (
     StudentCodeError,
 )
 from autograder.worker.codec import HandleRef, NotPlain, decode, encode
+
+MAX_NAME = 100  # characters of an exception type name
+MAX_TEXT = 500  # characters of an exception message or a warning
+MAX_WARNINGS = 20
 
 
 class Channel(Protocol):
@@ -95,8 +101,7 @@ class Student:
                    "args": self._encode_args(args), "kwargs": self._encode_args(kwargs)}
         reply: dict[str, Any] = {}
         value = self._ask(message, function, reply_out=reply)
-        caught = reply.get("warnings", [])
-        return value, [str(w)[:500] for w in caught[:20]] if isinstance(caught, list) else []
+        return value, list(reply.get("warnings", []))
 
     def same(self, a: Any, b: Any) -> bool:
         """Whether two remote objects are the same object in the worker (``a is b``)."""
@@ -121,17 +126,60 @@ class Student:
         if target is not None and target._generation != self._channel.generation:
             raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
         reply = self._channel.request(message, timeout=self._timeout)
+        checked = check_reply(message, reply)
         if reply_out is not None:
-            reply_out.update(reply)
-        if reply.get("ok") is True:
+            reply_out.update(checked)
+        if checked["ok"]:
             generation = self._channel.generation
-            return decode(reply.get("value"), resolve=lambda ref: Remote(self, ref, generation))
-        kind = reply.get("kind")
-        if kind == "missing":
-            raise MissingName(str(reply.get("name", message.get("name", "?")))[:100])
-        if kind == "exception":
-            ename, evalue = str(reply.get("ename", "Exception"))[:100], str(reply.get("evalue", ""))[:500]
-            if reply.get("not_implemented") is True:
-                raise NotAttempted(ename, evalue)
-            raise StudentCodeError(ename, evalue)
-        raise ProtocolError(f"unexpected reply kind {str(kind)[:30]!r}")
+            value = decode(checked["value"], resolve=lambda ref: Remote(self, ref, generation))
+            if message["op"] == "has" and type(value) is not bool:
+                raise ProtocolError("the worker answered a name check with something other than true/false")
+            return value
+        if checked["kind"] == "missing":
+            # the name the test asked for, never one the worker names
+            raise MissingName(str(message["name"]))
+        if checked["not_implemented"]:
+            raise NotAttempted(checked["ename"], checked["evalue"])
+        raise StudentCodeError(checked["ename"], checked["evalue"], checked["builtin"])
+
+
+def check_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply reduced to what ``request`` could legitimately produce, or ``ProtocolError``.
+
+    The worker is the student's: a patched ``WorkerCore.handle`` can answer anything. So
+    the shape of every reply is checked against the request: a value for any request, a
+    "missing" only for a name lookup and naming exactly the requested name, an exception
+    with a type name that is an identifier. Protocol errors are worded by the grader and
+    never quote what the worker sent.
+    """
+    ok = reply.get("ok")
+    if ok is True:
+        if "value" not in reply:
+            raise ProtocolError("the worker's reply has no value")
+        checked: dict[str, Any] = {"ok": True, "value": reply["value"]}
+        if request.get("warnings"):
+            caught = reply.get("warnings", [])
+            if type(caught) is not list or len(caught) > MAX_WARNINGS or any(type(w) is not str for w in caught):
+                raise ProtocolError("the worker's warnings are not a short list of strings")
+            checked["warnings"] = [w[:MAX_TEXT] for w in caught]
+        return checked
+    if ok is not False:
+        raise ProtocolError("the worker's reply is neither a value nor an error")
+    kind = reply.get("kind")
+    if kind == "missing":
+        if request.get("op") != "get" or reply.get("name") != request.get("name"):
+            raise ProtocolError("the worker reported a missing name the test did not look up")
+        return {"ok": False, "kind": "missing"}
+    if kind == "exception":
+        ename, evalue, stub = reply.get("ename"), reply.get("evalue", ""), reply.get("not_implemented", False)
+        if type(ename) is not str or not ename.isidentifier() or len(ename) > MAX_NAME \
+                or type(evalue) is not str or type(stub) is not bool:
+            raise ProtocolError("the worker's exception report is malformed")
+        # the nearest built-in base class (``class E(ValueError)`` satisfies ``except ValueError``):
+        # kept only when it names one of Python's own exceptions
+        base = reply.get("builtin")
+        known = type(base) is str and isinstance(getattr(builtins, base, None), type) \
+            and issubclass(getattr(builtins, base), BaseException)
+        return {"ok": False, "kind": "exception", "ename": ename, "evalue": evalue[:MAX_TEXT], "not_implemented": stub,
+                "builtin": base if known else None}
+    raise ProtocolError("the worker's reply is of an unknown kind")

@@ -19,16 +19,23 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from autograder.exceptions import ProtocolError
+from autograder.text import scrub_tree
 
 MAX_DEPTH = 32
 MAX_ITEMS = 2_000_000  # scalars + containers + array elements, per message
 MAX_STRING = 1 << 20  # characters in one string
+# JSON values one message may hold before it is parsed (``prescan``): the items of its
+# value plus the envelope's keys and tags. (A value of 2 M dict entries, 3 JSON values each, is
+# refused here rather than by ``decode``: the same cap, counted more strictly.)
+MAX_VALUES = MAX_ITEMS + 1000
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 ARRAY_KINDS = frozenset("biufcU")  # bool, int, uint, float, complex, unicode
 
 
@@ -150,7 +157,7 @@ def _decode(node: Any, depth: int, budget: list[int], resolve: Callable[[HandleR
     if type(node) is list:
         return [_decode(v, depth + 1, budget, resolve) for v in node]
     if type(node) is not dict or len(node) != 1:
-        raise ProtocolError(f"unexpected node of type {type(node).__name__}")
+        raise ProtocolError("unexpected node in a value")
     (tag, body), = node.items()
     if tag == "t" and type(body) is list:
         return tuple(_decode(v, depth + 1, budget, resolve) for v in body)
@@ -176,7 +183,7 @@ def _decode(node: Any, depth: int, budget: list[int], resolve: Callable[[HandleR
             raise ProtocolError("malformed handle")
         ref = HandleRef(hid, typename, is_callable)
         return resolve(ref) if resolve is not None else ref
-    raise ProtocolError(f"unknown tag {str(tag)[:20]!r}")
+    raise ProtocolError("unknown tag in a value")
 
 
 def _hashable_tuple(key: tuple) -> bool:
@@ -195,9 +202,9 @@ def _decode_array(body: Any, budget: list[int]) -> np.ndarray:
     try:
         dtype = np.dtype(dtype_str)
     except TypeError as exc:
-        raise ProtocolError(f"bad array dtype {dtype_str[:16]!r}") from exc
+        raise ProtocolError("bad array dtype") from exc
     if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.hasobject:
-        raise ProtocolError(f"array dtype {dtype} is not plain data")
+        raise ProtocolError("array dtype is not plain data")
     if len(shape) > MAX_DEPTH or any(type(n) is not int or n < 0 for n in shape):
         raise ProtocolError("bad array shape")
     size = math.prod(shape)
@@ -223,13 +230,33 @@ def dumps_message(message: dict[str, Any]) -> bytes:
 
 def loads_message(raw: bytes) -> dict[str, Any]:
     """Parse a protocol envelope; any malformation is a ``ProtocolError``."""
+    prescan(raw)
     try:
         message = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+        if _ESCAPED_SURROGATE.search(raw):  # UTF-8 cannot hold one: only an escape makes it
+            message = scrub_tree(message)  # a lone "\ud800" would break every later write
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
-        raise ProtocolError(f"message is not valid JSON: {str(exc)[:100]}") from exc
+        # not the parser's message: it can quote the sender's bytes
+        raise ProtocolError("message is not valid JSON") from exc
     if type(message) is not dict:
         raise ProtocolError("message is not an object")
     return message
+
+
+def prescan(raw: bytes) -> None:
+    """Refuse, before anything is built, a message with more JSON values than ``decode``
+    would ever accept.
+
+    ``json.loads`` builds the whole tree before ``decode`` counts its items: 60 MB of
+    ``[],`` are 20 M lists, 1.75 GB of Python objects. Every JSON value after the first
+    follows a ``[``, ``,`` or ``:``, so counting those bytes (in C, ~20 ms for 64 MB)
+    bounds the number of objects the parser can make. Strings holding those characters
+    only make the bound looser, never wrong; what passes is at most ``MAX_VALUES``
+    objects, ~100 bytes each.
+    """
+    values = 1 + raw.count(b"[") + raw.count(b",") + raw.count(b":")
+    if values > MAX_VALUES:
+        raise ProtocolError(f"message has more than {MAX_VALUES} values")
 
 
 def _refuse_constant(name: str) -> Any:

@@ -130,6 +130,7 @@ class WorkerCore:
             "ename": type(exc).__name__,
             "evalue": _safe_text(exc)[:MAX_MESSAGE_TEXT],
             "not_implemented": isinstance(exc, NotImplementedError),
+            "builtin": _builtin_base(exc),
         }
 
     # -- requests -----------------------------------------------------------------------
@@ -165,3 +166,16 @@ class WorkerCore:
             return {"ok": False, "kind": "protocol", "evalue": f"unknown op {str(op)[:30]!r}"}
         except BaseException as exc:  # noqa: BLE001 - the student's code may raise anything
             return self._exception(exc)
+
+
+def _builtin_base(exc: BaseException) -> str:
+    """The nearest of Python's own exception classes ``exc`` derives from (``ValueError``
+    for ``class ZeroVectorError(ValueError)``), so a test's ``except ValueError`` matches
+    as it would in the student's kernel; "Exception" when none can be read."""
+    try:
+        for klass in type(exc).__mro__:
+            if getattr(builtins, klass.__name__, None) is klass:
+                return klass.__name__
+    except BaseException:  # noqa: BLE001 - a hostile metaclass
+        pass
+    return "Exception"

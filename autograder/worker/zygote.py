@@ -11,9 +11,15 @@ itself: it is non-dumpable (no ptrace, no /proc/1/mem), ignores the signals Pyth
 turn into exceptions, and installs the seccomp filter (``autograder.worker.seccomp``) that
 forbids its workers to signal, trace or re-limit it. Each worker closes every inherited
 descriptor but its pipes and volunteers as the first victim of the cgroup's OOM killer.
-In a private tmpfs (bubblewrap), ``/tmp`` and ``/dev/shm`` are put back after every
-submission exactly as they were when the zygote became ready, so nothing one submission
-writes is seen by the next.
+
+Under bubblewrap everything is read-only but ``/tmp`` and ``/dev/shm``, and every worker
+gets its own: it enters a new mount and IPC namespace, mounts a fresh size-capped tmpfs
+on both, and only then drops the one capability the zygote holds for this
+(``CAP_SYS_ADMIN``, in the sandbox's own user namespace) and installs the seccomp filter
+that forbids mounts and namespaces. Whatever a submission writes (files at any depth,
+SysV or POSIX IPC objects, the memory they hold) dies with its namespaces when its last
+process is killed: the next submission starts from the zygote's state, with nothing to
+restore and no walk of what the last one left.
 """
 
 from __future__ import annotations
@@ -31,9 +37,14 @@ from collections.abc import Callable
 from typing import Any
 
 PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+CAP_SYS_ADMIN = 21
+CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 SCRATCH = "scratch"
-SHARED_MEMORY = "/dev/shm"
-MAX_SNAPSHOT_BYTES = 32 << 20
+FRESH_MOUNTS = ("/tmp", "/dev/shm")  # the only writable places; every worker gets its own
 IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
@@ -124,60 +135,121 @@ def _first_to_go() -> None:
         pass
 
 
-def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str) -> None:
-    """In the forked worker: wire the pipes, enter scratch, limit, serve. Never returns."""
-    from autograder.worker.core import WorkerCore
-    from autograder.worker.serve import serve
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
-    req, resp, out = fds
-    os.setsid()
-    for signum in IGNORED_SIGNALS:
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    _close_inherited({req, resp})
-    _first_to_go()
-    os.makedirs(scratch, exist_ok=True)
-    os.chdir(scratch)
-    os.environ["HOME"] = scratch
-    _apply_limits(limits)
-    code = 0
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def has_mount_capability() -> bool:
+    """Whether this process may make namespaces and mounts (``CAP_SYS_ADMIN`` in effect)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    return False
+
+
+def mounts_below_scratch() -> list[str]:
+    """Read-only binds that sit inside ``/tmp`` (a course cloned under /tmp binds its
+    virtualenv there): a worker's fresh tmpfs would hide them, so it binds them again."""
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            target = line.split()[4]
+            if any(target.startswith(place + "/") for place in FRESH_MOUNTS):
+                found.append(target)
+    return found
+
+
+def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
+    """A mount and IPC namespace of this worker's own, with an empty tmpfs on every
+    writable place: the next worker never sees what this one leaves. ``keep``: binds
+    below those places, put back (read-only, as they were) on the fresh tmpfs."""
+    libc = _libc()
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    kept = [(path, os.open(path, os.O_PATH)) for path in keep]  # this namespace's copies
+    for index, target in enumerate(FRESH_MOUNTS):
+        options = f"size={size_mb << 20},mode={'0700' if index == 0 else '1777'}".encode()
+        _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"mount {target}")
+    for path, fd in kept:
+        os.makedirs(path, exist_ok=True)
+        _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
+               f"bind {path}")
+        os.close(fd)
+
+
+def _drop_capabilities() -> None:
+    """Give up every capability (the zygote's ``CAP_SYS_ADMIN`` is inherited), for good:
+    no ambient set, and no gain through exec (``NO_NEW_PRIVS``)."""
+    libc = _libc()
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient capabilities")
+    _check(libc.capset(ctypes.byref(_CapHeader(CAPABILITY_VERSION_3, 0)), (_CapData * 2)()), "capset")
+
+
+def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str, *, fresh_namespaces: bool,
+           keep: list[str], seccomp_filter: bytes | None, data: str | None) -> None:
+    """In the forked worker: wire the pipes, enter fresh namespaces and scratch, drop every
+    privilege, limit, serve. Never returns."""
+    code = 70
     try:
+        from autograder.worker.core import WorkerCore
+        from autograder.worker.serve import serve
+
+        req, resp, out = fds
+        os.setsid()
+        for signum in IGNORED_SIGNALS:
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        _close_inherited({req, resp})
+        _first_to_go()
+        if fresh_namespaces:
+            _fresh_namespaces(limits.get("scratch_mb", 512), keep)
+            _drop_capabilities()
+        if seccomp_filter is not None:
+            from autograder.worker.seccomp import load
+
+            load(seccomp_filter)
+        os.makedirs(scratch, exist_ok=True)
+        if data is not None:
+            os.symlink(data, os.path.join(scratch, "data"))
+        os.chdir(scratch)
+        os.environ["HOME"] = scratch
+        _apply_limits(limits)
         serve(WorkerCore(shell), req, resp)
+        code = 0
     except BaseException:  # noqa: BLE001 - the worker ends either way; the grader sees EOF
-        code = 70
+        pass
     finally:
         os._exit(code)
-
-
-def _same_device(folder: str) -> Callable[[str], bool]:
-    """A test for "on the same file system as ``folder``": the read-only binds (the
-    virtualenv, the package) may sit inside /tmp when the course itself lives under /tmp,
-    and must never be walked, emptied or snapshotted as if they were scratch."""
-    device = os.lstat(folder).st_dev
-
-    def same(path: str) -> bool:
-        try:
-            return os.lstat(path).st_dev == device
-        except OSError:
-            return False
-
-    return same
 
 
 def _unlock(folder: str) -> None:
     """Give the zygote back every folder below ``folder``: a submission may have chmod-ed
     them to 0 (same uid, so it could). Top-down, each folder is opened before the walk
-    descends into it; other file systems (mount points) are left alone."""
+    descends into it."""
     try:
         os.chmod(folder, os.stat(folder).st_mode | 0o700)
     except OSError:
         return
-    same = _same_device(folder)
     for parent, dirnames, _ in os.walk(folder):
-        dirnames[:] = [d for d in dirnames if same(os.path.join(parent, d))]
         for name in dirnames:
             path = os.path.join(parent, name)
             if not os.path.islink(path):
@@ -187,96 +259,32 @@ def _unlock(folder: str) -> None:
                     pass
 
 
-def _empty(folder: str) -> None:
-    """Remove everything inside ``folder`` (not the folder: it may be a mount point), but
-    nothing on another file system. Iterative, so no nesting depth can exhaust the stack."""
+def _remove(folder: str) -> None:
+    """Without namespaces (no bubblewrap): remove the scratch folder, however deep."""
     _unlock(folder)
-    same = _same_device(folder)
     try:
-        stack = [(os.path.join(folder, name), False) for name in os.listdir(folder)]
-    except OSError:
-        return
-    while stack:
-        path, emptied = stack.pop()
-        if emptied:
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass  # it holds a mount point's parent, or is busy: leave it
-        elif os.path.isdir(path) and not os.path.islink(path):
-            if same(path):
-                stack.append((path, True))
-                try:
-                    stack.extend((os.path.join(path, name), False) for name in os.listdir(path))
-                except OSError:
-                    pass
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        shutil.rmtree(folder, ignore_errors=True)
+    except RecursionError:
+        import subprocess
 
-
-class TmpSnapshot:
-    """The private ``/tmp`` as the imports left it (font caches, IPython's folder), to put
-    back after every submission: the next one must see none of what this one wrote."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.mode = os.stat(root).st_mode & 0o7777
-        self.dirs: list[tuple[str, int]] = []
-        self.files: list[tuple[str, int, bytes]] = []
-        self.links: list[tuple[str, str]] = []
-        total = 0
-        same = _same_device(root)
-        for folder, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if same(os.path.join(folder, d))]
-            rel = os.path.relpath(folder, root)
-            if rel != ".":
-                self.dirs.append((rel, os.stat(folder).st_mode & 0o7777))
-            for name in dirnames + filenames:
-                path = os.path.join(folder, name)
-                if os.path.islink(path):
-                    self.links.append((os.path.relpath(path, root), os.readlink(path)))
-            for name in filenames:
-                path = os.path.join(folder, name)
-                if os.path.islink(path) or not os.path.isfile(path):
-                    continue
-                with open(path, "rb") as f:
-                    data = f.read(MAX_SNAPSHOT_BYTES + 1)
-                total += len(data)
-                if total > MAX_SNAPSHOT_BYTES:
-                    raise RuntimeError(f"{root} holds more than {MAX_SNAPSHOT_BYTES} bytes after the imports")
-                self.files.append((os.path.relpath(path, root), os.stat(path).st_mode & 0o7777, data))
-
-    def restore(self, *also_empty: str) -> None:
-        _empty(self.root)
-        os.chmod(self.root, self.mode)
-        for folder in also_empty:
-            _empty(folder)
-        for rel, mode in self.dirs:
-            os.makedirs(os.path.join(self.root, rel), exist_ok=True)
-            os.chmod(os.path.join(self.root, rel), mode)
-        for rel, mode, data in self.files:
-            path = os.path.join(self.root, rel)
-            with open(path, "wb") as f:
-                f.write(data)
-            os.chmod(path, mode)
-        for rel, target in self.links:
-            os.symlink(target, os.path.join(self.root, rel))
+        subprocess.run(["rm", "-rf", "--one-file-system", folder], check=False)
 
 
 class Zygote:
     """The zygote's loop: one submission at a time."""
 
-    def __init__(self, ctrl: socket.socket, shell: Any, *, private_tmp: bool = False) -> None:
+    def __init__(self, ctrl: socket.socket, shell: Any, *, fresh_namespaces: bool = False,
+                 data: str | None = None) -> None:
         self.ctrl = ctrl
         self.shell = shell
         self.base = os.getcwd()
         self.scratch = os.path.join(self.base, SCRATCH)
         self.in_pid_namespace = os.getpid() == 1
-        self.snapshot = TmpSnapshot(self.base) if private_tmp else None
+        self.fresh_namespaces = fresh_namespaces
+        self.keep = mounts_below_scratch() if fresh_namespaces else []
+        self.data = data
         self.seccomp_rules = 0
+        self.worker_filter: bytes | None = None  # the full seccomp filter, loaded by every worker
         self.child: int | None = None
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -291,7 +299,7 @@ class Zygote:
     def run(self) -> None:
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "pid_namespace": self.in_pid_namespace,
                    "non_dumpable": _non_dumpable(), "seccomp_rules": self.seccomp_rules,
-                   "private_tmp": self.snapshot is not None})
+                   "fresh_namespaces": self.fresh_namespaces})
         buffer = b""
         import select
 
@@ -321,11 +329,17 @@ class Zygote:
                 os.close(self.wake_r)
                 os.close(self.wake_w)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _child(self.shell, fds, message.get("limits", {}), self.scratch)
+                _child(self.shell, fds, message.get("limits", {}), self.scratch,
+                       fresh_namespaces=self.fresh_namespaces, keep=self.keep, seccomp_filter=self.worker_filter,
+                       data=self.data)
             for fd in fds:
                 os.close(fd)
             self.child = pid
             self.send({"op": "forked", "pid": pid})
+        elif op == "end":
+            # The grader has what it needs: the worker goes now, whatever it does to stay
+            # (a rebound os._exit, an ignored signal). Its one "exited" follows the clean-up.
+            self._kill_all()
         elif op == "kill":
             # Exactly one "killed" per kill, after the clean-up; a worker still alive is
             # reaped first, which sends its one "exited". The grader can never mistake
@@ -384,29 +398,35 @@ class Zygote:
                     pass
             except ChildProcessError:
                 pass
-        if self.snapshot is not None:
-            self.snapshot.restore(SHARED_MEMORY)
-        else:
-            _unlock(self.scratch)
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        if not self.fresh_namespaces:
+            _remove(self.scratch)
         signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         self.send({"op": "exited", "signal": signum, "code": code})
 
 
-def main(ctrl_fd: int, *, private_tmp: bool = False, seccomp: bool = False) -> None:
+def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False, data: str | None = None) -> None:
     """Entry point inside the sandbox: preload, then serve the grader until it hangs up.
 
-    ``private_tmp``: ``/tmp`` is this sandbox's own tmpfs, to be restored after every
-    submission. ``seccomp``: install the filter; failing to is fatal, so the grader never
-    runs with a layer it reported but does not have.
+    ``fresh_namespaces``: give every worker its own mount and IPC namespace with empty
+    tmpfs scratch (needs ``CAP_SYS_ADMIN`` in the sandbox's user namespace; refusing to
+    start without it, so the grader never runs with a layer it reported but does not
+    have). ``seccomp``: install the filter, likewise fatal when it fails. ``data``: a
+    read-only folder each worker sees as ``./data``.
     """
     ctrl = socket.socket(fileno=ctrl_fd)
+    if fresh_namespaces and not has_mount_capability():
+        raise SystemExit("the sandbox did not grant CAP_SYS_ADMIN in its user namespace: "
+                         "fresh scratch namespaces per worker are impossible")
     shell = preload()
     sys.stdout.flush()
-    zygote = Zygote(ctrl, shell, private_tmp=private_tmp)
+    zygote = Zygote(ctrl, shell, fresh_namespaces=fresh_namespaces, data=data)
     if seccomp:
-        from autograder.worker.seccomp import install
+        from autograder.worker.seccomp import compile_filter, install
 
-        zygote.seccomp_rules = install(protected_pid=os.getpid())
+        # the zygote keeps namespaces and mounts for its workers' set-up; each worker then
+        # loads the full filter on top (filters stack: the strictest answer wins)
+        allowed = ("unshare", "mount") if fresh_namespaces else ()
+        zygote.worker_filter, _ = compile_filter(protected_pid=os.getpid())
+        zygote.seccomp_rules = install(protected_pid=os.getpid(), allow=allowed)
     zygote.run()

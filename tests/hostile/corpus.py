@@ -455,3 +455,27 @@ for folder in ("/tmp", "/dev/shm", "."):
     Case("invalid_utf8", "a notebook with bytes that are not UTF-8", "leak", status="error", build="invalid_utf8"),
     Case("deeply_nested_json", "a notebook whose JSON nests 100,000 levels deep", "leak", status="error", build="nested_json"),
 )
+
+
+BUILDERS: dict = {}  # name -> function making a ``build=`` notebook, from corpus_*.py files
+
+
+def _more_cases() -> tuple[Case, ...]:
+    """Cases kept in ``corpus_*.py`` beside this file, one file per kind of threat: each
+    defines ``CASES`` as a list of dicts of ``Case``'s fields (it cannot import this module,
+    which is loaded by path), and may define ``BUILDERS`` for its ``build=`` notebooks."""
+    import importlib.util
+    from pathlib import Path
+
+    found: list[Case] = []
+    for path in sorted(Path(__file__).parent.glob("corpus_*.py")):
+        spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        BUILDERS.update(getattr(module, "BUILDERS", {}))
+        found.extend(Case(**{**fields, "cells": tuple(fields.get("cells", ()))}) for fields in module.CASES)
+    return tuple(found)
+
+
+CASES = CASES + _more_cases()

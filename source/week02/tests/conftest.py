@@ -1,4 +1,9 @@
-"""Data for the week-2 hidden tests, built in the grader process with fixed seeds.
+"""Data for the week-2 hidden tests, built in the grader process.
+
+Each test sees the fixed sets below (chosen so every tell-tale mistake shows) and, next to
+them, sets drawn fresh per submission from the ``seed`` fixture, so a notebook that
+recognises known inputs gains nothing. Fresh data is function-scoped: the grading loop
+keeps session fixtures from one submission to the next.
 
 Only plain numpy arrays built here are sent to the submission; everything compared
 against (reference pocket runs, scikit-learn fits) stays on this side.
@@ -51,20 +56,23 @@ def separable(seed: int, n: int = 50) -> Dataset:
     return X, np.where(score > 0, 1, -1)
 
 
-@pytest.fixture(scope="session")
-def noisy_sets() -> list[Dataset]:
-    return [noisy(seed=5), noisy(seed=2)]
+@pytest.fixture
+def noisy_sets(seed: int) -> list[Dataset]:
+    """Two fixed overlapping sets and one fresh one."""
+    return [noisy(seed=5), noisy(seed=2), noisy(seed=seed, n=30 + seed % 21)]
 
 
-@pytest.fixture(scope="session")
-def start_sets() -> dict[int, Dataset]:
-    """random_state -> a data set its starting weights already separate."""
-    return {seed: separated_by_start(seed) for seed in (1, 7)}
+@pytest.fixture
+def start_sets(seed: int) -> dict[int, Dataset]:
+    """random_state -> a data set its starting weights already separate (1 and 7, and a fresh one)."""
+    fresh = 10 + seed % 10_000
+    return {random_state: separated_by_start(random_state) for random_state in (1, 7, fresh)}
 
 
-@pytest.fixture(scope="session")
-def separable_set() -> Dataset:
-    return separable(seed=3)
+@pytest.fixture
+def separable_sets(seed: int) -> list[Dataset]:
+    """The fixed separable set and a fresh one."""
+    return [separable(seed=3), separable(seed=seed)]
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,16 @@ def predict(w: np.ndarray, X: np.ndarray) -> np.ndarray:
     return np.where(X @ w[1:] + w[0] >= 0.0, 1, -1)
 
 
+def labels(model: object, X: np.ndarray) -> np.ndarray:
+    """``model.predict(X)`` as an array, after checking it is a list or 1-D array with one label per row."""
+    pred = model.predict(X)
+    assert isinstance(pred, (list, np.ndarray)), "predict(X) should return a list or a 1-D numpy array"
+    pred = np.asarray(pred)
+    assert pred.ndim == 1, f"predict(X) should return a list or a 1-D numpy array, not an array of shape {pred.shape}"
+    assert pred.shape == (len(X),), "predict(X) should return one label per row of X"
+    return pred
+
+
 def in_sample_error(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(predict(w, X) != y))
 
@@ -58,6 +68,9 @@ def fitted(student, X: np.ndarray, y: np.ndarray, **params: float) -> tuple[obje
     w = model.w_
     assert isinstance(w, np.ndarray), "w_ should be a numpy array"
     assert w.shape == (1 + X.shape[1],), "w_ should have shape (1 + n_features,): the bias first, then one weight per feature"
+    assert w.dtype == np.float64, (
+        f"w_ should hold float64 numbers (NumPy's default), not {w.dtype}: lower precision changes the run"
+    )
     errors = model.errors_
     assert isinstance(errors, (list, tuple, np.ndarray)), "errors_ should be a list with E_in after each epoch"
     errors = [float(e) for e in np.asarray(errors, dtype=float).ravel()]
@@ -84,15 +97,15 @@ def test_starts_from_seeded_random_weights(student, start_sets):
 
 @pytest.mark.task(1)
 @pytest.mark.points(10)
-def test_stopping_rule(student, separable_set, noisy_sets):
+def test_stopping_rule(student, separable_sets, noisy_sets):
     """fit stops after an epoch without updates on separable data, and runs all n_iter epochs otherwise."""
-    X, y = separable_set
-    model, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=500, random_state=1)
-    assert errors and errors[-1] == 0.0, "on separable data the last epoch should have E_in = 0"
-    first_zero = errors.index(0.0)
-    assert len(errors) <= first_zero + 2, "fit should stop after the first epoch without updates, not run on"
-    assert error == 0.0, "on separable data error_in_sample_ should end at 0"
-    assert (np.asarray(model.predict(X)) == y).all(), "on separable data every training point should end up classified correctly"
+    for X, y in separable_sets:
+        model, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=500, random_state=1)
+        assert errors and errors[-1] == 0.0, "on separable data the last epoch should have E_in = 0"
+        first_zero = errors.index(0.0)
+        assert len(errors) <= first_zero + 2, "fit should stop after the first epoch without updates, not run on"
+        assert error == 0.0, "on separable data error_in_sample_ should end at 0"
+        assert (labels(model, X) == y).all(), "on separable data every training point should end up classified correctly"
     for X, y in noisy_sets:
         _, _, errors, _ = fitted(student, X, y, eta=0.3, n_iter=7, random_state=1)
         assert len(errors) == 7, "on data no line separates, every epoch makes updates: errors_ should have n_iter entries"
@@ -114,7 +127,7 @@ def test_pocket_keeps_the_best(student, noisy_sets):
         assert net.shape == (len(X),), "net_input(X) should return one value per row of X"
         expected = X @ w[1:] + w[0]
         assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should be X @ w_[1:] + w_[0]"
-        assert (np.asarray(model.predict(X)) == predict(w, X)).all(), "predict(X) should be +1 where net_input(X) >= 0, else -1"
+        assert (labels(model, X) == predict(w, X)).all(), "predict(X) should be +1 where net_input(X) >= 0, else -1"
 
 
 @pytest.mark.task(1)

@@ -1,4 +1,8 @@
-"""Data for the week-4 hidden tests, built in the grader process with fixed seeds.
+"""Data for the week-4 hidden tests, built in the grader process from each test's ``seed``.
+
+The data is drawn fresh per submission (the ``seed`` fixture), so it cannot be learned
+from one submission and recognised in the next; the fixtures are function-scoped, since
+the grading loop keeps module and session fixtures from one submission to the next.
 
 Only plain numpy arrays built here are sent to the submission; everything compared
 against (brute-force answers, scikit-learn's neighbours) stays on this side.
@@ -32,17 +36,17 @@ def with_copies(rng: np.random.Generator, X: np.ndarray, n_copies: int) -> np.nd
     return rng.permutation(np.vstack([X, copies]))
 
 
-def float_points(seed: int, n: int, p: int, n_copies: int) -> np.ndarray:
+def float_points(seed: int | list[int], n: int, p: int, n_copies: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return with_copies(rng, rng.normal(size=(n, p)), n_copies)
 
 
-def grid_points(seed: int, n: int, p: int, high: int) -> np.ndarray:
+def grid_points(seed: int | list[int], n: int, p: int, high: int) -> np.ndarray:
     """``n`` points with integer coordinates in [0, high): many duplicates and ties."""
     return np.random.default_rng(seed).integers(0, high, size=(n, p)).astype(float)
 
 
-def queries_for(X: np.ndarray, seed: int, n_random: int, n_on_points: int) -> np.ndarray:
+def queries_for(X: np.ndarray, seed: int | list[int], n_random: int, n_on_points: int) -> np.ndarray:
     """Random queries spread like ``X``, plus queries sitting exactly on data points."""
     rng = np.random.default_rng(seed)
     spread = rng.uniform(X.min(axis=0) - 0.5, X.max(axis=0) + 0.5, size=(n_random, X.shape[1]))
@@ -54,21 +58,21 @@ def worked_example() -> np.ndarray:
     return WORKED_EXAMPLE.copy()
 
 
-@pytest.fixture(scope="session")
-def float_sets() -> list[tuple[np.ndarray, np.ndarray]]:
+@pytest.fixture
+def float_sets(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Float data with duplicates in 2 and 3 dimensions, each with its queries."""
-    sets = [float_points(seed=41, n=110, p=2, n_copies=40), float_points(seed=42, n=100, p=3, n_copies=30)]
-    return [(X, queries_for(X, seed=60 + i, n_random=20, n_on_points=8)) for i, X in enumerate(sets)]
+    sets = [float_points(seed=[seed, 41], n=110, p=2, n_copies=40), float_points(seed=[seed, 42], n=100, p=3, n_copies=30)]
+    return [(X, queries_for(X, seed=[seed, 60 + i], n_random=20, n_on_points=8)) for i, X in enumerate(sets)]
 
 
-@pytest.fixture(scope="session")
-def grid_sets() -> list[tuple[np.ndarray, np.ndarray]]:
+@pytest.fixture
+def grid_sets(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Integer data with many duplicates and exact distance ties in 2 and 3 dimensions, with
     queries on the grid and halfway between grid points (more exact ties)."""
-    sets = [grid_points(seed=43, n=60, p=2, high=5), grid_points(seed=44, n=60, p=3, high=4)]
+    sets = [grid_points(seed=[seed, 43], n=60, p=2, high=5), grid_points(seed=[seed, 44], n=60, p=3, high=4)]
     cases = []
     for i, X in enumerate(sets):
-        rng = np.random.default_rng(70 + i)
+        rng = np.random.default_rng([seed, 70 + i])
         queries = rng.integers(-1, 2 * int(X.max()) + 3, size=(30, X.shape[1])) / 2.0
         cases.append((X, queries))
     return cases

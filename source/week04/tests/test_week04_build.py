@@ -99,14 +99,14 @@ def test_worked_example(student, worked_example):
 
 @pytest.mark.task(2)
 @pytest.mark.points(12)
-def test_building_rules(student, float_sets, grid_sets):
+def test_building_rules(student, float_sets, grid_sets, rng):
     """On random data with duplicates (1 to 3 features, leaf_size 1 to 3): alternating dimensions, median splits, left < split <= right, leaf sizes."""
     cases = [
         (grid_sets[0][0][:40], 1),
         (grid_sets[1][0][:40], 2),
         (float_sets[0][0][:50], 2),
         (float_sets[1][0][:45], 3),
-        (np.random.default_rng(45).integers(0, 8, size=(25, 1)).astype(float), 2),
+        (rng.integers(0, 8, size=(25, 1)).astype(float), 2),
     ]
     for X, leaf_size in cases:
         check_rules(read_tree(student, student.build_kdtree(X, leaf_size=leaf_size)), X, leaf_size)
@@ -114,7 +114,7 @@ def test_building_rules(student, float_sets, grid_sets):
 
 @pytest.mark.task(2)
 @pytest.mark.points(8)
-def test_duplicates_end_in_a_leaf(student):
+def test_duplicates_end_in_a_leaf(student, rng):
     """Duplicate points end in a leaf instead of recursing forever: 50 identical points make a single leaf."""
     same = np.tile([[2.5, -1.0]], (50, 1))
     root = student.build_kdtree(same, leaf_size=2)
@@ -122,6 +122,5 @@ def test_duplicates_end_in_a_leaf(student):
     assert isinstance(tree, Leaf), "50 identical points cannot be split (one side would be empty): the tree should be a single KDLeaf"
     assert sorted(tree.indices.tolist()) == list(range(50)), "the single leaf should hold all the indices"
     # three distinct points, each repeated 20 times, in 3-D
-    rng = np.random.default_rng(46)
     repeated = rng.permutation(np.repeat(rng.normal(size=(3, 3)), 20, axis=0))
     check_rules(read_tree(student, student.build_kdtree(repeated, leaf_size=2)), repeated, leaf_size=2)

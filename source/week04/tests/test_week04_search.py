@@ -2,9 +2,11 @@
 
 So that this task is graded on its own, the correctness tests search a tree built here
 by COURSE.md's rules and constructed in the worker from the notebook's given ``KDNode``
-and ``KDLeaf`` classes: a wrong ``build_kdtree`` costs points in Task 2 only. The
-pruning test needs a tree of 10,000 points, too big to send node by node, and searches
-the student's own ``build_kdtree`` tree (uniform random points: no duplicates).
+and ``KDLeaf`` classes: a wrong ``build_kdtree`` costs points in Task 2 only.
+
+Pruning is measured here, never taken from the count the search reports: the pruning
+test moves the points of leaves the search must skip next to the query, so a search
+that looks at them (brute force over ``X``, no pruning, far side first) returns one.
 
 Ties: COURSE.md says equal distances go to the smaller index. ``sklearn.neighbors.KDTree``
 promises nothing about which of several equally distant points it returns. So against
@@ -22,15 +24,9 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KDTree
 
-PRUNING_N = 10_000
-PRUNING_QUERIES = 100
-# The reference search computes 6.7 distances per query on average here (0.07 % of n:
-# the query's leaf and a few neighbouring ones). A correct search that descends to the
-# query's side first stays within a few times that; one that always visits left before
-# right needs about 1,200 (12 %), and brute force 10,000. The bound, 2 % of n (200),
-# leaves a margin of 30 times the reference and fails any search that looks at a large
-# part of the data.
-PRUNING_BOUND = 0.02 * PRUNING_N
+PRUNING_N = 1_000
+PRUNING_QUERIES = 30
+PRUNING_LEAF_SIZE = 4
 
 
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
@@ -48,6 +44,45 @@ def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
         return student.KDNode(dim, split, build(indices[go_left], depth + 1), build(indices[~go_left], depth + 1))
 
     return build(np.arange(len(X), dtype=np.int64), 0)
+
+
+def leaf_paths(X: np.ndarray, leaf_size: int) -> list[tuple[np.ndarray, list[tuple[int, float, bool]]]]:
+    """The leaves of ``send_tree``'s tree, each with its path from the root: the
+    (dim, split, went_left) of every node above it. Built here, never asked of the worker."""
+    leaves = []
+
+    def build(indices: np.ndarray, depth: int, path: list[tuple[int, float, bool]]) -> None:
+        if len(indices) <= leaf_size:
+            leaves.append((indices, path))
+            return
+        dim = depth % X.shape[1]
+        values = X[indices, dim]
+        split = float(np.median(values))
+        go_left = values < split
+        if not go_left.any():
+            leaves.append((indices, path))
+            return
+        build(indices[go_left], depth + 1, path + [(dim, split, True)])
+        build(indices[~go_left], depth + 1, path + [(dim, split, False)])
+
+    build(np.arange(len(X), dtype=np.int64), 0, [])
+    return leaves
+
+
+def pruned_leaves(X: np.ndarray, leaves: list, query: np.ndarray, k: int = 1) -> tuple[list[np.ndarray], int, int]:
+    """Which leaves every search by the notes' rules skips for ``query``, and bounds on its count.
+
+    The search reaches the query's own leaf first, so from then on its best distance is at
+    most ``d_own``, the k-th nearest distance within that leaf (``k`` is at most a leaf's size). A leaf lying on the far side of
+    some ancestor's plane farther than ``d_own`` from the query is pruned there, whatever
+    else the search visited. Returns those leaves' indices, the own leaf's size (the least
+    count) and the number of points outside the pruned leaves (the most)."""
+    own = next(indices for indices, path in leaves
+               if all((query[dim] < split) == went_left for dim, split, went_left in path))
+    d_own = float(np.sort(np.sqrt(((X[own] - query) ** 2).sum(axis=1)))[k - 1])
+    pruned = [indices for indices, path in leaves
+              if max((abs(query[dim] - split) for dim, split, went_left in path if (query[dim] < split) != went_left), default=-1.0) > d_own]
+    return pruned, len(own), len(X) - sum(len(indices) for indices in pruned)
 
 
 def neighbour_order(X: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,17 +172,33 @@ def test_k_nearest_matches_sklearn_kdtree(student, float_sets):
 @pytest.mark.task(3)
 @pytest.mark.points(6)
 @pytest.mark.call_timeout(30)
-def test_pruning_skips_most_of_the_tree(student):
-    """Pruning works: on 10,000 uniform 2-D points, nearest_neighbor finds the right point with a mean distance count far below n (under 2 %)."""
-    rng = np.random.default_rng(47)
+def test_pruning_skips_the_far_leaves(student, rng):
+    """Pruning works in nearest_neighbor and k_nearest, measured by the grader: points moved into leaves the search must prune (their plane is farther than the nearest point of the query's own leaf) are never found, and the reported count lies between the own leaf's size and the points outside the pruned leaves."""
     X = rng.uniform(size=(PRUNING_N, 2))
-    queries = rng.uniform(size=(PRUNING_QUERIES, 2))
-    tree = student.build_kdtree(X, leaf_size=2)
-    counts = []
-    for query in queries:
-        index, _, count = search_result(student.nearest_neighbor(tree, X, query), PRUNING_N)
-        order, _ = neighbour_order(X, query)
-        assert index == int(order[0]), "nearest_neighbor on a large tree should still find the nearest point"
-        assert count >= 1, "the third element should count the query-to-point distances computed (at least the query's leaf)"
-        counts.append(count)
-    assert sum(counts) / len(counts) < PRUNING_BOUND, "nearest_neighbor computes too many distances per query on a large uniform data set: descend to the query's leaf first, and skip a far side whose plane is farther than the best distance"
+    tree = send_tree(student, X, PRUNING_LEAF_SIZE)
+    leaves = leaf_paths(X, PRUNING_LEAF_SIZE)
+    for query in rng.uniform(size=(PRUNING_QUERIES, 2)):
+        order, distances = neighbour_order(X, query)
+        pruned, least, most = pruned_leaves(X, leaves, query)
+        assert pruned, "internal: a query with nothing to prune"  # never on 1,000 uniform points
+        # Inconsistent with the tree on purpose: the pruned leaves' points move right next
+        # to the query, nearer than the true nearest point. A search that follows the tree
+        # never looks at them; one that looks at all of X (or at leaves it should skip) does.
+        planted = X.copy()
+        moved = np.concatenate(pruned)
+        angles = rng.uniform(0, 2 * np.pi, size=len(moved))
+        radii = distances[0] * rng.uniform(0.1, 0.9, size=len(moved))
+        planted[moved] = query + radii[:, None] * np.column_stack([np.cos(angles), np.sin(angles)])
+        index, distance, count = search_result(student.nearest_neighbor(tree, planted, query), PRUNING_N)
+        assert index not in set(moved.tolist()), "nearest_neighbor looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the best distance (the search must use the tree, not all of X)"
+        assert index == int(order[0]) and math.isclose(distance, float(distances[0]), rel_tol=1e-9, abs_tol=1e-12), "nearest_neighbor on a large tree should still find the nearest point"
+        assert least <= count <= most, "the third element should be the number of query-to-point distances computed: at least the query's own leaf, and none in the leaves that are pruned"
+        # k_nearest prunes against its k-th best distance: with k = 2 (every leaf here holds
+        # at least 3 points) the same planting applies.
+        pruned, _, _ = pruned_leaves(X, leaves, query, k=2)
+        planted = X.copy()
+        moved = np.concatenate(pruned)
+        planted[moved] = query + distances[0] * rng.uniform(0.1, 0.9, size=(len(moved), 1)) * rng.choice([-1.0, 1.0], size=(len(moved), 2)) / np.sqrt(2)
+        got = index_list(student.k_nearest(tree, planted, query, 2), "k_nearest")
+        assert not set(got) & set(moved.tolist()), "k_nearest looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the k-th best distance (the search must use the tree, not all of X)"
+        assert got == order[:2].tolist(), "k_nearest on a large tree should still find the k nearest points"

@@ -69,9 +69,8 @@ def perceptron_result(student, X, y, T, theta=None):
 
 @pytest.mark.task(1)
 @pytest.mark.points(10)
-def test_perceptron_from_zeros_follows_definition(student):
+def test_perceptron_from_zeros_follows_definition(student, rng):
     """From zeros, theta and the mistake counts follow the definition: a mistake when y * (theta . x) <= 0."""
-    rng = np.random.default_rng(61)
     X = rng.integers(-3, 4, size=(12, 3)).astype(float)
     y = np.where(X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 1.5, size=12) >= 0, 1.0, -1.0)
     for T in (1, 4):
@@ -87,9 +86,8 @@ def test_perceptron_from_zeros_follows_definition(student):
 
 @pytest.mark.task(1)
 @pytest.mark.points(5)
-def test_perceptron_starts_from_given_theta(student):
+def test_perceptron_starts_from_given_theta(student, rng):
     """Given a starting theta, the perceptron continues from it."""
-    rng = np.random.default_rng(62)
     X = rng.normal(size=(15, 2))
     y = np.where(X[:, 0] - X[:, 1] >= 0, 1.0, -1.0)
     start = np.array([-1.0, 2.0])
@@ -101,9 +99,8 @@ def test_perceptron_starts_from_given_theta(student):
 
 @pytest.mark.task(1)
 @pytest.mark.points(5)
-def test_perceptron_separates_with_bounded_mistakes(student):
+def test_perceptron_separates_with_bounded_mistakes(student, rng):
     """On data separable through the origin, the perceptron separates it within (R / gamma)^2 mistakes."""
-    rng = np.random.default_rng(63)
     u = np.array([0.6, 0.8])
     X = rng.uniform(-5, 5, size=(400, 2))
     X = X[np.abs(X @ u) >= 0.5][:60]
@@ -130,9 +127,8 @@ def test_hinge_loss_elementwise(student):
 
 @pytest.mark.task(2)
 @pytest.mark.points(6)
-def test_objective_without_regulariser(student):
+def test_objective_without_regulariser(student, rng):
     """With lam = 0, objective is the mean hinge loss of y * (X @ theta + theta0)."""
-    rng = np.random.default_rng(64)
     X = rng.normal(size=(30, 3))
     y = np.where(rng.random(30) < 0.5, -1.0, 1.0)
     theta, theta0 = np.array([0.8, -0.3, 1.1]), 0.7
@@ -144,9 +140,8 @@ def test_objective_without_regulariser(student):
 
 @pytest.mark.task(2)
 @pytest.mark.points(6)
-def test_objective_regulariser(student):
+def test_objective_regulariser(student, rng):
     """The regulariser is lam / 2 * ||theta||^2, and the offset theta0 is not regularised."""
-    rng = np.random.default_rng(65)
     X = rng.normal(size=(25, 2))
     y = np.where(rng.random(25) < 0.5, -1.0, 1.0)
     theta, theta0 = np.array([1.5, -2.0]), -3.0
@@ -165,6 +160,8 @@ def test_objective_regulariser(student):
 # at the kink, keeping the best iterate), while a fit of a different objective (lam instead
 # of lam / 2 in the gradient, a regularised theta0) or a gradient summed instead of
 # averaged ends at least 6e-3 above it on one of the sets, and gradient ascent diverges.
+# That margin was measured on these fixed sets, so the two optimum tests keep them; every
+# other test draws its data from the test's ``seed`` (fresh per submission).
 
 OBJECTIVE_TOLERANCE = 3e-3
 
@@ -199,18 +196,18 @@ def test_fit_reaches_optimum_with_offset(student):
 @pytest.mark.task(3)
 @pytest.mark.points(10)
 @pytest.mark.call_timeout(20)
-def test_larger_lam_gives_wider_margin(student):
+def test_larger_lam_gives_wider_margin(student, seed):
     """A larger lam gives a larger margin 1 / ||theta||."""
-    X, y = blobs(64, [(-1, -1), (1, 1)], 1.2)
+    X, y = blobs(seed, [(-1, -1), (1, 1)], 1.2)
     margins = [1.0 / np.linalg.norm(fitted(student, X, y, lam=lam)[0]) for lam in (0.003, 0.03, 0.3)]
     assert margins[0] < margins[1] < margins[2], "the margin 1 / ||theta|| does not grow with lam"
 
 
 @pytest.mark.task(3)
 @pytest.mark.points(5)
-def test_fit_separates_separable_data(student):
+def test_fit_separates_separable_data(student, seed):
     """On well-separated clouds, the fitted classifier gets every training point right."""
-    X, y = blobs(65, [(-3, -3), (3, 3)], 1.0)
+    X, y = blobs(seed, [(-4, -4), (4, 4)], 1.0)  # 5.7 sd from the boundary: separable for every seed
     theta, theta0 = fitted(student, X, y)
     assert np.all(np.where(X @ theta + theta0 >= 0, 1.0, -1.0) == y), (
         "the fitted classifier misclassifies training points of well-separated data"

@@ -1,0 +1,82 @@
+"""The whole source week checked before anything is written: every problem at once.
+
+What is refused, and why it matters: a hand-graded task without a model-answer cell (its
+answer would reach students as ordinary text), points that disagree between a heading and
+its metadata or do not add up to the week's total, a task with no hidden test or a test
+naming a task the notebook lacks (found otherwise only at grading time), and a notebook
+that does not say which week it is.
+"""
+
+from __future__ import annotations
+
+from nbformat import NotebookNode
+
+from autograder.authoring import TaskSpec, read_spec
+from autograder.course import Week
+from autograder.exceptions import GenerationError
+from autograder.generate.hidden_tests import collect_marked
+
+
+def validate_week(week: Week, source: NotebookNode) -> None:
+    """Raise GenerationError listing every problem of ``week``; return quietly if none."""
+    spec = read_spec(source)
+    problems = list(spec.problems)
+    if spec.week is None:
+        problems.append(f"the notebook does not say which week it is: open it with a title cell "
+                        f"'# Week {week.name.removeprefix('week').lstrip('0') or '0'}: title (100 points)'")
+    elif spec.week != week.name:
+        problems.append(f"the notebook says it is {spec.week!r} but lives in source/{week.name}: fix its title "
+                        "heading or metadata, or move it")
+    if spec.week is not None and not spec.title:
+        problems.append("the notebook has no title: write it after the week in the title cell, "
+                        "'# Week 7: k-means (100 points)'")
+    if not spec.tasks:
+        problems.append("no tasks: open each task with a markdown heading such as '## Task 1 (10 points): what to do'")
+    answered = set(spec.answers.values())
+    manual = {t.number for t in spec.tasks if t.manual}
+    for index, number in sorted(spec.answers.items()):
+        if number not in manual:
+            problems.append(f"cell {index + 1}: a model answer to task {number}, which is not graded by hand: write "
+                            f"'by hand' in task {number}'s heading, or drop the cell's 'Model answer' heading")
+    for task in spec.tasks:
+        if task.manual and task.number not in answered:
+            problems.append(f"cell {task.cell + 1}: task {task.number} is graded by hand but has no model-answer cell, "
+                            "so the answer would reach students as it is: start the markdown cell holding it with "
+                            "'### Model answer'")
+    task_sum = sum(t.points for t in spec.tasks)
+    if spec.total is not None and spec.tasks and abs(task_sum - spec.total) > 1e-9:
+        listed = " + ".join(f"{t.points:g}" for t in spec.tasks)
+        problems.append(f"the tasks' points add up to {task_sum:g} ({listed}), the week's total is {spec.total:g}: "
+                        "fix a task's points or the total in the title heading")
+    problems += _test_problems(week, spec.tasks)
+    if problems:
+        listing = "\n".join(f"  - {p}" for p in problems)
+        raise GenerationError(f"{week.source_notebook}: nothing was written; fix these and generate again:\n{listing}")
+
+
+def _test_problems(week: Week, tasks: list[TaskSpec]) -> list[str]:
+    tests = collect_marked(week)
+    where = week.tests_dir
+    problems = []
+    for test in tests:
+        if test.task is None or test.points is None:
+            problems.append(f"{where / test.nodeid}: every hidden test needs @pytest.mark.task(N) and "
+                            "@pytest.mark.points(P)")
+    known = {t.number: t for t in tasks}
+    for number in sorted({t.task for t in tests if t.task is not None} - set(known)):
+        names = ", ".join(t.nodeid for t in tests if t.task == number)
+        problems.append(f"{where}: hidden tests name task {number}, which the notebook lacks ({names}): "
+                        "fix their @pytest.mark.task or add the task")
+    for task in tasks:
+        mine = [t for t in tests if t.task == task.number]
+        total = sum(t.points or 0 for t in mine)
+        if task.manual and mine:
+            problems.append(f"cell {task.cell + 1}: task {task.number} is graded by hand but has hidden tests "
+                            f"({', '.join(t.nodeid for t in mine)}): remove them or drop 'by hand' from its heading")
+        elif not task.manual and not mine:
+            problems.append(f"cell {task.cell + 1}: task {task.number} has no hidden test: add one marked "
+                            f"@pytest.mark.task({task.number}) in {where}, or write 'by hand' in its heading")
+        elif not task.manual and abs(total - task.points) > 1e-9:
+            problems.append(f"cell {task.cell + 1}: the hidden tests of task {task.number} add up to {total:g} points, "
+                            f"the task is worth {task.points:g}: fix their @pytest.mark.points")
+    return problems
