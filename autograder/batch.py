@@ -83,7 +83,28 @@ def run_batch(
 
     A submission graded again (``regrade``, or new hidden tests or grader) whose content the
     gradebook already holds keeps its recorded seed, so the hidden tests draw the same data."""
-    submissions = collect(paths, week=week.name)
+    return grade_submissions(
+        week, collect(paths, week=week.name), out_dir=out_dir, worksheet=worksheet, regrade=regrade,
+        allow_pending=allow_pending, jobs=jobs, scheduler=scheduler, limits=limits, on_start=on_start,
+        on_result=on_result)
+
+
+def grade_submissions(
+    week: Week,
+    submissions: list[Submission],
+    *,
+    out_dir: Path,
+    worksheet: Path | None = None,
+    regrade: bool = False,
+    allow_pending: bool = False,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    limits: Limits | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_result: Callable[[SubmissionResult], None] | None = None,
+) -> BatchOutcome:
+    """``run_batch`` for submissions that come from elsewhere than files (Moodle's web
+    services): the same gradebook, cache, grading and outputs. Keys must be unique."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:
         run_id = book.begin_run(week.name, grader_version=grader_version())

@@ -89,6 +89,25 @@ class ManualMarksError(AutograderError):
         return cls(f"{sheet}: " + "; ".join(problems) + ". Fix these rows and merge again.")
 
 
+class MoodleServiceError(AutograderError):
+    """Moodle's web services refused a call or could not be reached (``autograder moodle sync``).
+
+    ``retryable`` is True when trying again later can succeed unchanged (the network, a
+    timeout, a server error); False when someone must fix something first (the token, a
+    capability, the assignment id), which the message names.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, errorcode: str | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.errorcode = errorcode
+
+    @classmethod
+    def unreachable(cls, url: str, why: object) -> "MoodleServiceError":
+        return cls(f"Moodle at {url} could not be reached ({why}): nothing was lost; "
+                   "run the sync again when the network is back", retryable=True)
+
+
 # --------------------------------------------------------------------------------------
 # Outcomes of a hidden test's dealings with student code. They fail that one test; the
 # messages are shown to the student, so they never include hidden inputs or expected values.

@@ -1,0 +1,391 @@
+"""A small client for Moodle's REST web services: the calls ``autograder moodle sync`` needs.
+
+Every fact used here was read from Moodle's source (shared/MOODLE-SERVICES.md part A):
+calls go to ``webservice/rest/server.php`` as form fields with PHP's array syntax
+(``assignmentids[0]=3``); a refusal comes back as HTTP 200 with a JSON exception object
+whose ``errorcode`` says what went wrong; files download through
+``webservice/pluginfile.php`` with ``?token=`` and upload to the token user's draft area
+through ``webservice/upload.php``. Each refusal becomes a ``MoodleServiceError`` whose
+message names what to fix (the token, the capability and the course, the assignment id),
+so an instructor running a cron job can act on it without reading Moodle's logs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from autograder.exceptions import MoodleServiceError
+
+TIMEOUT_S = 60.0  # one call; save_grades for a large batch is the slowest
+TOKEN_HELP = ("create one in Site administration > Server > Web services > Manage tokens and put it in "
+              "MOODLE_TOKEN or the token file")
+# What each function checks (mod/assign/externallib.php), for "lacks <capability>" messages.
+_CAPABILITIES = {
+    "mod_assign_get_assignments": "mod/assign:view",
+    "mod_assign_get_submissions": "mod/assign:viewgrades (or mod/assign:grade)",
+    "mod_assign_get_grades": "mod/assign:viewgrades (or mod/assign:grade)",
+    "mod_assign_list_participants": "mod/assign:view and mod/assign:viewgrades (or mod/assign:grade)",
+    "mod_assign_save_grades": "mod/assign:grade",
+}
+COMMENTS_FORMAT_HTML = 1  # assignfeedbackcomments_editor[format]: 0 Moodle, 1 HTML, 2 plain, 4 Markdown
+NO_GRADE = -1.0  # mod_assign_save_grade(s): -1 stores "no grade"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """An Assignment activity as mod_assign_get_assignments describes it."""
+
+    id: int
+    cmid: int
+    course_id: int
+    name: str
+    max_grade: float  # Moodle's ``grade``: > 0 points, < 0 a scale's id, 0 no grade
+    team_submission: bool
+    marking_workflow: bool
+    feedback_plugins: frozenset[str]  # enabled here: "comments", "file", ...
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a submission's ``submission_files`` area."""
+
+    filename: str
+    filepath: str
+    filesize: int
+    fileurl: str
+
+
+@dataclass(frozen=True)
+class RemoteSubmission:
+    """A participant's latest attempt, as mod_assign_get_submissions lists it."""
+
+    id: int
+    userid: int
+    attemptnumber: int
+    timemodified: int
+    status: str
+    files: tuple[RemoteFile, ...]
+
+
+@dataclass(frozen=True)
+class RemoteGrade:
+    """A participant's grade on the latest attempt (mod_assign_get_grades)."""
+
+    userid: int
+    attemptnumber: int
+    timemodified: int
+    grader: int
+    grade: float | None  # None: no grade (Moodle stores -1, or nothing)
+
+
+@dataclass(frozen=True)
+class GradeUpdate:
+    """One entry of mod_assign_save_grades' ``grades`` list."""
+
+    userid: int
+    grade: float  # NO_GRADE for none
+    attemptnumber: int
+    comment_html: str | None = None  # None: the comment is not sent
+    draft_itemid: int | None = None  # a draft area holding the feedback files; replaces the old ones
+
+
+def flatten(params: Mapping[str, Any]) -> dict[str, str]:
+    """Form fields in PHP's array syntax, as Moodle's REST server reads them
+    (webservice/rest/locallib.php parse_request): lists become ``name[0]``, dicts
+    ``name[key]``, booleans ``1``/``0`` (BOOL accepts nothing else); None is left out."""
+    fields: dict[str, str] = {}
+
+    def add(name: str, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                add(f"{name}[{key}]", item)
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                add(f"{name}[{index}]", item)
+        elif isinstance(value, bool):
+            fields[name] = "1" if value else "0"
+        else:
+            fields[name] = str(value)
+
+    for key, value in params.items():
+        add(key, value)
+    return fields
+
+
+class MoodleClient:
+    """Calls to one Moodle site with one token; use as a context manager.
+
+    ``transport`` is httpx's, for tests that need one; the default is the network.
+    """
+
+    def __init__(self, url: str, token: str, *, timeout: float = TIMEOUT_S,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.url = check_site_url(url)
+        if not token.strip():
+            raise MoodleServiceError(f"the Moodle token is empty: {TOKEN_HELP}")
+        self._token = token.strip()
+        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
+        self._where: dict[str, str] = {}  # function -> "in course N", for messages
+
+    def __enter__(self) -> MoodleClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- the REST call --------------------------------------------------------------
+
+    def call(self, function: str, params: Mapping[str, Any] | None = None, *, where: str = "") -> Any:
+        """The decoded reply of ``function``; a refusal raises MoodleServiceError naming the fix."""
+        fields = {"wstoken": self._token, "wsfunction": function, "moodlewsrestformat": "json",
+                  **flatten(params or {})}
+        endpoint = f"{self.url}/webservice/rest/server.php"
+        try:
+            reply = self._http.post(endpoint, data=fields)
+        except httpx.HTTPError as err:
+            raise MoodleServiceError.unreachable(self.url, _describe(err)) from err
+        if reply.status_code == 403 and not reply.content.strip():
+            raise MoodleServiceError(f"Moodle at {self.url} has the REST protocol turned off: enable it in Site "
+                                     "administration > Server > Web services > Manage protocols")
+        if reply.status_code >= 500:
+            raise MoodleServiceError.unreachable(self.url, f"HTTP {reply.status_code} from {function}")
+        data = _json(reply, self.url, function)
+        if isinstance(data, dict) and "exception" in data and "errorcode" in data:
+            raise self._refusal(function, data, where)
+        return data
+
+    def _refusal(self, function: str, data: Mapping[str, Any], where: str) -> MoodleServiceError:
+        """The exception object (webservice/rest/locallib.php generate_error) as a message
+        saying what to fix. Matched on ``errorcode``: the class name differs between 4.1
+        and 4.5."""
+        code, said = str(data.get("errorcode")), str(data.get("message", "")).strip()
+        debug = f"; {data['debuginfo']}" if data.get("debuginfo") else ""
+        place = f" {where}" if where else ""
+        if code == "invalidtoken":
+            message = (f"Moodle at {self.url} rejected the token ({said}): it is wrong, expired or was deleted; "
+                       f"{TOKEN_HELP}")
+        elif code == "accessexception":
+            message = (f"Moodle at {self.url} does not let this token call {function} ({said}): add {function} to "
+                       "the token's external service (Site administration > Server > Web services > External "
+                       "services > Functions) and give the token's user webservice/rest:use")
+        elif code in ("nopermissions", "nopermission", "requireloginerror"):
+            needed = _CAPABILITIES.get(function, "the capability the function checks")
+            message = (f"the token's user lacks {needed}{place} ({function}: {said}): give their role that "
+                       "capability in the course, or use a token of one of the course's teachers")
+        elif code == "invalidrecord":
+            message = (f"Moodle found no such record for {function}{place} ({said}{debug}): check --assignment "
+                       "(the assignment's id, which is not the number in the activity page's address)")
+        elif code == "invalidparameter":
+            message = (f"Moodle refused the parameters of {function} ({said}{debug}): this Moodle expects "
+                       "something the autograder does not send; report it with Moodle's version")
+        else:
+            message = f"Moodle refused {function}{place}: {code}: {said}{debug}"
+        return MoodleServiceError(message, errorcode=code)
+
+    # --- the functions the sync uses -------------------------------------------------
+
+    def assignment(self, assignment_id: int) -> Assignment:
+        """The assignment with this id among the token user's courses, or an error saying
+        whether the id is a course module id instead (the number in the page address)."""
+        data = self.call("mod_assign_get_assignments")
+        found = [(course, a) for course in data.get("courses", []) for a in course.get("assignments", [])]
+        for course, item in found:
+            if int(item["id"]) == assignment_id:
+                enabled = frozenset(c["plugin"] for c in item.get("configs", [])
+                                    if c.get("subtype") == "assignfeedback" and c.get("name") == "enabled"
+                                    and str(c.get("value")) == "1")
+                return Assignment(
+                    id=assignment_id, cmid=int(item["cmid"]), course_id=int(item.get("course", course["id"])),
+                    name=str(item["name"]), max_grade=float(item["grade"]),
+                    team_submission=bool(int(item.get("teamsubmission", 0))),
+                    marking_workflow=bool(int(item.get("markingworkflow", 0))), feedback_plugins=enabled)
+        by_cmid = [a for _, a in found if int(a["cmid"]) == assignment_id]
+        if by_cmid:
+            raise MoodleServiceError(
+                f"{assignment_id} is the course module id of {by_cmid[0]['name']!r} (the number in its page "
+                f"address); its assignment id is {by_cmid[0]['id']}: pass --assignment {by_cmid[0]['id']}")
+        hidden = [str(w.get("message")) for w in data.get("warnings", [])]
+        raise MoodleServiceError(
+            f"assignment {assignment_id} not found on {self.url} among the courses the token's user is enrolled in "
+            f"({len(found)} assignment(s) seen){': ' + '; '.join(hidden) if hidden else ''}: check --assignment, "
+            "and that the token belongs to a teacher of the course")
+
+    def participants(self, assignment: Assignment) -> dict[int, str | None]:
+        """Users who may hand in now (enrolled and active) -> full name (None under blind marking)."""
+        rows = self.call("mod_assign_list_participants",
+                         {"assignid": assignment.id, "groupid": 0, "filter": ""}, where=_course(assignment))
+        return {int(row["id"]): (str(row["fullname"]) if row.get("fullname") else None) for row in rows}
+
+    def submissions(self, assignment: Assignment, *, since: int = 0) -> list[RemoteSubmission]:
+        """Submitted (not draft) latest attempts modified at or after ``since``."""
+        data = self.call("mod_assign_get_submissions",
+                         {"assignmentids": [assignment.id], "status": "submitted", "since": since},
+                         where=_course(assignment))
+        self._raise_no_access(data, "mod_assign_get_submissions", assignment)
+        found = []
+        for block in data.get("assignments", []):
+            if int(block["assignmentid"]) != assignment.id:
+                continue
+            for item in block.get("submissions", []):
+                found.append(RemoteSubmission(
+                    id=int(item["id"]), userid=int(item["userid"]), attemptnumber=int(item["attemptnumber"]),
+                    timemodified=int(item["timemodified"]), status=str(item["status"]),
+                    files=tuple(_files(item.get("plugins", [])))))
+        return found
+
+    def grades(self, assignment: Assignment) -> dict[int, RemoteGrade]:
+        """Each user's grade on their latest attempt, by user id."""
+        data = self.call("mod_assign_get_grades", {"assignmentids": [assignment.id]}, where=_course(assignment))
+        self._raise_no_access(data, "mod_assign_get_grades", assignment)
+        found = {}
+        for block in data.get("assignments", []):
+            if int(block["assignmentid"]) != assignment.id:
+                continue
+            for item in block.get("grades", []):
+                value = _number(item.get("grade"))
+                found[int(item["userid"])] = RemoteGrade(
+                    userid=int(item["userid"]), attemptnumber=int(item["attemptnumber"]),
+                    timemodified=int(item["timemodified"]), grader=int(item.get("grader") or 0),
+                    grade=value if value is not None and value >= 0 else None)
+        return found
+
+    def save_grades(self, assignment: Assignment, updates: Sequence[GradeUpdate]) -> None:
+        """One mod_assign_save_grades call for all ``updates``.
+
+        The call replies null whatever happened to each grade: a grade above the maximum is
+        silently dropped (assign::save_grade), so read the grades back to confirm."""
+        grades = []
+        for update in updates:
+            plugindata: dict[str, Any] = {}
+            if update.comment_html is not None:
+                plugindata["assignfeedbackcomments_editor"] = {"text": update.comment_html,
+                                                               "format": COMMENTS_FORMAT_HTML}
+            if update.draft_itemid is not None:
+                plugindata["files_filemanager"] = update.draft_itemid
+            grades.append({"userid": update.userid, "grade": update.grade, "attemptnumber": update.attemptnumber,
+                           "addattempt": False, "workflowstate": "", **({"plugindata": plugindata} if plugindata else {})})
+        self.call("mod_assign_save_grades", {"assignmentid": assignment.id, "applytoall": False, "grades": grades},
+                  where=_course(assignment))
+
+    def download(self, file: RemoteFile, *, max_bytes: int) -> bytes:
+        """A submission file through webservice/pluginfile.php, with the token as ``?token=``."""
+        if urlsplit(file.fileurl).netloc != urlsplit(self.url).netloc:
+            raise MoodleServiceError(f"{file.filename}: its address {file.fileurl} is not on {self.url}; not fetched")
+        try:
+            with self._http.stream("GET", file.fileurl, params={"token": self._token}) as reply:
+                if reply.status_code == 404:
+                    raise MoodleServiceError(f"{file.filename}: Moodle says the file is gone or not readable by the "
+                                             "token's user (404); ask the student to hand it in again")
+                if reply.status_code >= 500:
+                    raise MoodleServiceError.unreachable(self.url, f"HTTP {reply.status_code} for {file.filename}")
+                if reply.status_code != 200:
+                    raise MoodleServiceError(f"{file.filename}: download refused (HTTP {reply.status_code})")
+                content = b"".join(_capped(reply.iter_bytes(), max_bytes, file.filename))
+        except httpx.HTTPError as err:
+            raise MoodleServiceError.unreachable(self.url, _describe(err)) from err
+        return content
+
+    def upload_draft(self, filename: str, content: bytes, *, mimetype: str = "text/html") -> int:
+        """Put one file in a new draft area of the token's user; its itemid is what
+        ``files_filemanager`` takes (webservice/upload.php)."""
+        try:
+            reply = self._http.post(f"{self.url}/webservice/upload.php",
+                                    data={"token": self._token, "filepath": "/", "itemid": "0"},
+                                    files={"file_1": (filename, content, mimetype)})
+        except httpx.HTTPError as err:
+            raise MoodleServiceError.unreachable(self.url, _describe(err)) from err
+        if reply.status_code >= 500:
+            raise MoodleServiceError.unreachable(self.url, f"HTTP {reply.status_code} uploading {filename}")
+        data = _json(reply, self.url, "webservice/upload.php")
+        if isinstance(data, dict) and "errorcode" in data:
+            raise self._refusal("webservice/upload.php", data, "")
+        if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+            raise MoodleServiceError(f"webservice/upload.php on {self.url} answered {str(data)[:200]!r}, not a file "
+                                     "list: allow 'Upload files' in the token's external service")
+        if data[0].get("errortype"):
+            raise MoodleServiceError(f"Moodle refused the feedback file {filename}: {data[0].get('error')}")
+        return int(data[0]["itemid"])
+
+    def _raise_no_access(self, data: Mapping[str, Any], function: str, assignment: Assignment) -> None:
+        """Warning 1 ("No access rights in module context") is how these functions refuse."""
+        for warning in data.get("warnings", []):
+            if str(warning.get("warningcode")) == "1" and int(warning.get("itemid", 0)) == assignment.id:
+                raise MoodleServiceError(
+                    f"the token's user lacks {_CAPABILITIES[function]} {_course(assignment)} ({function}: "
+                    f"{warning.get('message')}): give their role that capability, or use a token of one of "
+                    "the course's teachers", errorcode="nopermissions")
+
+
+def check_site_url(url: str) -> str:
+    """The site's address without a trailing slash; https required, but for loopback, since
+    the token travels with every call."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise MoodleServiceError(f"{url!r} is not a Moodle address: pass the site's address, e.g. "
+                                 "--url https://moodle.example.edu")
+    if parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1"):
+        raise MoodleServiceError(f"{url} is plain http: the token would cross the network readable; use https://")
+    if parts.query or parts.fragment or parts.path.endswith(".php"):
+        raise MoodleServiceError(f"{url} is a page, not the site: pass only the site's address (its wwwroot), "
+                                 f"e.g. {parts.scheme}://{parts.netloc}")
+    return url.strip().rstrip("/")
+
+
+def _course(assignment: Assignment) -> str:
+    return f"in course {assignment.course_id}"
+
+
+def _files(plugins: Sequence[Mapping[str, Any]]) -> Iterator[RemoteFile]:
+    """The ``file`` plugin's submission_files (mod/assign/submission/file/locallib.php)."""
+    for plugin in plugins:
+        if plugin.get("type") != "file":
+            continue
+        for area in plugin.get("fileareas", []):
+            if area.get("area") != "submission_files":
+                continue
+            for item in area.get("files", []):
+                yield RemoteFile(filename=str(item["filename"]), filepath=str(item.get("filepath", "/")),
+                                 filesize=int(item.get("filesize") or 0), fileurl=str(item["fileurl"]))
+
+
+def _number(value: object) -> float | None:
+    try:
+        return float(str(value))
+    except ValueError:
+        return None
+
+
+def _capped(chunks: Iterator[bytes], max_bytes: int, name: str) -> Iterator[bytes]:
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > max_bytes:
+            raise MoodleServiceError(f"{name} is larger than {max_bytes} bytes: not downloaded")
+        yield chunk
+
+
+def _json(reply: httpx.Response, url: str, what: str) -> Any:
+    try:
+        return json.loads(reply.content)
+    except ValueError:
+        raise MoodleServiceError(
+            f"{what} on {url} answered HTTP {reply.status_code} with something that is not JSON: is --url the "
+            "Moodle site's own address, and are web services enabled (Site administration > Advanced features)?"
+        ) from None
+
+
+def _describe(err: httpx.HTTPError) -> str:
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
