@@ -24,6 +24,7 @@ from autograder.exceptions import AutograderError
 
 if TYPE_CHECKING:
     from autograder.batch import Outputs
+    from autograder.moodle.sync import SyncReport
     from autograder.course import Week
     from autograder.results import SubmissionResult
 
@@ -278,6 +279,55 @@ def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None)
     from autograder.interop import export_otter as convert
 
     _write(convert, _locate(week, course, None)[0], out_dir)
+
+
+moodle_app = typer.Typer(no_args_is_help=True, help="Grade Moodle Assignments where they are, over Moodle's web services.")
+app.add_typer(moodle_app, name="moodle")
+
+
+@moodle_app.command("sync")
+def moodle_sync(
+    week: WeekArg,
+    url: Annotated[str, typer.Option("--url", help="the Moodle site, e.g. https://moodle.example.edu")],
+    assignment: Annotated[int, typer.Option("--assignment", help="the assignment's id (mod_assign instance)")],
+    watch: Annotated[Optional[float], typer.Option("--watch", min=10, help="sync again every SECONDS until stopped")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="grade, but push nothing: show what would be pushed")] = False,
+    token_file: Annotated[Optional[Path], typer.Option("--token-file", help=(
+        "a file holding the token, readable only by you (default: the MOODLE_TOKEN environment variable)"))] = None,
+    allow_pending: AllowPendingOption = False,
+    jobs: Annotated[int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK-moodle-ID in the course)")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Pull new hand-ins from a Moodle Assignment, grade them, push grades and feedback back."""
+    from autograder.moodle.sync import read_token, sync, watch as keep_watching
+    from autograder.moodle.sync_report import print_report
+    from autograder.moodle.webservice import MoodleClient
+
+    the_week, default_out = _locate(week, course, None)
+    folder = out_dir or default_out.with_name(f"{the_week.name}-moodle-{assignment}")
+    try:
+        client = MoodleClient(url, read_token(token_file))
+    except AutograderError as exc:
+        _fail(exc)
+
+    def once() -> SyncReport:
+        return sync(the_week, client, assignment, out_dir=folder, dry_run=dry_run, allow_pending=allow_pending,
+                    jobs=jobs or os.cpu_count() or 1, scheduler=scheduler)
+
+    with client:
+        try:
+            if watch is None:
+                report = once()
+                print_report(report, out=out, err=err)
+                raise typer.Exit(0 if report.complete else 1)
+            keep_watching(once, every_s=watch, on_report=lambda r: print_report(r, out=out, err=err),
+                          on_error=lambda e: err.print(f"[yellow]{escape(str(e))}[/]", highlight=False))
+        except AutograderError as exc:
+            _fail(exc)
+        except KeyboardInterrupt:
+            err.print("stopped")
 
 
 @app.command()

@@ -135,7 +135,7 @@ def sync(
             submissions = _submissions(week, out_dir / FILES_DIR, users)
             outcome = grade_submissions(week, submissions, out_dir=out_dir, allow_pending=allow_pending, jobs=jobs,
                                         scheduler=scheduler, limits=limits, on_start=on_start, on_result=on_result)
-            report.graded = len(submissions) - outcome.reused
+            report.graded = sum(s.content is not None for s in submissions) - outcome.reused
             if report.interrupted is None:
                 try:
                     _push(week, client, assignment, state, users, participants, out_dir, report,
@@ -274,10 +274,9 @@ def _submissions(week: Week, root: Path, users: dict[int, UserState]) -> list[Su
         participant = Participant(full_name=user.fullname)
         submission = found.get(userid)
         if submission is None:
-            seen = ", ".join(user.files) or "no files"
+            seen = f"files seen: {', '.join(user.files)}" if user.files else "no files (online text only?)"
             submission = Submission(origin=f"moodle user {userid}", key="", content=None,
-                                    status=Status.NOT_SUBMITTED,
-                                    message=f"no .ipynb notebook handed in; files seen: {seen}")
+                                    status=Status.NOT_SUBMITTED, message=f"no .ipynb notebook handed in; {seen}")
         submission.key, submission.participant = f"moodle-user-{userid}", participant
         made.append(submission)
     return made

@@ -416,20 +416,33 @@ def _validate(spec: Any, value: Any, where: str) -> Any:
     return {"int": int, "float": float, "bool": lambda v: v == "1"}.get(spec, str)(value)
 
 
-@pytest.fixture
-def moodle() -> Iterator[tuple[Site, str]]:
-    """A fresh stand-in site with the example class, served on loopback; yields (site, url)."""
-    yield from serve(example_site())
+@dataclass
+class Server:
+    """One loopback server; ``use`` swaps the site it serves (the address stays)."""
+
+    url: str
+    handler: type[_Handler]
+    token: str = TOKEN
+
+    def use(self, site: Site) -> Site:
+        site.url = self.url
+        self.handler.site = site
+        return site
+
+    def example(self) -> Site:
+        """Serve a fresh site holding the example class (examples/), nobody graded yet."""
+        return self.use(example_site())
 
 
-def serve(site: Site) -> Iterator[tuple[Site, str]]:
-    handler = type("Handler", (_Handler,), {"site": site, "lock": threading.Lock()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    site.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    """The stand-in Moodle on 127.0.0.1, for a whole test module."""
+    handler = type("Handler", (_Handler,), {"site": Site(), "lock": threading.Lock()})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield site, site.url
+        yield Server(url=f"http://127.0.0.1:{httpd.server_address[1]}", handler=handler)
     finally:
-        server.shutdown()
-        server.server_close()
+        httpd.shutdown()
+        httpd.server_close()

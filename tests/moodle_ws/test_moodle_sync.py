@@ -1,0 +1,235 @@
+"""`autograder moodle sync` against the stand-in Moodle (conftest.py) over loopback HTTP.
+
+The example class is graded once (module fixture, about a minute); each test starts from a
+copy of that run's results folder and of the site's state after it, so it pays only for
+what it changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from autograder.cli import app
+from autograder.course import Course
+from autograder.exceptions import AutograderError, MoodleServiceError
+from autograder.gradebook import FILENAME, Gradebook
+from autograder.moodle.sync import FILES_DIR, SyncReport, read_token, sync
+from autograder.moodle.webservice import MoodleClient, flatten
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "0123456789abcdef0123456789abcdef"  # any token, for the tests that need no server
+FIXTURES = ROOT / "tests" / "fixtures" / "week01"
+GRADED = {101, 102, 103, 104, 105, 106, 107, 108, 110, 111}  # 109's notebook is broken, 112 handed in online text
+
+
+@pytest.fixture(scope="module")
+def first(server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, SyncReport]:
+    """The example class synced once: the site after it, the results folder, the report."""
+    site = server.example()
+    out = tmp_path_factory.mktemp("first") / "out"
+    report = run(server, out)
+    return copy.deepcopy(site), out, report
+
+
+def run(server: Any, out: Path, **options: object) -> SyncReport:
+    week = Course.locate(ROOT).week("week01")
+    with MoodleClient(server.url, server.token) as client:
+        return sync(week, client, 7, out_dir=out, **options)  # type: ignore[arg-type]
+
+
+def after_first(server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> tuple[Any, Path]:
+    """A copy of the site and the results folder as the first sync left them."""
+    site, out, _ = first
+    copied = tmp_path / "out"
+    shutil.copytree(out, copied)
+    fresh = server.use(copy.deepcopy(site))
+    fresh.calls.clear()
+    return fresh, copied
+
+
+def never_synced(server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> tuple[Any, Path]:
+    """A site nobody graded, and a results folder whose gradebook knows the grades but not the
+    sync (so grading is taken from the gradebook and everything else happens again)."""
+    _, copied = after_first(server, first, tmp_path)
+    with sqlite3.connect(copied / FILENAME) as db:
+        db.execute("DELETE FROM moodle_sync")
+    shutil.rmtree(copied / FILES_DIR)
+    return server.example(), copied
+
+
+def test_full_sync_of_the_example_class(first: tuple[Any, Path, SyncReport]) -> None:
+    site, out, report = first
+    assert report.complete and report.graded == 11  # 112 has nothing to grade
+    assert {p.userid for p in report.pushed} == GRADED
+    assert set(site.grades) == GRADED
+    assert site.calls.count("mod_assign_save_grades") == 1  # one call for the batch
+    for userid in GRADED:  # week 1's tasks 3 and 4 are marked by hand: no grade yet, and the comment says so
+        grade = site.grades[userid]
+        assert grade.grade == -1
+        assert grade.comment is not None and grade.comment[1] == 1  # HTML
+        assert "Task 3, 4 (40 points) is marked by hand and not marked yet" in grade.comment[0]
+        assert set(grade.files) == {"feedback.html"} and b"<html" in grade.files["feedback.html"].lower()
+    assert "status error" in report.left["Αλέξανδρος Παπαδόπουλος"]
+    assert "no .ipynb notebook handed in" in report.left["Mary O'Brien"]
+    with Gradebook.open(out / FILENAME) as book:  # the same gradebook `grade` keeps, with names
+        names = {r.participant.full_name for r in book.results("week01") if r.participant}
+    assert "山田 太郎" in names and len(names) == 12
+
+
+def test_a_second_sync_pushes_nothing(server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    before = copy.deepcopy(site.grades)
+    report = run(server, out)
+    assert report.complete and report.pushed == [] and report.graded == 0 and report.fetched == []
+    assert report.unchanged == len(GRADED)
+    assert "mod_assign_save_grades" not in site.calls and site.grades == before
+
+
+def test_marks_complete_push_the_grade_scaled_to_the_maximum(server: Any, first: tuple[Any, Path, SyncReport],
+                                                             tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    with Gradebook.open(out / FILENAME) as book:
+        book.set_manual("week01", "moodle-user-101", 3, points=20, comment="clear")
+        book.set_manual("week01", "moodle-user-101", 4, points=10, comment="")
+        score = next(r for r in book.results("week01") if r.key == "moodle-user-101").score
+    report = run(server, out)
+    assert [p.userid for p in report.pushed] == [101]
+    assert site.grades[101].grade == pytest.approx(score * 10 / 100)  # the week is out of 100, Moodle's of 10
+    assert site.grades[101].comment and "not marked yet" not in site.grades[101].comment[0]
+
+
+def test_a_changed_submission_is_fetched_graded_and_pushed(server: Any, first: tuple[Any, Path, SyncReport],
+                                                           tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    old_page = site.grades[110].files["feedback.html"]
+    site.hand_in(110, {"week01.ipynb": (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()})
+    report = run(server, out)
+    assert report.fetched == ["110"] and report.graded == 1
+    assert [p.userid for p in report.pushed] == [110]
+    assert site.grades[110].files["feedback.html"] != old_page
+
+
+def test_a_grade_changed_by_hand_is_never_overwritten(server: Any, first: tuple[Any, Path, SyncReport],
+                                                      tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    site.grade_by_hand(101, 7.5)
+    with Gradebook.open(out / FILENAME) as book:  # something new to push for 101
+        book.set_manual("week01", "moodle-user-101", 3, points=20)
+        book.set_manual("week01", "moodle-user-101", 4, points=20)
+    report = run(server, out)
+    assert report.pushed == [] and site.grades[101].grade == 7.5
+    assert "7.5 set in Moodle by user 3" in report.kept["José Álvarez"]
+    assert "after our last push: not overwritten" in report.kept["José Álvarez"]
+
+
+def test_an_expired_token_says_what_to_do(server: Any, first: tuple[Any, Path, SyncReport],
+                                          tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    site.tokens.clear()
+    with pytest.raises(MoodleServiceError, match="rejected the token .*Manage tokens") as caught:
+        run(server, out)
+    assert not caught.value.retryable
+
+
+def test_a_missing_capability_names_it_and_the_course(server: Any, first: tuple[Any, Path, SyncReport],
+                                                      tmp_path: Path) -> None:
+    site, out = never_synced(server, first, tmp_path)
+    site.capabilities.discard("mod/assign:grade")
+    with pytest.raises(MoodleServiceError, match="lacks mod/assign:grade in course 12"):
+        run(server, out)
+    assert site.grades == {}
+
+
+def test_a_course_module_id_is_told_apart(server: Any, first: tuple[Any, Path, SyncReport],
+                                          tmp_path: Path) -> None:
+    after_first(server, first, tmp_path)
+    week = Course.locate(ROOT).week("week01")
+    with MoodleClient(server.url, server.token) as client, pytest.raises(MoodleServiceError, match="pass --assignment 7"):
+        sync(week, client, 57, out_dir=tmp_path / "x")
+
+
+def test_a_participant_no_longer_enrolled_is_reported(server: Any, first: tuple[Any, Path, SyncReport],
+                                                      tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    site.enrolled.discard(105)
+    report = run(server, out)
+    assert "no longer a participant" in report.left["Søren Kierkegård"]
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_dropped_connection_mid_push_loses_nothing(server: Any, first: tuple[Any, Path, SyncReport],
+                                                     tmp_path: Path, when: str) -> None:
+    """The connection drops during save_grades, before or after Moodle applied it."""
+    site, out = never_synced(server, first, tmp_path)
+    site.drop = when
+    cut = run(server, out)
+    assert cut.interrupted and "could not be reached" in cut.interrupted and cut.pushed == []
+    rerun = run(server, out)
+    assert rerun.complete and rerun.graded == 0
+    if when == "after":  # it landed: read back and adopted, not sent again
+        assert rerun.pushed == [] and rerun.unchanged == len(GRADED)
+    else:
+        assert {p.userid for p in rerun.pushed} == GRADED
+    assert set(site.grades) == GRADED
+    assert all(g.comment and g.files for g in site.grades.values())
+    assert run(server, out).pushed == []
+
+
+def test_dry_run_shows_what_would_be_pushed_and_pushes_nothing(server: Any, first: tuple[Any, Path, SyncReport],
+                                                               tmp_path: Path) -> None:
+    site, out = never_synced(server, first, tmp_path)
+    dry = run(server, out, dry_run=True)
+    assert {p.userid for p in dry.pushed} == GRADED
+    assert site.grades == {} and site.drafts == {} and "mod_assign_save_grades" not in site.calls
+    assert {p.userid for p in run(server, out).pushed} == GRADED
+
+
+def test_the_cli_runs_a_sync_with_the_token_from_the_environment(server: Any,
+                                                                 first: tuple[Any, Path, SyncReport],
+                                                                 tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    site.grade_by_hand(102, 9)
+    result = CliRunner().invoke(app, ["moodle", "sync", "week01", "--url", server.url, "--assignment", "7",
+                                      "--out", str(out), "--course", str(ROOT)], env={"MOODLE_TOKEN": server.token})
+    assert result.exit_code == 0, result.output
+    assert "not overwritten" in result.output and "unchanged" in result.output
+
+
+def test_the_token_is_never_taken_from_the_command_line() -> None:
+    result = CliRunner().invoke(app, ["moodle", "sync", "week01", "--url", "https://m.example.edu",
+                                      "--assignment", "7", "--token", TOKEN])
+    assert result.exit_code != 0 and "No such option: --token" in result.output
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    os.chmod(path, 0o644)
+    with pytest.raises(AutograderError, match=f"run `chmod 600 {path}`"):
+        read_token(path)
+    os.chmod(path, 0o600)
+    assert read_token(path) == TOKEN
+    assert read_token(None, {"MOODLE_TOKEN": " t "}) == "t"
+    with pytest.raises(AutograderError, match="set MOODLE_TOKEN, or pass --token-file"):
+        read_token(None, {})
+
+
+def test_array_parameters_are_flattened_as_php_reads_them() -> None:
+    fields = flatten({"assignmentids": [7], "applytoall": False, "grades": [
+        {"userid": 5, "plugindata": {"assignfeedbackcomments_editor": {"text": "<p>a</p>", "format": 1}}}]})
+    assert fields == {"assignmentids[0]": "7", "applytoall": "0", "grades[0][userid]": "5",
+                      "grades[0][plugindata][assignfeedbackcomments_editor][text]": "<p>a</p>",
+                      "grades[0][plugindata][assignfeedbackcomments_editor][format]": "1"}
+
+
+def test_plain_http_to_another_host_is_refused() -> None:
+    with pytest.raises(MoodleServiceError, match="use https://"):
+        MoodleClient("http://moodle.example.edu", TOKEN)
