@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from autograder.batch import grade_submissions
@@ -263,10 +263,10 @@ def _submissions(week: Week, root: Path, users: dict[int, UserState]) -> list[Su
     """One Submission per downloaded user, chosen as an export's would be, keyed by Moodle user id."""
     found: dict[int, Submission] = {}
     if root.is_dir() and any(root.iterdir()):
-        for submission in read_export(root, week=week.name, teams=False):
-            userid = submission.participant.participant_id if submission.participant else None
-            if userid is not None and userid.isdigit():
-                found[int(userid)] = submission
+        for read in read_export(root, week=week.name, teams=False):
+            number = read.participant.participant_id if read.participant else None
+            if number is not None and number.isdigit():
+                found[int(number)] = read
     made = []
     for userid, user in sorted(users.items()):
         if user.downloaded is None:
@@ -352,7 +352,7 @@ def _held_by_hand(user: UserState, grade: RemoteGrade | None, state: SyncState) 
         return None
     if grade.grade is None and user.pushed_modified is None:
         return None  # an empty grade record (Moodle makes one when the grader page opens)
-    when = datetime.fromtimestamp(grade.timemodified, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.fromtimestamp(grade.timemodified, UTC).strftime("%Y-%m-%d %H:%M UTC")
     shown = "removed" if grade.grade is None else f"{grade.grade:g}"
     since = "after our last push" if user.pushed_modified is not None else "before the sync ever pushed"
     return (f"grade {shown} set in Moodle by user {grade.grader} at {when}, {since}: not overwritten "

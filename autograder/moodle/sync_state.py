@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from autograder.gradebook import BUSY_TIMEOUT_S
 
@@ -77,7 +78,7 @@ class SyncState:
         self._key = (site, assignment)
         self.week = week
 
-    def __enter__(self) -> SyncState:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -87,7 +88,10 @@ class SyncState:
     def users(self) -> dict[int, UserState]:
         rows = self._db.execute(f"SELECT {_COLUMNS} FROM moodle_sync WHERE site = ? AND assignment = ? "
                                 "ORDER BY userid", self._key).fetchall()
-        return {row[0]: UserState(*row[:5], json.loads(row[5]), *row[6:]) for row in rows}
+        return {row[0]: UserState(
+            userid=row[0], fullname=row[1], attemptnumber=row[2], modified=row[3], downloaded=row[4],
+            files=json.loads(row[5]), pushed=row[6], pushed_attempt=row[7], pushed_modified=row[8],
+            inflight=row[9], inflight_grade=row[10]) for row in rows}
 
     def since(self) -> int:
         """Where the next listing starts: the oldest submission still to download, else the

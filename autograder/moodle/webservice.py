@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import httpx
@@ -136,7 +136,7 @@ class MoodleClient:
         self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         self._where: dict[str, str] = {}  # function -> "in course N", for messages
 
-    def __enter__(self) -> MoodleClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
