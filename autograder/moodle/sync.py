@@ -126,7 +126,7 @@ def sync(
             except MoodleServiceError as err:
                 if not err.retryable:
                     raise
-                report.interrupted = str(err)  # grade and push what is here; the rest comes next run
+                report.interrupted = str(err)  # grade what came; the push waits for the next run
             users = state.users()
             for userid, user in users.items():
                 if userid in participants and participants[userid] != user.fullname:
