@@ -56,6 +56,7 @@ PUSH_BATCH = 50  # users per mod_assign_save_grades call
 TOKEN_ENV = "MOODLE_TOKEN"
 _FETCHED = (".ipynb", ".zip")  # what grading can use; other files are only named
 _LOCK = ".moodle-sync.lock"
+_UNAVAILABLE = ".unavailable"  # beside a file Moodle would not give: holds why
 
 
 @dataclass
@@ -132,7 +133,9 @@ def sync(
                 if userid in participants and participants[userid] != user.fullname:
                     state.named(userid, participants[userid])
                     user.fullname = participants[userid]
-            submissions = _submissions(week, out_dir / FILES_DIR, users)
+            # one with nothing to grade is recorded when it comes; again would only start a grader
+            submissions = [s for s in _submissions(week, out_dir / FILES_DIR, users)
+                           if s.content is not None or s.key.removeprefix("moodle-user-") in report.fetched]
             outcome = grade_submissions(week, submissions, out_dir=out_dir, allow_pending=allow_pending, jobs=jobs,
                                         scheduler=scheduler, limits=limits, on_start=on_start, on_result=on_result)
             report.graded = sum(s.content is not None for s in submissions) - outcome.reused
@@ -226,7 +229,7 @@ def _pull(client: MoodleClient, assignment: Assignment, state: SyncState, root: 
 def _download(client: MoodleClient, item: RemoteSubmission, root: Path) -> None:
     """Replace the user's folder with the hand-in's notebooks and zips, in one rename."""
     folder = root / _folder(item.userid)
-    partial = root / f".{_folder(item.userid)}.partial"
+    partial = root.parent / f"{FILES_DIR}.partial" / _folder(item.userid)  # outside what the reader reads
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     for file in item.files:
@@ -242,7 +245,8 @@ def _download(client: MoodleClient, item: RemoteSubmission, root: Path) -> None:
         except MoodleServiceError as err:
             if err.retryable:
                 raise
-            (partial / f"{relative}.unavailable").write_text(str(err), encoding="utf-8")
+            (partial / f"{relative}{_UNAVAILABLE}").write_text(str(err), encoding="utf-8")
+    root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
 
@@ -273,6 +277,10 @@ def _submissions(week: Week, root: Path, users: dict[int, UserState]) -> list[Su
             continue
         participant = Participant(full_name=user.fullname)
         submission = found.get(userid)
+        unavailable = sorted((root / _folder(userid)).rglob(f"*{_UNAVAILABLE}"))
+        if unavailable and (submission is None or submission.content is None):
+            submission = Submission(origin=f"moodle user {userid}", key="", content=None, status=Status.ERROR,
+                                    message="; ".join(p.read_text(encoding="utf-8") for p in unavailable))
         if submission is None:
             seen = f"files seen: {', '.join(user.files)}" if user.files else "no files (online text only?)"
             submission = Submission(origin=f"moodle user {userid}", key="", content=None,

@@ -102,6 +102,7 @@ class Site:
     clock: int = 1_790_000_000  # Moodle's time(); every change moves it on by a second
     calls: list[str] = field(default_factory=list)
     drop: str | None = None  # "before" / "after": the next save_grades drops the connection
+    gone: set[tuple[int, str]] = field(default_factory=set)  # (userid, file) pluginfile.php will not serve
     next_id: int = 1000
 
     def tick(self) -> int:
@@ -331,7 +332,8 @@ class _Handler(BaseHTTPRequestHandler):
         if match and query.get("token") in site.tokens and int(match.group(1)) == site.contextid:
             hand = next((h for h in site.hands.values() if h.id == int(match.group(2))), None)
         name = unquote(match.group(3)) if match else ""
-        if hand is None or name not in hand.files:
+        owner = next((u for u, h in site.hands.items() if h is hand), None)
+        if hand is None or name not in hand.files or (owner, name) in site.gone:
             body = {"error": "Sorry, the requested file could not be found", "errorcode": "filenotfound"}
             return self._send(404, json.dumps(body).encode())
         return self._send(200, hand.files[name], "application/octet-stream")

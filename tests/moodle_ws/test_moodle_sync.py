@@ -164,6 +164,15 @@ def test_a_participant_no_longer_enrolled_is_reported(server: Any, first: tuple[
     assert "no longer a participant" in report.left["Søren Kierkegård"]
 
 
+def test_a_file_moodle_will_not_serve_fails_that_student_only(server: Any, first: tuple[Any, Path, SyncReport],
+                                                              tmp_path: Path) -> None:
+    site, out = never_synced(server, first, tmp_path)
+    site.gone.add((104, "week01.ipynb"))
+    report = run(server, out)
+    assert "gone or not readable by the token's user (404)" in report.left["Chloé Dubois"]
+    assert {p.userid for p in report.pushed} == GRADED - {104}
+
+
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_a_dropped_connection_mid_push_loses_nothing(server: Any, first: tuple[Any, Path, SyncReport],
                                                      tmp_path: Path, when: str) -> None:
