@@ -21,7 +21,7 @@ from autograder.cli import app
 from autograder.course import Course
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.gradebook import FILENAME, Gradebook
-from autograder.moodle.sync import FILES_DIR, SyncReport, read_token, sync
+from autograder.moodle.sync import FILES_DIR, SyncReport, read_token, sync, watch
 from autograder.moodle.webservice import MoodleClient, flatten
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,10 +195,13 @@ def test_a_dropped_connection_mid_push_loses_nothing(server: Any, first: tuple[A
 def test_dry_run_shows_what_would_be_pushed_and_pushes_nothing(server: Any, first: tuple[Any, Path, SyncReport],
                                                                tmp_path: Path) -> None:
     site, out = never_synced(server, first, tmp_path)
+    site.grade_by_hand(103, 4)  # graded in Moodle before any sync: kept too
     dry = run(server, out, dry_run=True)
-    assert {p.userid for p in dry.pushed} == GRADED
-    assert site.grades == {} and site.drafts == {} and "mod_assign_save_grades" not in site.calls
-    assert {p.userid for p in run(server, out).pushed} == GRADED
+    assert {p.userid for p in dry.pushed} == GRADED - {103}
+    assert "before the sync ever pushed: not overwritten" in dry.kept["Zoë Müller"]
+    assert set(site.grades) == {103} and site.drafts == {} and "mod_assign_save_grades" not in site.calls
+    assert {p.userid for p in run(server, out).pushed} == GRADED - {103}
+    assert site.grades[103].grade == 4
 
 
 def test_the_cli_runs_a_sync_with_the_token_from_the_environment(server: Any,
@@ -242,3 +245,20 @@ def test_array_parameters_are_flattened_as_php_reads_them() -> None:
 def test_plain_http_to_another_host_is_refused() -> None:
     with pytest.raises(MoodleServiceError, match="use https://"):
         MoodleClient("http://moodle.example.edu", TOKEN)
+
+
+def test_watch_retries_after_a_network_failure_and_stops_on_a_refusal() -> None:
+    outcomes: list[object] = [MoodleServiceError("down", retryable=True), "report",
+                              MoodleServiceError("token rejected")]
+    reports: list[object] = []
+    errors: list[str] = []
+
+    def once() -> Any:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    with pytest.raises(MoodleServiceError, match="token rejected"):
+        watch(once, every_s=0, on_report=reports.append, on_error=lambda e: errors.append(str(e)))
+    assert reports == ["report"] and errors == ["down", "token rejected"]
