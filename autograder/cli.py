@@ -313,8 +313,12 @@ def moodle_sync(
         _fail(exc)
 
     def once() -> SyncReport:
-        return sync(the_week, client, assignment, out_dir=folder, dry_run=dry_run, allow_pending=allow_pending,
-                    jobs=jobs or os.cpu_count() or 1, scheduler=scheduler)
+        with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True) as progress:
+            bar = progress.add_task(the_week.name, total=None)
+            return sync(the_week, client, assignment, out_dir=folder, dry_run=dry_run, allow_pending=allow_pending,
+                        jobs=jobs or os.cpu_count() or 1, scheduler=scheduler,
+                        on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar))
 
     with client:
         try:
