@@ -90,6 +90,7 @@ class GradingService:
         self._thread: threading.Thread | None = None
         self._broken: dict[str, float] = {}  # week -> monotonic time its grading may be tried again
         self._submissions: dict[int, Submission] = {}
+        self.graders_started = 0  # grader processes started so far: warm graders keep this low
 
     def __enter__(self) -> Self:
         requeued = self.store.requeue_interrupted()
@@ -203,6 +204,7 @@ class GradingService:
             process.start()
             child_end.close()
             graders.append(_Grader(week, process, parent_end))
+            self.graders_started += 1
 
         def answer(grader: _Grader, attempt: Attempt | None) -> None:
             grader.waiting = False
