@@ -90,6 +90,7 @@ class GradingService:
         self._thread: threading.Thread | None = None
         self._broken: dict[str, float] = {}  # week -> monotonic time its grading may be tried again
         self._submissions: dict[int, Submission] = {}
+        self._wanted: set[str] = set()  # weeks to start a grader for before work arrives (``warm``)
         self.graders_started = 0  # grader processes started so far: warm graders keep this low
 
     def __enter__(self) -> Self:
@@ -109,6 +110,13 @@ class GradingService:
             self._thread.join()
         self._wake_read.close()
         self._wake_write.close()
+
+    def warm(self, week: str) -> None:
+        """Start a grader for ``week`` now, if a slot is free, so the upload that follows
+        skips the cold start (about 5 s): the web app may call it when a student opens a
+        week's upload page. Unused, it is let go after ``idle_s`` like any idle grader."""
+        self._wanted.add(week)
+        self.wake()
 
     def wake(self) -> None:
         """Look at the queue now (the web app calls this after ``Store.submit``)."""
@@ -223,6 +231,13 @@ class GradingService:
                         answer(grader, attempt)
                     elif time.monotonic() - grader.idle_since > self.idle_s:
                         answer(grader, None)
+            wanted, self._wanted = self._wanted, set()
+            for name in wanted:
+                if len(graders) < self.jobs and not any(g.week.name == name for g in graders):
+                    try:
+                        start(self._week(name))
+                    except CourseError as exc:
+                        log.warning("cannot warm a grader for %s: %s", name, exc)
             for week in self._ready_weeks():
                 mine = [g for g in graders if g.week.name == week and not g.retiring]
                 if any(g.held is None for g in mine):  # one is starting or about to ask

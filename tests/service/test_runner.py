@@ -169,3 +169,14 @@ def test_a_service_killed_mid_run_grades_every_upload_and_posts_every_score_once
         for user in {a.user for a in attempts}:
             last = [a for a in accepted if a.user == user][-1]
             assert last.sent == store.counted_score(context=CONTEXT, user=user, week="week01")
+
+
+def test_a_warmed_grader_takes_the_upload_that_follows(tmp_path: Path, course: Course):
+    with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
+        service.warm("week02")
+        service.warm("week99")  # no such week: said in the log, nothing else happens
+        until(lambda: service.graders_started == 1)
+        upload(store, "ann", "correct_fresh_notebook", week="week02")
+        service.wake()
+        until(lambda: all_graded(store, "week02"))
+        assert service.graders_started == 1
