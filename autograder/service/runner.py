@@ -22,7 +22,9 @@ that is killed is queued again when the next one starts (``Store.requeue_interru
 
 from __future__ import annotations
 
+import json
 import logging
+import multiprocessing
 import socket
 import threading
 import time
@@ -40,6 +42,7 @@ from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import from_dict
+from autograder.grading.parallel import START_METHOD, grader_memory_bytes, serve
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
 from autograder.service.store import Attempt, Store
@@ -195,17 +198,11 @@ class GradingService:
     # --- local warm graders -------------------------------------------------------------------
 
     def _run_local(self) -> None:
-        import multiprocessing
-
-        from autograder.grading.parallel import START_METHOD, grader_memory_bytes
-
         context: Any = multiprocessing.get_context(START_METHOD)  # "spawn": the typed contexts name it
         memory = grader_memory_bytes()
         graders: list[_Grader] = []
 
         def start(week: Week) -> None:
-            from autograder.grading.parallel import serve
-
             parent_end, child_end = context.Pipe(duplex=True)
             process = context.Process(target=serve, args=(week, self.limits, child_end, memory),
                                       name=f"autograder-service-{week.name}", daemon=True)
@@ -267,7 +264,7 @@ class GradingService:
 
         def ended(grader: _Grader) -> None:
             grader.process.join()
-            _drain(grader)
+            drain(grader)
             grader.conn.close()
             graders.remove(grader)
             if grader.held is not None:
@@ -279,9 +276,8 @@ class GradingService:
                     f"a grader process for {grader.week.name} ended (exit code {grader.process.exitcode}) "
                     "before grading anything"))
 
-        def _drain(grader: _Grader) -> bool:
-            import json
-
+        def drain(grader: _Grader) -> bool:
+            """Handle every message waiting from ``grader``; False once its pipe is closed."""
             try:
                 while grader.conn.poll():
                     handle(grader, json.loads(grader.conn.recv_bytes()))
@@ -298,7 +294,7 @@ class GradingService:
                 wait(handles, timeout=POLL_S)
                 self._drain_wake()
                 for grader in graders:
-                    open_ = _drain(grader)
+                    open_ = drain(grader)
                     if not open_ or not grader.process.is_alive():
                         ended(grader)
         finally:
