@@ -279,3 +279,23 @@ def test_a_regrade_queues_graded_attempts_of_that_course_only(store: Store):
     assert store.attempt(mine.id).state == "queued"  # type: ignore[union-attr]
     assert store.attempt(theirs.id).state == "graded"  # type: ignore[union-attr]
     assert store.regrade(context=B, week="week01", attempt_id=mine.id) == 0  # not B's attempt
+
+
+def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path: Path):
+    with Store(tmp_path) as store:
+        store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+        attempt = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+        grade(store, attempt.id, 8, answer="margin")
+        # the service died right after the gradebook took the mark (or `merge-manual` wrote it)
+        store.gradebook.set_manual("week01", attempt.key, 2, points=0, comment="", answer_sha256="margin")
+        assert store.attempt(attempt.id).pending == 5  # type: ignore[union-attr]
+    with Store(tmp_path) as store:
+        assert store.reconcile_marks() == 1
+        assert store.reconcile_marks() == 0  # once
+        assert (store.attempt(attempt.id).score, store.attempt(attempt.id).pending) == (8, 0)  # type: ignore[union-attr]
+        latest = store.posts(context=A)[0].payload  # 0 points is a mark too: the score is final
+        assert (latest["scoreGiven"], latest["gradingProgress"]) == (8, "FullyGraded")
+        store.gradebook.set_manual("week01", attempt.key, 2, points=5, comment="Fine.", answer_sha256="margin")
+        assert store.reconcile_marks() == 1
+        assert "Fine." in store.attempt(attempt.id).feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+        assert store.posts(context=A)[0].payload["scoreGiven"] == 13
