@@ -316,7 +316,7 @@ class GradingService:
         from autograder.grading.distributed import grade_task
 
         assert self.scheduler is not None
-        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler  # type: ignore[no-untyped-call]
+        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
         in_flight: dict[str, tuple[Attempt, Any]] = {}  # task key -> (attempt, distributed.Future)
         done: list[str] = []
         done_lock = threading.Lock()
@@ -368,7 +368,7 @@ class GradingService:
 def _handed_out(path: object) -> nbformat.NotebookNode | None:
     """The notebook students were given (to tell the cells they added); None if not generated."""
     try:
-        notebook: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
+        notebook: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)
         return notebook
     except (OSError, ValueError):
         return None

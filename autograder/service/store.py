@@ -507,8 +507,9 @@ class Store:
                     continue
                 shown = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
                 tasks = {t.task: t for t in shown.tasks}
-                if any(n not in tasks or (tasks[n].score, tasks[n].comment, tasks[n].marked) != (m.points, m.comment, True)
-                       for n, m in marks[attempt.key].items() if not (n in tasks and tasks[n].stale)):
+                if any(n not in tasks or (tasks[n].score, tasks[n].comment, tasks[n].marked)
+                       != (m.points, m.comment, True) for n, m in marks[attempt.key].items()
+                       if not (n in tasks and tasks[n].stale)):
                     self._apply_marks(attempt)
                     changed += 1
         return changed
@@ -605,8 +606,8 @@ class Store:
                    "gradingProgress": progress, "timestamp": ags_timestamp(moment), "comment": comment}
         db.execute("UPDATE service_scores SET last_timestamp = ? WHERE context = ? AND user = ? AND week = ?",
                    (stamp(moment), context, user, week))
-        cursor = db.execute("INSERT INTO posts (context, user, week, lineitem, payload, state, next_try_at, created_at) "
-                            "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+        cursor = db.execute("INSERT INTO posts (context, user, week, lineitem, payload, state, next_try_at, "
+                            "created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
                             (context, user, week, lineitem, json.dumps(payload), stamp(now), stamp(now)))
         db.execute("UPDATE posts SET state = 'superseded', next_try_at = NULL, last_error = ? WHERE context = ? "
                    "AND user = ? AND lineitem = ? AND state = 'pending' AND id < ? AND sending_since IS NULL",
