@@ -46,6 +46,8 @@ class EndpointState:
     fail_next: list[int] = field(default_factory=list)  # statuses to answer before behaving
     clock_ahead_s: float | None = None  # store our own (ahead) clock instead of the timestamp
     delay_s: float = 0.0
+    in_flight: int = 0
+    most_in_flight: int = 0  # requests being answered at once, at most
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -65,8 +67,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         state = self.server.state
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if state.delay_s:
-            threading.Event().wait(state.delay_s)
+        with state.lock:
+            state.in_flight += 1
+            state.most_in_flight = max(state.most_in_flight, state.in_flight)
+        try:
+            if state.delay_s:
+                threading.Event().wait(state.delay_s)
+            self._answer(state, body)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+
+    def _answer(self, state: EndpointState, body: bytes) -> None:
         with state.lock:
             if state.fail_next:
                 self._reply(state.fail_next.pop(0), b'{"status":500,"reason":"down"}')

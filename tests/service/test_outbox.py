@@ -152,3 +152,19 @@ def test_a_slow_platform_does_not_hold_up_recording_grades(store: Store, endpoin
         assert time.monotonic() - started < 1.5  # recorded while the first post still waits for its answer
         until(lambda: all(p.state == "posted" for p in store.posts(context=CONTEXT)))
     assert sorted(a.user for a in endpoint.state.accepted) == ["ann", "bob", "cat", "dan"]
+
+
+def test_students_posts_go_side_by_side_and_each_students_in_order(store: Store, endpoint: ScoreEndpoint):
+    endpoint.state.delay_s = 0.3
+    graded(store, "ann", 3)
+    first = store.posts(context=CONTEXT)[0]
+    store.post_sending(first.id, datetime.now(UTC))  # its send was cut off: it may have arrived, so it stays
+    for user in ["bob", "cat", "dan", "eve", "fay"]:
+        graded(store, user, 3)
+    graded(store, "ann", 5)  # ann's better attempt: a second post of hers, behind the first
+    graded(store, "ann", 7)  # and a third, which replaces the second before it was sent
+    assert [p.state for p in store.posts(context=CONTEXT)].count("pending") == 7
+    Outbox(store, HttpSender(), senders=3).send_due()
+    assert endpoint.state.most_in_flight == 3
+    assert [a.sent for a in endpoint.state.accepted if a.user == "ann"] == [8.0, 12.0]  # in order, newest last
+    assert endpoint.state.grades["ann"] == 12.0 and len(endpoint.state.accepted) == 7
