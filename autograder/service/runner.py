@@ -22,6 +22,7 @@ that is killed is queued again when the next one starts (``Store.requeue_interru
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import multiprocessing
@@ -34,12 +35,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TextIO
 
 import nbformat
 
 from autograder.course import Course, Week
-from autograder.exceptions import AutograderError, CourseError
+from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import from_dict
 from autograder.grading.parallel import START_METHOD, grader_memory_bytes, serve
@@ -57,6 +58,7 @@ log = logging.getLogger(__name__)
 
 IDLE_S = 600.0  # a grader with no work for this long is let go (its memory freed)
 POLL_S = 1.0  # how often the queue is looked at without a wake-up (uploads from another process)
+LOCK_FILE = "grading.lock"  # one grading service per data folder: it requeues what it finds mid-grading
 BROKEN_WEEK_PAUSE_S = 60.0  # a week whose hidden tests do not load is tried again after this
 
 
@@ -93,10 +95,20 @@ class GradingService:
         self._thread: threading.Thread | None = None
         self._broken: dict[str, float] = {}  # week -> monotonic time its grading may be tried again
         self._submissions: dict[int, Submission] = {}
+        self._weeks: dict[str, Week] = {}
+        self._lock_file: TextIO | None = None
         self._wanted: set[str] = set()  # weeks to start a grader for before work arrives (``warm``)
         self.graders_started = 0  # grader processes started so far: warm graders keep this low
 
     def __enter__(self) -> Self:
+        self._lock_file = (self.store.root / LOCK_FILE).open("a")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            for handle in (self._lock_file, self._wake_read, self._wake_write):
+                handle.close()
+            raise GradingError(f"another grading service is running on {self.store.root}: run one per data "
+                               "folder (web workers may be many; they only submit and wake it)") from None
         requeued = self.store.requeue_interrupted()
         if requeued:
             log.warning("%d attempt(s) were being graded when the service last stopped: queued again", requeued)
@@ -116,6 +128,8 @@ class GradingService:
             self._thread.join()
         self._wake_read.close()
         self._wake_write.close()
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the lock
 
     def warm(self, week: str) -> None:
         """Start a grader for ``week`` now, if a slot is free, so the upload that follows
@@ -150,7 +164,10 @@ class GradingService:
     # --- what every backend shares ------------------------------------------------------------
 
     def _week(self, name: str) -> Week:
-        return self.course.week(name)
+        """The week, read once per service (its tasks and title are parsed from the notebook)."""
+        if name not in self._weeks:
+            self._weeks[name] = self.course.week(name)
+        return self._weeks[name]
 
     def _submission(self, attempt: Attempt) -> Submission:
         name = self.store.user_name(attempt.context, attempt.user)
@@ -254,7 +271,7 @@ class GradingService:
 
         def handle(grader: _Grader, message: dict[str, Any]) -> None:
             op = message.get("op")
-            if op == "next":
+            if op == "next" and grader.held is None:
                 grader.waiting, grader.idle_since = True, time.monotonic()
             elif op == "result" and grader.held is not None and message.get("index") == grader.held.id:
                 attempt, grader.held = grader.held, None

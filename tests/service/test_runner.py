@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course
+from autograder.exceptions import GradingError
 from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import Status
@@ -180,3 +181,12 @@ def test_a_warmed_grader_takes_the_upload_that_follows(tmp_path: Path, course: C
         service.wake()
         until(lambda: all_graded(store, "week02"))
         assert service.graders_started == 1
+
+
+def test_one_grading_service_per_data_folder(tmp_path: Path, course: Course):
+    """A second one would queue again what the first is grading: refused, with what to do."""
+    with Store(tmp_path) as store, GradingService(course, store), Store(tmp_path) as other:
+        with pytest.raises(GradingError, match="another grading service is running on"):
+            GradingService(course, other).__enter__()
+    with Store(tmp_path) as store, GradingService(course, store):  # free again once the first stopped
+        pass
