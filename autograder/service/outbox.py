@@ -22,14 +22,15 @@ What each answer means (Moodle's behaviour, /work/shared/MOODLE-SERVICES.md B6):
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, TextIO
 
-from autograder.exceptions import AutograderError
+from autograder.exceptions import AutograderError, GradingError
 from autograder.service.store import Post, Store, ags_timestamp
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ BASE_DELAY_S = 2.0
 MAX_DELAY_S = 3600.0
 MAX_CONFLICTS = 5  # 409s in a row on the newest post before it is failed
 POLL_S = 0.5  # how often the outbox looks for posts other threads or processes enqueued
+LOCK_FILE = "outbox.lock"  # one sending outbox per data folder
 SENDERS = 4  # posts in flight at once (each to another student)
 
 
@@ -71,8 +73,16 @@ class Outbox:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock_file: TextIO | None = None
 
     def __enter__(self) -> Self:
+        self._lock_file = (self.store.root / LOCK_FILE).open("a")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise GradingError(f"another score outbox is running on {self.store.root}: run one per data folder "
+                               "(two would send the same posts)") from None
         self._thread = threading.Thread(target=self._run, name="autograder-outbox", daemon=True)
         self._thread.start()
         return self
@@ -83,6 +93,8 @@ class Outbox:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the lock
 
     def wake(self) -> None:
         """Look for due posts now rather than at the next poll."""

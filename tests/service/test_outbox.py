@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.exceptions import GradingError
 from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.service.outbox import Outbox
 from autograder.service.policy import WeekPolicy
@@ -168,3 +169,8 @@ def test_students_posts_go_side_by_side_and_each_students_in_order(store: Store,
     assert endpoint.state.most_in_flight == 3
     assert [a.sent for a in endpoint.state.accepted if a.user == "ann"] == [8.0, 12.0]  # in order, newest last
     assert endpoint.state.grades["ann"] == 12.0 and len(endpoint.state.accepted) == 7
+
+
+def test_one_sending_outbox_per_data_folder(store: Store):
+    with Outbox(store, HttpSender()), pytest.raises(GradingError, match="another score outbox is running"):
+        Outbox(store, HttpSender()).__enter__()
