@@ -624,19 +624,11 @@ class Store:
             sql, params = sql + " AND week = ?", [*params, week]
         return [_post(r) for r in self._read(sql + " ORDER BY id DESC", params)]
 
-    def post(self, post_id: int) -> Post | None:
-        rows = self._read(f"SELECT {_POST_COLUMNS} FROM posts WHERE id = ?", (post_id,))
-        return _post(rows[0]) if rows else None
-
     def due_posts(self, now: datetime, limit: int = 50) -> list[Post]:
         """Pending posts whose time has come, oldest first."""
         return [_post(r) for r in self._read(
             f"SELECT {_POST_COLUMNS} FROM posts WHERE state = 'pending' AND next_try_at <= ? ORDER BY id LIMIT ?",
             (stamp(now), limit))]
-
-    def next_post_time(self) -> datetime | None:
-        rows = self._read("SELECT MIN(next_try_at) FROM posts WHERE state = 'pending'")
-        return _when(rows[0][0])
 
     def post_sending(self, post_id: int, now: datetime) -> None:
         """Note a send is under way: if the process dies now, its outcome is unknown."""
