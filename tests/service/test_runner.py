@@ -5,8 +5,10 @@ duplicates nothing."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -26,6 +28,7 @@ from autograder.service.policy import WeekPolicy
 from autograder.service.runner import GradingService
 from autograder.service.store import Store
 from autograder.submission import Submission
+from tests.conftest import notebook_bytes
 from tests.service.score_endpoint import HttpSender, ScoreEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,3 +193,20 @@ def test_one_grading_service_per_data_folder(tmp_path: Path, course: Course):
             GradingService(course, other).__enter__()
     with Store(tmp_path) as store, GradingService(course, store):  # free again once the first stopped
         pass
+
+
+def test_a_grader_that_dies_costs_only_a_retry_of_the_attempt_it_held(tmp_path: Path, course: Course):
+    with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
+        slow = store.submit(context=CONTEXT, user="ann", week="week01", policy=WeekPolicy(), now=datetime.now(UTC),
+                            content=notebook_bytes("import time\ntime.sleep(4)"))
+        other = upload(store, "bob", "correct_fresh_notebook")
+        service.wake()
+        until(lambda: store.attempt(slow.id).state == "grading")  # type: ignore[union-attr]
+        [grader] = [p for p in multiprocessing.active_children() if p.name == "autograder-service-week01"]
+        grader.kill()
+        until(lambda: all_graded(store))
+        assert service.graders_started == 2
+        assert {a.id: a.state for a in store.week_attempts(context=CONTEXT, week="week01")} == {
+            slow.id: "graded", other: "graded"}
+    with sqlite3.connect(tmp_path / "gradebook.sqlite") as db:  # the killed grader cost ann's attempt one try
+        assert dict(db.execute("SELECT id, tries FROM attempts").fetchall()) == {slow.id: 2, other: 1}
