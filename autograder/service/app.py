@@ -431,4 +431,21 @@ def _safe(value: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[:80]
 
 
-__all__ = ["Platform", "Settings", "Tool", "create_app"]
+def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
+                scheduler: str | None) -> None:
+    """Serve until stopped: the web app, the grading threads, and the outbox posting scores."""
+    import uvicorn
+
+    from autograder.service.outbox import Outbox
+    from autograder.service.policy import load_policies
+    from autograder.service.runner import GradingService
+    from autograder.service.store import Store
+
+    store = Store(settings.data)
+    tool = Tool(settings)
+    policies = load_policies(course.root)
+    with Outbox(store, tool.sender), GradingService(course, store, jobs=jobs, scheduler=scheduler) as service:
+        app = create_app(settings, course=course, store=store, tool=tool, policy_for=lambda week: policies[week],
+                         wake=service.wake)
+        uvicorn.run(app, host=host, port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
+                    log_level="info")
