@@ -11,6 +11,7 @@ requests are rate-limited.
 from __future__ import annotations
 
 import hmac
+from http.cookies import SimpleCookie
 import io
 import secrets
 import threading
@@ -157,8 +158,13 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                             status_code=status)
 
     def set_cookie(response: Response, name: str, value: str, max_age: int) -> None:
-        response.set_cookie(name, value, max_age=max_age, httponly=True, secure=True, samesite="none",
-                            partitioned=True, path="/")
+        # Written by hand: Starlette writes ``Partitioned`` only on Python 3.14+, and without it
+        # Chrome drops the cookie inside the LMS's iframe.
+        morsel: SimpleCookie = SimpleCookie()
+        morsel[name] = value
+        morsel[name].update({"max-age": str(max_age), "path": "/", "httponly": True, "secure": True,
+                             "samesite": "None"})
+        response.headers.append("set-cookie", morsel.output(header="").strip() + "; Partitioned")
 
     def session_of(request: Request) -> Session:
         raw = request.cookies.get(SESSION_COOKIE)
