@@ -17,7 +17,8 @@ import secrets
 import threading
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -437,21 +438,32 @@ def _safe(value: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[:80]
 
 
-def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
-                scheduler: str | None) -> None:
-    """Serve until stopped: the web app, the grading threads, and the outbox posting scores."""
-    import uvicorn
+@contextmanager
+def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler: str | None = None,
+                client: httpx.Client | None = None) -> Iterator[FastAPI]:
+    """The whole service, running: the web app, the grading threads, and the outbox posting scores.
 
+    ``app.state.store`` and ``app.state.tool`` are there for ``autograder serve`` and tests."""
     from autograder.service.outbox import Outbox
     from autograder.service.policy import load_policies
     from autograder.service.runner import GradingService
     from autograder.service.store import Store
 
     store = Store(settings.data)
-    tool = Tool(settings)
+    tool = Tool(settings, client)
     policies = load_policies(course.root)
     with Outbox(store, tool.sender), GradingService(course, store, jobs=jobs, scheduler=scheduler) as service:
         app = create_app(settings, course=course, store=store, tool=tool, policy_for=lambda week: policies[week],
                          wake=service.wake)
+        app.state.store, app.state.tool = store, tool
+        yield app
+
+
+def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
+                scheduler: str | None) -> None:
+    """Serve until stopped, behind a TLS proxy on this machine (its X-Forwarded-* headers are trusted)."""
+    import uvicorn
+
+    with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
         uvicorn.run(app, host=host, port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
                     log_level="info")
