@@ -33,6 +33,7 @@ from starlette.datastructures import UploadFile
 
 from autograder.course import Course
 from autograder.exceptions import AutograderError, CourseError, SubmissionError
+from autograder.manual import _answer as answer_of
 from autograder.notebook import read_notebook
 from autograder.service.keys import ToolKeys, _write_private
 from autograder.service.lti import (
@@ -343,9 +344,9 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
 
     def own_attempt(request: Request, attempt_id: int) -> tuple[Session, Attempt]:
         session = session_of(request)
-        attempt = store.attempt(attempt_id)
-        if attempt is None or attempt.context != session.context or (
-                attempt.user != session.user and not session.instructor):
+        attempt = store.attempt(attempt_id, context=session.context,
+                                user=None if session.instructor else session.user)
+        if attempt is None:
             raise Refused(403, "This attempt is not yours: you see only your own attempts.")
         return session, attempt
 
@@ -387,7 +388,62 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         counted = {user: store.counted_score(context=session.context, user=user, week=name) for user in latest}
         return page("instructor.html.j2", week=week, latest=sorted(latest.values(), key=lambda a: a.user),
                     counts=counts, counted=counted, posts=store.posts(context=session.context, week=name),
+                    names={user: store.user_name(session.context, user) or user for user in latest},
                     csrf=session.csrf, session=session)
+
+    @app.post("/instructor/{name}/regrade")
+    async def regrade(name: str, request: Request) -> Response:
+        session = instructor_of(request)
+        await checked_form(request, session)
+        week_of(name)
+        store.regrade(context=session.context, week=name)
+        wake()
+        return RedirectResponse(f"/instructor/{name}", status_code=303)
+
+    def to_mark(session: Session, name: str) -> list[tuple[Attempt, str, list[tuple[Any, str | None]]]]:
+        """Each student's latest graded attempt with its hand-graded tasks and their answers."""
+        latest: dict[str, Attempt] = {}
+        for attempt in store.week_attempts(context=session.context, week=name):
+            if attempt.state == "graded":
+                latest[attempt.user] = attempt
+        rows = []
+        for user, attempt in sorted(latest.items()):
+            result = store.result(attempt.id, context=session.context)
+            manual = [task for task in result.tasks if task.manual] if result else []
+            if not manual:
+                continue
+            notebook = read_notebook(store.content(attempt))
+            rows.append((attempt, store.user_name(session.context, user) or user,
+                         [(task, answer_of(notebook, task.task)) for task in manual]))
+        return rows
+
+    @app.get("/instructor/{name}/marking")
+    def marking(name: str, request: Request) -> HTMLResponse:
+        session = instructor_of(request)
+        return page("marking.html.j2", week=week_of(name), rows=to_mark(session, name), csrf=session.csrf,
+                    problems=[])
+
+    @app.post("/instructor/{name}/marking")
+    async def save_marks(name: str, request: Request) -> Response:
+        session = instructor_of(request)
+        form = await checked_form(request, session)
+        week_of(name)
+        problems = []
+        for key, value in form.items():
+            if not key.startswith("points-") or not str(value).strip():
+                continue
+            _, attempt_id, task = key.split("-")
+            try:
+                store.mark(int(attempt_id), context=session.context, task=int(task), points=float(str(value)),
+                           comment=str(form.get(f"comment-{attempt_id}-{task}", "")))
+            except ValueError:
+                problems.append(f"attempt {attempt_id}, task {task}: {value!r} is not a number of points")
+            except AutograderError as exc:
+                problems.append(f"attempt {attempt_id}, task {task}: {exc}")
+        if problems:
+            return page("marking.html.j2", status=400, week=week_of(name), rows=to_mark(session, name),
+                        csrf=session.csrf, problems=problems)
+        return RedirectResponse(f"/instructor/{name}/marking", status_code=303)
 
     @app.get("/instructor/{name}/results.zip")
     def results_zip(name: str, request: Request) -> Response:
@@ -445,16 +501,15 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
 
     ``app.state.store`` and ``app.state.tool`` are there for ``autograder serve`` and tests."""
     from autograder.service.outbox import Outbox
-    from autograder.service.policy import load_policies
+    from autograder.service.policy import policy_for
     from autograder.service.runner import GradingService
     from autograder.service.store import Store
 
     store = Store(settings.data)
     tool = Tool(settings, client)
-    policies = load_policies(course.root)
     with Outbox(store, tool.sender), GradingService(course, store, jobs=jobs, scheduler=scheduler) as service:
-        app = create_app(settings, course=course, store=store, tool=tool, policy_for=lambda week: policies[week],
-                         wake=service.wake)
+        app = create_app(settings, course=course, store=store, tool=tool,
+                         policy_for=lambda week: policy_for(course.root, week), wake=service.wake)
         app.state.store, app.state.tool = store, tool
         yield app
 
