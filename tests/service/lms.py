@@ -18,7 +18,9 @@ import pytest
 from lti1p3platform.registration import Registration
 
 from autograder.course import Course
-from autograder.service.app import Settings, service_app
+from autograder.service.app import Settings, Tool, create_app, service_app
+from autograder.service.policy import policy_for
+from autograder.service.store import Store
 from tests.service.lti_platform import COURSE, LEARNER, PlatformState, create_platform
 from tests.service.web import Browser, free_port, make_certificate, serving
 
@@ -77,7 +79,24 @@ class Lms:
 
 
 @contextmanager
-def running_lms(folder: Path, course: Course, *, upload_limit_bytes: int = 512 * 1024) -> Iterator[Lms]:
+def tool_app(settings: Settings, course: Course, *, grading: bool) -> Iterator[Any]:
+    """The whole service; or, for tests of LTI alone, the web app on a real store with no grader
+    started (nothing is uploaded there, so nothing waits for one)."""
+    if grading:
+        with service_app(settings, course, jobs=1) as app:
+            yield app
+        return
+    store = Store(settings.data)
+    tool = Tool(settings)
+    app = create_app(settings, course=course, store=store, tool=tool,
+                     policy_for=lambda week: policy_for(course.root, week), wake=lambda: None)
+    app.state.store, app.state.tool = store, tool
+    yield app
+
+
+@contextmanager
+def running_lms(folder: Path, course: Course, *, grading: bool = True,
+                upload_limit_bytes: int = 512 * 1024) -> Iterator[Lms]:
     certificate = make_certificate(folder)
     state = PlatformState()
     platform_port, tool_port = free_port(), free_port()
@@ -86,7 +105,7 @@ def running_lms(folder: Path, course: Course, *, upload_limit_bytes: int = 512 *
                         upload_limit_bytes=upload_limit_bytes, uploads_per_minute=30)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))  # the LMS fetches our JWKS over https
-        with service_app(settings, course, jobs=1) as app, \
+        with tool_app(settings, course, grading=grading) as app, \
                 serving(create_platform(state), platform_port) as platform_url, \
                 serving(app, tool_port, certificate=certificate) as tool_url:
             yield Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],

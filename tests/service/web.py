@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -97,7 +98,8 @@ class Browser:
     """An httpx client that, like a browser, follows redirects and submits auto-posting forms."""
 
     def __init__(self, verify: Path) -> None:
-        self.client = httpx.Client(verify=str(verify), follow_redirects=True, timeout=30)
+        self.client = httpx.Client(verify=ssl.create_default_context(cafile=str(verify)), follow_redirects=True,
+                                   timeout=30)
 
     def get(self, url: str, **kwargs: Any) -> httpx.Response:
         return self.settle(self.client.get(url, **kwargs))
