@@ -142,6 +142,13 @@ class Post:
     posted_at: datetime | None
     sending_since: datetime | None = None
 
+    @property
+    def status(self) -> str:
+        """For the instructor: posted, sending, retrying, failed or superseded (with ``last_error``)."""
+        if self.state == "pending":
+            return "retrying" if self.tries else "sending"
+        return self.state
+
 
 @dataclass(frozen=True)
 class CountedScore:
@@ -395,11 +402,13 @@ class Store:
         with self._transaction() as db:
             return db.execute("UPDATE attempts SET state = 'queued' WHERE state = 'grading'").rowcount
 
-    def release(self, attempt_id: int) -> None:
-        """Give an attempt whose grading was cut short (the service is stopping) back to the queue."""
+    def release(self, attempt_id: int, *, count_try: bool) -> None:
+        """Give an attempt whose grading was cut short back to the queue. ``count_try``: the
+        grader died with it (it may be the cause: ``claim`` fails it after ``MAX_TRIES``);
+        else the service is stopping and the try does not count."""
         with self._transaction() as db:
-            db.execute("UPDATE attempts SET state = 'queued', tries = MAX(tries - 1, 0) "
-                       "WHERE id = ? AND state = 'grading'", (attempt_id,))
+            db.execute("UPDATE attempts SET state = 'queued', tries = tries - ? WHERE id = ? AND state = 'grading'",
+                       (0 if count_try else 1, attempt_id))
 
     def regrade(self, *, context: str, week: str, attempt_id: int | None = None) -> int:
         """Queue graded attempts again (one, or the whole week's in this course); how many."""
@@ -626,6 +635,17 @@ class Store:
         with self._transaction() as db:
             db.execute("UPDATE posts SET state = 'failed', next_try_at = NULL, sending_since = NULL, last_error = ? "
                        "WHERE id = ?", (error, post_id))
+
+    def post_superseded(self, post_id: int, why: str) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE posts SET state = 'superseded', next_try_at = NULL, sending_since = NULL, "
+                       "last_error = ? WHERE id = ?", (why, post_id))
+
+    def retry_post(self, post_id: int, *, context: str) -> bool:
+        """An instructor's "send again" for a failed post of their course; False if there is none."""
+        with self._transaction() as db:
+            return db.execute("UPDATE posts SET state = 'pending', next_try_at = ?, tries = 0 WHERE id = ? "
+                              "AND context = ? AND state = 'failed'", (stamp(_now()), post_id, context)).rowcount == 1
 
     def newer_post_exists(self, post: Post) -> bool:
         """Whether a later post for the same user and line item exists (this one is outdated)."""

@@ -1,0 +1,159 @@
+"""Sending scores back: the persistent outbox of AGS score posts.
+
+The store enqueues a post in the transaction that changes a counted score, so a score
+change is never lost; this thread sends what is due, one post at a time, apart from
+grading (a platform that is down slows nothing but itself). Before each send the post is
+marked as under way, so a process killed mid-send knows at restart that the platform may
+already hold that score.
+
+What each answer means (Moodle's behaviour, /work/shared/MOODLE-SERVICES.md B6):
+
+- success: posted.
+- 409: the platform holds a score with this timestamp or a newer one. After a send whose
+  outcome was unknown (the process died, the connection broke mid-request) that is our
+  own score: posted. If a newer post for the same user exists, this one is superseded.
+  Otherwise the platform's clock is ahead of ours or someone wrote the grade since:
+  the post gets a later timestamp and goes again, at most ``MAX_CONFLICTS`` times.
+- a retryable error (no answer, 5xx, 429, 401: a token to fetch again): tried again
+  after ``base_delay_s * 2**(tries-1)`` (at most ``max_delay_s``), for as long as it takes.
+- any other refusal (400, 403, 404, a line item no platform owns): failed, with the
+  platform's answer kept for the instructor; ``Store.retry_post`` queues it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from autograder.exceptions import AutograderError
+from autograder.service.store import Post, Store, ags_timestamp
+
+log = logging.getLogger(__name__)
+
+BASE_DELAY_S = 2.0
+MAX_DELAY_S = 3600.0
+MAX_CONFLICTS = 5  # 409s in a row on the newest post before it is failed
+POLL_S = 0.5  # how often the outbox looks for posts other threads or processes enqueued
+
+
+class ScorePostError(AutograderError):
+    """A score post did not succeed: the HTTP status (None: no answer), whether trying
+    again may help, and what happened."""
+
+    def __init__(self, status: int | None, retryable: bool, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class ScoreSender(Protocol):
+    """Posts one score to a line item's scores endpoint; raises ``ScorePostError``."""
+
+    def post_score(self, lineitem: str, payload: dict[str, Any]) -> None: ...
+
+
+class Outbox:
+    """A thread sending due posts (a context manager); ``send_due`` does one round by hand."""
+
+    def __init__(self, store: Store, sender: ScoreSender, *, base_delay_s: float = BASE_DELAY_S,
+                 max_delay_s: float = MAX_DELAY_S, poll_s: float = POLL_S) -> None:
+        self.store = store
+        self.sender = sender
+        self.base_delay_s = base_delay_s
+        self.max_delay_s = max_delay_s
+        self.poll_s = poll_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        self._thread = threading.Thread(target=self._run, name="autograder-outbox", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def wake(self) -> None:
+        """Look for due posts now rather than at the next poll."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.send_due()
+            except Exception:  # the database went away for a moment: log, keep the thread alive
+                log.exception("the score outbox could not read its posts; trying again")
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+
+    def send_due(self, now: datetime | None = None) -> int:
+        """Send every post due at ``now``; how many were tried."""
+        tried = 0
+        while not self._stop.is_set():
+            due = self.store.due_posts(now or datetime.now(UTC), limit=20)
+            if not due:
+                return tried
+            for post in due:
+                self._send(post)
+                tried += 1
+        return tried
+
+    def _send(self, post: Post) -> None:
+        uncertain = post.sending_since is not None  # an earlier send of it may have arrived
+        self.store.post_sending(post.id, datetime.now(UTC))
+        tries = post.tries + 1
+        try:
+            self.sender.post_score(post.lineitem, post.payload)
+        except ScorePostError as exc:
+            self._refused(post, exc, tries, uncertain)
+            return
+        except Exception as exc:  # a sender bug must not stop the outbox: kept as the reason, retried
+            log.exception("score sender failed on post %s", post.id)
+            self._retry(post, f"{type(exc).__name__}: {exc}", tries)
+            return
+        self.store.post_done(post.id, datetime.now(UTC))
+
+    def _refused(self, post: Post, exc: ScorePostError, tries: int, uncertain: bool) -> None:
+        if exc.status == 409:
+            if uncertain:
+                self.store.post_done(post.id, datetime.now(UTC), note="the platform already held this score "
+                                     "(409 after a send whose answer was lost)")
+            elif self.store.newer_post_exists(post):
+                self.store.post_superseded(post.id, "the platform holds a newer score (409); a later post "
+                                           "carries the current one")
+            elif _conflicts(post) + 1 >= MAX_CONFLICTS:
+                self.store.post_failed(post.id, f"the platform answered 409 {MAX_CONFLICTS} times: it holds a "
+                                       "score newer than ours (was the grade changed in the LMS, or is its clock "
+                                       f"ahead?); last answer: {exc}")
+            else:
+                now = datetime.now(UTC)
+                sent = datetime.fromisoformat(str(post.payload["timestamp"]))
+                later = max(now, sent + timedelta(seconds=1))
+                payload = {**post.payload, "timestamp": ags_timestamp(later)}
+                self.store.post_retry(post.id, f"409 conflict {_conflicts(post) + 1}: {exc}",
+                                      now + timedelta(seconds=1), payload=payload)
+            return
+        if exc.retryable:
+            self._retry(post, str(exc), tries)
+        else:
+            self.store.post_failed(post.id, str(exc))
+
+    def _retry(self, post: Post, error: str, tries: int) -> None:
+        delay = min(self.max_delay_s, self.base_delay_s * 2 ** max(tries - 1, 0))
+        self.store.post_retry(post.id, error, datetime.now(UTC) + timedelta(seconds=delay))
+
+
+def _conflicts(post: Post) -> int:
+    """409s in a row so far: kept in the post's last error."""
+    error = post.last_error or ""
+    if not error.startswith("409 conflict "):
+        return 0
+    return int(error.split()[2].rstrip(":"))

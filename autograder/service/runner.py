@@ -1,0 +1,358 @@
+"""Grading the service's queue: warm grader processes on this machine, or a Dask cluster.
+
+Uploads arrive one at a time, so the batch functions (``grade_parallel``,
+``grade_on_cluster``) do not fit: they end with their batch. The service reuses what they
+are built on instead:
+
+- ``jobs`` (local): grader processes running ``grading.parallel.serve`` — each one long-lived
+  ``grade()`` of one week, hidden tests collected once, a warm sandbox zygote — that ask
+  for their next submission over a pipe. The dispatcher answers a grader when an attempt
+  of its week is queued; a grader idle for ``idle_s`` is let go, and when every grader is
+  busy with other weeks an idle one is let go for the week that waits longest. A grader
+  that dies costs only the attempt it held, which goes back to the queue (the store fails
+  it after ``MAX_TRIES``).
+- ``scheduler`` (Dask): each attempt is one ``grading.distributed.grade_task``, graded in
+  the worker process's warm session of its week; at most two tasks per worker thread are
+  in flight, the rest waits in the store's queue.
+
+Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
+page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
+that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import TYPE_CHECKING, Any, Self
+
+import nbformat
+
+from autograder.course import Course, Week
+from autograder.exceptions import AutograderError, CourseError
+from autograder.execution.sandbox import Limits
+from autograder.formats.result_json import from_dict
+from autograder.manual import answer_hashes
+from autograder.results import Participant, SubmissionResult
+from autograder.service.store import Attempt, Store
+from autograder.submission import Submission
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from distributed import Client
+
+log = logging.getLogger(__name__)
+
+IDLE_S = 600.0  # a grader with no work for this long is let go (its memory freed)
+POLL_S = 1.0  # how often the queue is looked at without a wake-up (uploads from another process)
+BROKEN_WEEK_PAUSE_S = 60.0  # a week whose hidden tests do not load is tried again after this
+
+
+@dataclass
+class _Grader:
+    week: Week
+    process: BaseProcess
+    conn: Connection
+    held: Attempt | None = None
+    waiting: bool = False  # asked for work, not answered yet
+    retiring: bool = False  # told there is no more work
+    idle_since: float = field(default_factory=time.monotonic)
+
+
+class GradingService:
+    """Grades queued attempts until closed (a context manager); ``wake`` after a submit."""
+
+    def __init__(self, course: Course, store: Store, *, jobs: int = 1, scheduler: str | Client | None = None,
+                 on_graded: Callable[[Attempt], None] | None = None, limits: Limits | None = None,
+                 idle_s: float = IDLE_S) -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, not {jobs}")
+        self.course = course
+        self.store = store
+        self.jobs = jobs
+        self.scheduler = scheduler
+        self.on_graded = on_graded
+        self.limits = limits or Limits()
+        self.idle_s = idle_s
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._wake_write.setblocking(False)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._broken: dict[str, float] = {}  # week -> monotonic time its grading may be tried again
+        self._submissions: dict[int, Submission] = {}
+
+    def __enter__(self) -> Self:
+        requeued = self.store.requeue_interrupted()
+        if requeued:
+            log.warning("%d attempt(s) were being graded when the service last stopped: queued again", requeued)
+        target = self._run_local if self.scheduler is None else self._run_cluster
+        self._thread = threading.Thread(target=self._guard(target), name="autograder-grading", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self.wake()
+        if self._thread is not None:
+            self._thread.join()
+        self._wake_read.close()
+        self._wake_write.close()
+
+    def wake(self) -> None:
+        """Look at the queue now (the web app calls this after ``Store.submit``)."""
+        try:
+            self._wake_write.send(b"!")
+        except (BlockingIOError, OSError):  # already woken, or closing
+            pass
+
+    def _guard(self, target: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                target()
+            except Exception:
+                log.exception("the grading service stopped on an unexpected error; restart it")
+                raise
+        return run
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_read.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    # --- what every backend shares ------------------------------------------------------------
+
+    def _week(self, name: str) -> Week:
+        return self.course.week(name)
+
+    def _submission(self, attempt: Attempt) -> Submission:
+        name = self.store.user_name(attempt.context, attempt.user)
+        submission = Submission(
+            origin=f"{attempt.week} attempt {attempt.number}", key=attempt.key, content=self.store.content(attempt),
+            participant=Participant(participant_id=attempt.user, full_name=name), seed=self.store.seed_for(attempt))
+        self._submissions[attempt.id] = submission
+        return submission
+
+    def _record(self, attempt: Attempt, result: SubmissionResult) -> None:
+        """Store a result (with the answers the hand marks tie to) and tell ``on_graded``."""
+        submission = self._submissions.pop(attempt.id, None)
+        try:
+            week = self._week(attempt.week)
+            if submission is not None and any(t.manual for t in week.tasks):
+                hashes = answer_hashes(submission, week.tasks, _handed_out(week.assignment_notebook))
+                for task in result.tasks:
+                    task.answer_sha256 = hashes.get(task.task) if task.manual else None
+            updated = self.store.record_result(attempt.id, result, week_title=f"{week.name}: {week.title}")
+        except Exception as exc:
+            log.exception("could not record the result of attempt %s", attempt.id)
+            self.store.fail(attempt.id, f"the result could not be stored ({type(exc).__name__}); it was not "
+                                        "graded and does not count as an attempt. Tell your instructor.")
+            return
+        if self.on_graded is not None:
+            try:
+                self.on_graded(updated)
+            except Exception:
+                log.exception("on_graded failed for attempt %s", attempt.id)
+
+    def _give_back(self, attempt: Attempt, *, count_try: bool = True) -> None:
+        self._submissions.pop(attempt.id, None)
+        self.store.release(attempt.id, count_try=count_try)
+
+    def _week_broken(self, week: str, error: BaseException) -> None:
+        log.error("grading %s stopped: %s (queued attempts wait; tried again in %g s)", week, error,
+                  BROKEN_WEEK_PAUSE_S)
+        self._broken[week] = time.monotonic() + BROKEN_WEEK_PAUSE_S
+
+    def _ready_weeks(self) -> list[str]:
+        """Weeks with queued work that are not paused, the longest-waiting first."""
+        now = time.monotonic()
+        queued = self.store.queued_weeks()
+        oldest = self.store.oldest_queued_week()
+        weeks = sorted((w for w in queued if self._broken.get(w, 0) <= now), key=lambda w: w != oldest)
+        return weeks
+
+    # --- local warm graders -------------------------------------------------------------------
+
+    def _run_local(self) -> None:
+        import multiprocessing
+
+        from autograder.grading.parallel import START_METHOD, grader_memory_bytes
+
+        context: Any = multiprocessing.get_context(START_METHOD)  # "spawn": the typed contexts name it
+        memory = grader_memory_bytes()
+        graders: list[_Grader] = []
+
+        def start(week: Week) -> None:
+            from autograder.grading.parallel import serve
+
+            parent_end, child_end = context.Pipe(duplex=True)
+            process = context.Process(target=serve, args=(week, self.limits, child_end, memory),
+                                      name=f"autograder-service-{week.name}", daemon=True)
+            process.start()
+            child_end.close()
+            graders.append(_Grader(week, process, parent_end))
+
+        def answer(grader: _Grader, attempt: Attempt | None) -> None:
+            grader.waiting = False
+            if attempt is None:
+                grader.retiring = True
+                grader.conn.send(None)
+                return
+            grader.held = attempt
+            grader.conn.send((attempt.id, self._submission(attempt)))
+
+        def assign() -> None:
+            for grader in graders:
+                if grader.waiting and not grader.retiring and self._broken.get(grader.week.name, 0) <= time.monotonic():
+                    attempt = self.store.claim([grader.week.name])
+                    if attempt is not None:
+                        answer(grader, attempt)
+                    elif time.monotonic() - grader.idle_since > self.idle_s:
+                        answer(grader, None)
+            for week in self._ready_weeks():
+                mine = [g for g in graders if g.week.name == week and not g.retiring]
+                if any(g.held is None for g in mine):  # one is starting or about to ask
+                    continue
+                if len(graders) < self.jobs:
+                    try:
+                        start(self._week(week))
+                    except CourseError as exc:
+                        self._week_broken(week, exc)
+                    continue
+                idle = [g for g in graders if g.waiting and not g.retiring and g.week.name != week]
+                if idle:
+                    answer(idle[0], None)  # frees a slot for the waiting week
+
+        def handle(grader: _Grader, message: dict[str, Any]) -> None:
+            op = message.get("op")
+            if op == "next":
+                grader.waiting, grader.idle_since = True, time.monotonic()
+            elif op == "result" and grader.held is not None and message.get("index") == grader.held.id:
+                attempt, grader.held = grader.held, None
+                self._record(attempt, from_dict(message["doc"]))
+            elif op == "fatal":
+                self._week_broken(grader.week.name, CourseError(str(message.get("message"))))
+            else:
+                log.error("a grader process sent an unexpected message %r; stopping it", op)
+                grader.process.kill()
+
+        def ended(grader: _Grader) -> None:
+            grader.process.join()
+            _drain(grader)
+            grader.conn.close()
+            graders.remove(grader)
+            if grader.held is not None:
+                log.warning("a grader process ended (exit code %s) while grading attempt %s: queued again",
+                            grader.process.exitcode, grader.held.id)
+                self._give_back(grader.held)
+            elif not grader.retiring and grader.week.name not in self._broken:
+                self._week_broken(grader.week.name, CourseError(
+                    f"a grader process for {grader.week.name} ended (exit code {grader.process.exitcode}) "
+                    "before grading anything"))
+
+        def _drain(grader: _Grader) -> bool:
+            import json
+
+            try:
+                while grader.conn.poll():
+                    handle(grader, json.loads(grader.conn.recv_bytes()))
+            except (EOFError, OSError):
+                return False
+            return True
+
+        try:
+            while not self._stop.is_set():
+                assign()
+                handles: list[Any] = [self._wake_read]
+                for g in graders:
+                    handles += [g.conn, g.process.sentinel]
+                wait(handles, timeout=POLL_S)
+                self._drain_wake()
+                for grader in graders:
+                    open_ = _drain(grader)
+                    if not open_ or not grader.process.is_alive():
+                        ended(grader)
+        finally:
+            for grader in graders:
+                grader.process.kill()
+                grader.process.join()
+                grader.conn.close()
+                if grader.held is not None:
+                    self._give_back(grader.held, count_try=False)
+
+    # --- a Dask cluster ---------------------------------------------------------------------
+
+    def _run_cluster(self) -> None:
+        from distributed import Client
+
+        from autograder.grading.distributed import grade_task
+
+        assert self.scheduler is not None
+        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler  # untyped
+        in_flight: dict[str, tuple[Attempt, Any]] = {}  # task key -> (attempt, distributed.Future)
+        done: list[str] = []
+        done_lock = threading.Lock()
+
+        def finished(future: Any) -> None:
+            with done_lock:
+                done.append(str(future.key))
+            self.wake()
+
+        try:
+            while not self._stop.is_set():
+                capacity = max(2, 2 * sum(client.nthreads().values()))
+                ready = self._ready_weeks()
+                while len(in_flight) < capacity and ready:
+                    attempt = self.store.claim(ready)
+                    if attempt is None:
+                        break
+                    key = f"autograder-service-{attempt.id}-{uuid.uuid4().hex[:8]}"
+                    future = client.submit(grade_task, self._week(attempt.week), self.limits,
+                                           self._submission(attempt), key=key, pure=False)
+                    in_flight[key] = (attempt, future)
+                    future.add_done_callback(finished)  # type: ignore[no-untyped-call]
+                wait([self._wake_read], timeout=POLL_S)
+                self._drain_wake()
+                with done_lock:
+                    keys, done[:] = list(done), []
+                for key in keys:
+                    attempt, future = in_flight.pop(key)
+                    try:
+                        document = future.result()
+                    except AutograderError as exc:  # the week itself cannot be graded there
+                        self._week_broken(attempt.week, exc)
+                        self._give_back(attempt, count_try=False)
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - lost with its worker or the connection
+                        log.warning("attempt %s lost on the cluster (%s): queued again", attempt.id, exc)
+                        self._give_back(attempt)
+                        continue
+                    self._record(attempt, from_dict(document))
+        finally:
+            for attempt, future in in_flight.values():
+                future.cancel()
+                self._give_back(attempt, count_try=False)
+            if client is not self.scheduler:
+                client.close()
+
+
+@cache
+def _handed_out(path: object) -> nbformat.NotebookNode | None:
+    """The notebook students were given (to tell the cells they added); None if not generated."""
+    try:
+        notebook: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
+        return notebook
+    except (OSError, ValueError):
+        return None
