@@ -147,8 +147,10 @@ def _templates() -> Environment:
 
 
 def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
-               policy_for: Callable[[str], WeekPolicy], wake: Callable[[], None]) -> FastAPI:
-    """The ASGI app; ``wake`` tells the grading service an attempt is queued."""
+               policy_for: Callable[[str], WeekPolicy], wake: Callable[[], None],
+               scores_changed: Callable[[], None] = lambda: None) -> FastAPI:
+    """The ASGI app; ``wake`` tells the grading service an attempt is queued,
+    ``scores_changed`` tells the outbox a mark queued a score post."""
     app = FastAPI(title=settings.tool_name, docs_url=None, redoc_url=None, openapi_url=None)
     templates = _templates()
     signer = URLSafeTimedSerializer(tool.session_secret, salt="ag-session")
@@ -440,6 +442,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                 problems.append(f"attempt {attempt_id}, task {task}: {value!r} is not a number of points")
             except AutograderError as exc:
                 problems.append(f"attempt {attempt_id}, task {task}: {exc}")
+        scores_changed()
         if problems:
             return page("marking.html.j2", status=400, week=week_of(name), rows=to_mark(session, name),
                         csrf=session.csrf, problems=problems)
@@ -507,9 +510,12 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
 
     store = Store(settings.data)
     tool = Tool(settings, client)
-    with Outbox(store, tool.sender), GradingService(course, store, jobs=jobs, scheduler=scheduler) as service:
+    with Outbox(store, tool.sender) as outbox, \
+            GradingService(course, store, jobs=jobs, scheduler=scheduler,
+                           on_graded=lambda _: outbox.wake()) as service:
         app = create_app(settings, course=course, store=store, tool=tool,
-                         policy_for=lambda week: policy_for(course.root, week), wake=service.wake)
+                         policy_for=lambda week: policy_for(course.root, week), wake=service.wake,
+                         scores_changed=outbox.wake)
         app.state.store, app.state.tool = store, tool
         yield app
 

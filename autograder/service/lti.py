@@ -29,6 +29,7 @@ from joserfc.jws import extract_compact
 
 from autograder.exceptions import AutograderError
 from autograder.service.keys import ALGORITHM, ToolKeys
+from autograder.service.outbox import ScorePostError
 
 LTI = "https://purl.imsglobal.org/spec/lti"
 CLAIM = f"{LTI}/claim"
@@ -493,8 +494,6 @@ class AgsScoreSender:
         return token
 
     def post_score(self, lineitem: str, payload: dict[str, Any]) -> None:
-        from autograder.service.outbox import ScorePostError  # the outbox defines the error it retries on
-
         try:
             platform = self._platform_for(lineitem)
             token = self.access_token(platform)
