@@ -454,7 +454,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         week_of(name)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            lines = ["user,attempt,state,score,max_score,penalty,submitted_at"]
+            lines = ["user,attempt,state,score,max_score,late_penalty_fraction,submitted_at"]
             for attempt in store.week_attempts(context=session.context, week=name):
                 lines.append(f"{_csv(attempt.user)},{attempt.number},{attempt.state},"
                              f"{'' if attempt.score is None else attempt.score},{attempt.max_score},"

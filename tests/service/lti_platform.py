@@ -165,6 +165,14 @@ def create_platform(state: PlatformState) -> FastAPI:
             login.set_deeplinking_launch_url()
         return login.initiate_login(user)  # type: ignore[no-any-return]
 
+    @app.get("/course")
+    def course_page(request: Request) -> HTMLResponse:
+        """Moodle's activity page: the tool in an iframe, launched for this user."""
+        query = request.url.query
+        return HTMLResponse(f'<!doctype html><title>ML101</title><h1>ML101 (the LMS)</h1>'
+                            f'<iframe id="tool" src="/start?{query}" style="width:100%;height:900px" '
+                            f'allow="clipboard-write"></iframe>')
+
     @app.get("/auth")
     def auth(request: Request) -> Response:
         """Moodle's mod/lti/auth.php: checks the auth request, posts the signed id_token to the tool."""
