@@ -81,7 +81,7 @@ class ToolKeys:
 
     def jwks(self) -> dict[str, Any]:
         """The public JWKS, as served at the tool's JWKS URL."""
-        return KeySet([self._keys[kid] for kid in self._order]).as_dict(private=False)
+        return dict(KeySet([self._keys[kid] for kid in self._order]).as_dict(private=False))
 
     def sign(self, claims: dict[str, Any]) -> str:
         """A compact JWT of ``claims`` signed by the current key (``kid`` in the header)."""
