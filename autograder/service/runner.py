@@ -300,7 +300,7 @@ class GradingService:
         from autograder.grading.distributed import grade_task
 
         assert self.scheduler is not None
-        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler  # untyped
+        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler  # type: ignore[no-untyped-call]
         in_flight: dict[str, tuple[Attempt, Any]] = {}  # task key -> (attempt, distributed.Future)
         done: list[str] = []
         done_lock = threading.Lock()
@@ -322,7 +322,7 @@ class GradingService:
                     future = client.submit(grade_task, self._week(attempt.week), self.limits,
                                            self._submission(attempt), key=key, pure=False)
                     in_flight[key] = (attempt, future)
-                    future.add_done_callback(finished)  # type: ignore[no-untyped-call]
+                    future.add_done_callback(finished)
                 wait([self._wake_read], timeout=POLL_S)
                 self._drain_wake()
                 with done_lock:

@@ -1,0 +1,154 @@
+"""The score outbox over real HTTP: a platform that is down, one that answers 409, one that
+refuses, a send cut off mid-way; every score arrives once and each post says how it went."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.service.outbox import Outbox
+from autograder.service.policy import WeekPolicy
+from autograder.service.store import Store
+from tests.service.score_endpoint import HttpSender, ScoreEndpoint
+
+CONTEXT = "https://moodle.example|3|course-1"
+
+
+@pytest.fixture
+def endpoint() -> Iterator[ScoreEndpoint]:
+    server = ScoreEndpoint()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path, endpoint: ScoreEndpoint) -> Iterator[Store]:
+    with Store(tmp_path / "data") as s:
+        s.set_lineitem(CONTEXT, "week01", endpoint.lineitem)
+        yield s
+
+
+def graded(store: Store, user: str, auto: float, *, marked: bool = True) -> int:
+    """An attempt of ``user`` graded ``auto`` of 10 (plus 5 by hand when ``marked``)."""
+    attempt = store.submit(context=CONTEXT, user=user, week="week01", content=f"{user}{auto}".encode(),
+                           policy=WeekPolicy(), now=datetime.now(UTC))
+    claimed = store.claim()
+    assert claimed is not None and claimed.id == attempt.id
+    tasks = [TaskResult(task=1, score=auto, max_score=10)]
+    tasks.append(TaskResult(task=2, score=5 if marked else 0, max_score=5, manual=True, marked=marked))
+    store.record_result(attempt.id, SubmissionResult(submission="x", key="x", status=Status.GRADED, tasks=tasks,
+                                                     submission_sha256="h", tests_sha256="t", grader_version="v"),
+                        week_title="week01")
+    return attempt.id
+
+
+def until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_platform_that_is_down_gets_the_score_once_it_is_back(store: Store, endpoint: ScoreEndpoint):
+    endpoint.state.fail_next = [500, 503]
+    graded(store, "ann", 8)
+    with Outbox(store, HttpSender(), base_delay_s=0.2, poll_s=0.05):
+        until(lambda: store.posts(context=CONTEXT)[0].state == "posted")
+    post = store.posts(context=CONTEXT)[0]
+    assert post.tries == 3 and post.status == "posted" and post.posted_at is not None
+    assert endpoint.state.answers == [500, 503, 200]
+    [score] = endpoint.state.accepted
+    assert (score.user, score.score, score.maximum, score.progress) == ("ann", 13.0, 15.0, "FullyGraded")
+
+
+def test_retries_back_off_and_show_as_retrying_with_the_reason(store: Store, endpoint: ScoreEndpoint):
+    endpoint.state.fail_next = [502] * 3
+    graded(store, "ann", 8)
+    outbox = Outbox(store, HttpSender(), base_delay_s=10)
+    assert outbox.send_due() == 1  # sent once, then waits 10 s: the next round finds nothing due
+    assert outbox.send_due() == 0
+    post = store.posts(context=CONTEXT)[0]
+    assert (post.status, post.tries) == ("retrying", 1) and "answered 502" in (post.last_error or "")
+    assert post.next_try_at is not None and post.next_try_at > datetime.now(UTC) + timedelta(seconds=8)
+    later = datetime.now(UTC) + timedelta(seconds=11)
+    assert outbox.send_due(later) == 1
+    post = store.posts(context=CONTEXT)[0]
+    assert post.next_try_at is not None and post.next_try_at > datetime.now(UTC) + timedelta(seconds=18)  # doubled
+
+
+def test_an_unreachable_platform_never_loses_the_score(tmp_path: Path):
+    with Store(tmp_path) as store:
+        server = ScoreEndpoint()
+        lineitem = server.lineitem
+        server.close()  # nothing listens there now
+        store.set_lineitem(CONTEXT, "week01", lineitem)
+        graded(store, "ann", 7)
+        outbox = Outbox(store, HttpSender(timeout_s=1), base_delay_s=0.01)
+        outbox.send_due()
+        post = store.posts(context=CONTEXT)[0]
+        assert post.status == "retrying" and "could not be reached" in (post.last_error or "")
+
+
+def test_409_from_a_platform_clock_ahead_of_ours_is_sent_again_later(store: Store, endpoint: ScoreEndpoint):
+    endpoint.state.clock_ahead_s = 1.5  # as Moodle 4.1 stores time() instead of our timestamp
+    graded(store, "ann", 5)
+    with Outbox(store, HttpSender(), base_delay_s=0.05, poll_s=0.05):
+        until(lambda: store.posts(context=CONTEXT)[0].state == "posted")
+    graded(store, "ann", 9)  # a better attempt within the platform's clock skew
+    with Outbox(store, HttpSender(), base_delay_s=0.05, poll_s=0.05):
+        until(lambda: store.posts(context=CONTEXT)[0].state == "posted")
+    assert 409 in endpoint.state.answers
+    assert endpoint.state.grades["ann"] == 14.0
+    first, second = (datetime.fromisoformat(a.timestamp) for a in endpoint.state.accepted)
+    assert second > first
+
+
+def test_a_refusal_fails_the_post_with_the_platforms_answer_and_can_be_sent_again(store: Store,
+                                                                                 endpoint: ScoreEndpoint):
+    endpoint.state.fail_next = [404]
+    graded(store, "ann", 8)
+    Outbox(store, HttpSender()).send_due()
+    post = store.posts(context=CONTEXT)[0]
+    assert post.status == "failed" and "answered 404" in (post.last_error or "")
+    assert not store.retry_post(post.id, context="https://elsewhere|1|2")  # another course's instructor
+    assert store.retry_post(post.id, context=CONTEXT)
+    Outbox(store, HttpSender()).send_due()
+    assert store.posts(context=CONTEXT)[0].state == "posted" and len(endpoint.state.accepted) == 1
+
+
+def test_a_send_cut_off_after_it_arrived_is_not_counted_twice(store: Store, endpoint: ScoreEndpoint):
+    """The process died after the platform stored the score but before we noted it."""
+    graded(store, "ann", 8)
+    post = store.posts(context=CONTEXT)[0]
+    HttpSender().post_score(post.lineitem, post.payload)  # it arrived ...
+    store.post_sending(post.id, datetime.now(UTC))  # ... and all we know is that a send started
+    Outbox(store, HttpSender()).send_due()  # after the restart
+    post = store.posts(context=CONTEXT)[0]
+    assert post.state == "posted" and "already held" in (post.last_error or "")
+    assert endpoint.state.answers == [200, 409] and len(endpoint.state.accepted) == 1
+
+
+def test_pending_manual_scores_are_posted_as_such_and_moodle_keeps_no_grade(store: Store, endpoint: ScoreEndpoint):
+    graded(store, "bob", 10, marked=False)
+    Outbox(store, HttpSender()).send_due()
+    [score] = endpoint.state.accepted
+    assert score.progress == "PendingManual" and endpoint.state.grades["bob"] is None  # Moodle drops scoreGiven
+    assert store.posts(context=CONTEXT)[0].payload["scoreGiven"] == 10.0  # we still say it (other platforms show it)
+
+
+def test_a_slow_platform_does_not_hold_up_recording_grades(store: Store, endpoint: ScoreEndpoint):
+    endpoint.state.delay_s = 2.0
+    graded(store, "ann", 1)
+    with Outbox(store, HttpSender(), poll_s=0.01):
+        until(lambda: store.posts(context=CONTEXT)[0].sending_since is not None)
+        started = time.monotonic()
+        for i, user in enumerate(["bob", "cat", "dan"]):
+            graded(store, user, i)
+        assert time.monotonic() - started < 1.5  # recorded while the first post still waits for its answer
+        until(lambda: all(p.state == "posted" for p in store.posts(context=CONTEXT)))
+    assert sorted(a.user for a in endpoint.state.accepted) == ["ann", "bob", "cat", "dan"]

@@ -1,0 +1,269 @@
+"""The service's store and policies: what an upload may do, how attempts queue and count,
+which score is posted when, and that nobody reads another student's attempts."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from autograder.exceptions import GradebookError
+from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.service.policy import PolicyError, WeekPolicy, load_policies, policy_for
+from autograder.service.store import MAX_TRIES, AttemptRefused, Store
+
+T0 = datetime(2026, 9, 10, 12, 0, tzinfo=UTC)
+A, B = "https://moodle.example|3|course-1", "https://moodle.example|3|course-2"  # two courses (contexts)
+OPEN = WeekPolicy()
+
+
+def notebook(text: str) -> bytes:
+    return ('{"cells": [{"cell_type": "code", "source": "%s", "metadata": {}, "outputs": [], '
+            '"execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}' % text).encode()
+
+
+def result(auto: float, *, manual: float | None = None, answer: str = "because") -> SubmissionResult:
+    """A graded result: task 1 autograded (of 10), task 2 by hand (of 5), ``manual`` None = unmarked."""
+    tasks = [TaskResult(task=1, score=auto, max_score=10),
+             TaskResult(task=2, score=manual or 0.0, max_score=5, manual=True, marked=manual is not None,
+                        answer_sha256=answer)]
+    return SubmissionResult(submission="x", key="x", status=Status.GRADED, tasks=tasks, submission_sha256="h",
+                            tests_sha256="t", grader_version="v", week="week01")
+
+
+def grade(store: Store, attempt_id: int, auto: float, answer: str = "because") -> None:
+    claimed = store.claim()
+    assert claimed is not None and claimed.id == attempt_id
+    store.record_result(attempt_id, result(auto, answer=answer), week_title="week01: The perceptron")
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with Store(tmp_path / "data") as s:
+        yield s
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+
+def test_the_course_file_sets_each_week_and_the_defaults(tmp_path: Path):
+    (tmp_path / "service.toml").write_text(
+        'timezone = "Europe/Berlin"\n[defaults]\nmax_attempts = 5\nmin_interval_s = 60\n'
+        '[week01]\nopens = 2026-09-01T08:00:00\ndue = 2026-09-14\nlate_penalty_per_day = 0.1\n'
+        'late_cutoff_days = 3\ncounted = "last"\n[week2]\nmax_attempts = 2\n', encoding="utf-8")
+    policies = load_policies(tmp_path)
+    week1 = policies["week01"]
+    assert week1.opens == datetime(2026, 9, 1, 6, 0, tzinfo=UTC)  # Berlin summer time is UTC+2
+    assert week1.due == datetime(2026, 9, 14, 21, 59, 59, tzinfo=UTC)  # a date alone: due at its end
+    assert (week1.max_attempts, week1.min_interval_s, week1.counted) == (5, 60.0, "last")
+    assert policies["week02"].max_attempts == 2  # "week2" is week02
+    assert policy_for(tmp_path, "week03") == WeekPolicy(max_attempts=5, min_interval_s=60, timezone="Europe/Berlin")
+    assert policy_for(tmp_path / "nowhere", "week01") == WeekPolicy()  # no file: no limits, best counts
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[week01]\nmax_atempts = 3\n", "unknown key(s) max_atempts"),
+    ("[week01]\nopens = 2026-09-10\ndue = 2026-09-01\n", "must come after opens"),
+    ("[week01]\ncounted = \"first\"\n", 'counted must be "best" or "last"'),
+    ("[week01]\nlate_penalty_per_day = 10\n", "fraction of the week's points"),
+    ("[week01]\nlate_penalty_per_day = 0.1\n", "need a due date"),
+    ("[week01]\nmax_attempts = 0\n", "at least 1"),
+    ("[week01]\nmin_interval_s = -5\n", "at least 0"),
+    ("[lecture]\nmax_attempts = 1\n", "[lecture] is not a week"),
+    ('timezone = "Mars/Olympus"\n', "unknown timezone"),
+    ("[week01\n", "not valid TOML"),
+])
+def test_a_wrong_course_file_says_where_and_what(tmp_path: Path, text: str, says: str):
+    (tmp_path / "service.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyError, match=r"service\.toml") as caught:
+        load_policies(tmp_path)
+    assert says in str(caught.value)
+
+
+def test_refusals_say_what_and_when():
+    policy = WeekPolicy(opens=T0, due=T0 + timedelta(days=7), late_cutoff_days=2, max_attempts=3, min_interval_s=600)
+    early = policy.refusal(now=T0 - timedelta(minutes=1), attempts_made=0, last_submitted=None)
+    assert early == "This week opens for submissions at 2026-09-10 12:00 UTC; upload again from then."
+    closed = policy.refusal(now=T0 + timedelta(days=9), attempts_made=0, last_submitted=None)
+    assert closed is not None and "closed at 2026-09-19 12:00 UTC" in closed
+    used = policy.refusal(now=T0 + timedelta(days=1), attempts_made=3, last_submitted=T0)
+    assert used is not None and "all 3 attempts" in used
+    soon = policy.refusal(now=T0 + timedelta(minutes=4), attempts_made=1, last_submitted=T0)
+    assert soon == ("Attempts must be at least 10 min apart: upload again at 2026-09-10 12:10 UTC (in 6 min).")
+    assert policy.refusal(now=T0 + timedelta(minutes=10), attempts_made=1, last_submitted=T0) is None
+    assert [policy.penalty(T0 + timedelta(days=7, hours=h)) for h in (0, 1, 25)] == [0.0, 0.0, 0.0]  # no rate
+    late = WeekPolicy(due=T0, late_penalty_per_day=0.25)
+    assert [late.penalty(T0 + timedelta(hours=h)) for h in (0, 1, 24, 25, 24 * 9)] == [0.0, 0.25, 0.25, 0.5, 1.0]
+
+
+# --- uploads and attempts -----------------------------------------------------------------------
+
+
+def test_uploads_are_stored_once_by_content_and_numbered_per_student(store: Store):
+    first = store.submit(context=A, user="ann", week="week01", content=notebook("a = 1"), policy=OPEN, now=T0)
+    other = store.submit(context=A, user="bob", week="week01", content=notebook("a = 1"), policy=OPEN, now=T0)
+    second = store.submit(context=A, user="ann", week="week01", content=notebook("a = 2"), policy=OPEN, now=T0)
+    assert (first.number, other.number, second.number) == (1, 1, 2)
+    assert first.content_hash == other.content_hash != second.content_hash
+    assert store.content(first) == notebook("a = 1")
+    assert len(list((store.root / "uploads").rglob("*.ipynb"))) == 2
+    assert first.state == "queued" and first.score is None
+
+
+def test_the_policy_refuses_with_its_reason_and_failed_attempts_do_not_count(store: Store):
+    policy = WeekPolicy(max_attempts=2, min_interval_s=60)
+    store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=policy, now=T0)
+    with pytest.raises(AttemptRefused, match="at least 60 s apart: upload again at 2026-09-10 12:01 UTC \\(in 60 s\\)"):
+        store.submit(context=A, user="ann", week="week01", content=notebook("2"), policy=policy, now=T0)
+    with pytest.raises(AttemptRefused, match="same file as your attempt 1"):
+        store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=policy,
+                     now=T0 + timedelta(minutes=5))
+    second = store.submit(context=A, user="ann", week="week01", content=notebook("2"), policy=policy,
+                          now=T0 + timedelta(minutes=5))
+    with pytest.raises(AttemptRefused, match="all 2 attempts"):
+        store.submit(context=A, user="ann", week="week01", content=notebook("3"), policy=policy,
+                     now=T0 + timedelta(minutes=10))
+    store.fail(second.id, "the grader broke")
+    third = store.submit(context=A, user="ann", week="week01", content=notebook("3"), policy=policy,
+                         now=T0 + timedelta(minutes=10))
+    assert third.number == 3  # numbers keep going; the failed one is not held against the student
+
+
+def test_two_uploads_at_once_cannot_both_pass_the_attempt_limit(tmp_path: Path):
+    """Two web workers (two connections to the file) race; the limit holds."""
+    Store(tmp_path).close()
+    policy, outcomes = WeekPolicy(max_attempts=1), []
+
+    def upload(i: int) -> None:
+        with Store(tmp_path) as mine:
+            try:
+                mine.submit(context=A, user="ann", week="week01", content=notebook(f"x = {i}"), policy=policy, now=T0)
+                outcomes.append("ok")
+            except AttemptRefused:
+                outcomes.append("refused")
+
+    threads = [threading.Thread(target=upload, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["ok"] + ["refused"] * 7
+
+
+def test_a_student_reads_only_their_own_attempts(store: Store):
+    ann = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    bob = store.submit(context=A, user="bob", week="week01", content=notebook("2"), policy=OPEN, now=T0)
+    ann_b = store.submit(context=B, user="ann", week="week01", content=notebook("3"), policy=OPEN, now=T0)
+    assert [a.id for a in store.attempts(context=A, user="ann", week="week01")] == [ann.id]
+    assert store.attempt(bob.id, context=A, user="ann") is None
+    assert store.attempt(ann.id, context=B, user="ann") is None  # the same sub in another course is someone else
+    assert store.attempt(ann.id, context=A, user="ann") == ann
+    assert [a.id for a in store.week_attempts(context=A, week="week01")] == [ann.id, bob.id]  # instructor of A
+    grade(store, ann.id, 7)
+    assert store.result(ann.id, context=A, user="bob") is None
+    assert store.result(ann.id, context=B) is None
+    own = store.result(ann.id, context=A, user="ann")
+    assert own is not None and own.score == 7
+    assert ann_b.id not in [a.id for a in store.week_attempts(context=A, week="week01")]
+
+
+def test_claims_take_each_queued_attempt_exactly_once_across_connections(tmp_path: Path):
+    with Store(tmp_path) as s:
+        ids = {s.submit(context=A, user=f"u{i}", week="week01", content=notebook(str(i)), policy=OPEN, now=T0).id
+               for i in range(40)}
+        assert s.queue_position(min(ids)) == 1 and s.queue_position(max(ids)) == 40
+    claimed: list[int] = []
+
+    def worker() -> None:
+        with Store(tmp_path) as mine:
+            while (attempt := mine.claim()) is not None:
+                claimed.append(attempt.id)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claimed) == sorted(ids)
+    with Store(tmp_path) as s:
+        assert s.queue_position(min(ids)) == 0  # being graded
+
+
+def test_an_attempt_that_keeps_killing_its_grader_is_failed_not_retried_forever(store: Store):
+    attempt = store.submit(context=A, user="ann", week="week01", content=notebook("boom"), policy=OPEN, now=T0)
+    for _ in range(MAX_TRIES):
+        assert store.claim() is not None
+        store.release(attempt.id, count_try=True)  # the grader died with it
+    assert store.claim() is None
+    failed = store.attempt(attempt.id)
+    assert failed is not None and failed.state == "failed" and "does not count" in (failed.message or "")
+    again = store.submit(context=A, user="ann", week="week01", content=notebook("fixed"), policy=OPEN, now=T0)
+    store.claim()
+    store.release(again.id, count_try=False)  # the service stopped: no try used
+    assert store.requeue_interrupted() == 0 and store.attempt(again.id).state == "queued"  # type: ignore[union-attr]
+
+
+# --- counted scores and their posts -----------------------------------------------------------------
+
+
+def test_best_attempt_counts_with_the_late_penalty_and_each_change_is_posted(store: Store):
+    store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+    late = WeekPolicy(due=T0, late_penalty_per_day=0.1)
+    one = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=late, now=T0)
+    grade(store, one.id, 6)
+    two = store.submit(context=A, user="ann", week="week01", content=notebook("2"), policy=late,
+                       now=T0 + timedelta(hours=30))  # 2 days late: 20% of 15 points off
+    grade(store, two.id, 9)
+    assert store.attempt(two.id).counted == pytest.approx(6.0)  # type: ignore[union-attr]
+    assert store.counted_score(context=A, user="ann", week="week01") == 6.0  # a tie: the later attempt
+    three = store.submit(context=A, user="ann", week="week01", content=notebook("3"), policy=late,
+                         now=T0 + timedelta(hours=50))
+    grade(store, three.id, 2)  # worse: best stays
+    posts = store.posts(context=A, week="week01")
+    payloads = [p.payload for p in reversed(posts)]
+    assert [(p["scoreGiven"], p["gradingProgress"]) for p in payloads] == [(6.0, "PendingManual"),
+                                                                           (6.0, "PendingManual")]
+    assert payloads[1]["comment"].startswith("Attempt 2: 6 of 15 points after a late penalty of 20%")
+    assert payloads[0]["userId"] == "ann" and payloads[0]["scoreMaximum"] == 15
+    stamps = [datetime.fromisoformat(p["timestamp"]) for p in payloads]
+    assert stamps[1] >= stamps[0] + timedelta(seconds=1)  # Moodle refuses the same second
+    assert posts[1].state == "superseded" and posts[0].state == "pending"  # never sent: only the newest goes
+
+
+def test_last_attempt_counts_when_the_policy_says_so(store: Store):
+    last = WeekPolicy(counted="last")
+    one = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=last, now=T0)
+    grade(store, one.id, 9)
+    two = store.submit(context=A, user="ann", week="week01", content=notebook("2"), policy=last, now=T0)
+    grade(store, two.id, 4)
+    assert store.counted_score(context=A, user="ann", week="week01") == 4.0
+    assert store.posts(context=A) == []  # no line item yet: nothing to send ...
+    store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+    assert [p.payload["scoreGiven"] for p in store.posts(context=A)] == [4.0]  # ... until the launch names one
+
+
+def test_marking_a_hand_graded_task_posts_the_final_score_and_carries_to_the_same_answer(store: Store):
+    store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+    one = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    grade(store, one.id, 8, answer="margin")
+    with pytest.raises(GradebookError, match="task 1 of week01 is autograded"):
+        store.mark(one.id, context=A, task=1, points=3)
+    with pytest.raises(GradebookError, match="outside 0..5"):
+        store.mark(one.id, context=A, task=2, points=6)
+    with pytest.raises(GradebookError, match="not a graded attempt of this course"):
+        store.mark(one.id, context=B, task=2, points=3)
+    marked = store.mark(one.id, context=A, task=2, points=4, comment="Good: the margin.")
+    assert (marked.score, marked.pending) == (12.0, 0.0)
+    assert "Good: the margin." in marked.feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    latest = store.posts(context=A)[0].payload
+    assert (latest["scoreGiven"], latest["gradingProgress"]) == (12.0, "FullyGraded")
+    two = store.submit(context=A, user="ann", week="week01", content=notebook("2"), policy=OPEN, now=T0)
+    grade(store, two.id, 10, answer="margin")  # code improved, same written answer: the mark carries
+    assert store.attempt(two.id).pending == 0.0  # type: ignore[union-attr]
+    assert store.counted(context=A, user="ann", week="week01").progress == "FullyGraded"  # type: ignore[union-attr]
+    three = store.submit(context=A, user="ann", week="week01", content=notebook("3"), policy=OPEN, now=T0)
+    grade(store, three.id, 10, answer="rewritten")  # a new answer waits for the marker
+    assert store.attempt(three.id).pending == 5.0  # type: ignore[union-attr]
+    assert store.counted_score(context=A, user="ann", week="week01") == 14.0  # attempt 2 stays best
