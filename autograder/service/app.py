@@ -68,6 +68,7 @@ class Settings:
     upload_limit_bytes: int = 5 * 1024 * 1024
     requests_per_minute: int = 120       # per user, every route
     uploads_per_minute: int = 6          # per user, on top of the course's own minimum interval
+    launches_per_minute: int = 1200      # per address (a campus NAT is one address for a whole class)
 
 
 class Tool:
@@ -153,6 +154,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     templates = _templates()
     signer = URLSafeTimedSerializer(tool.session_secret, salt="ag-session")
     per_user = RateLimiter(settings.requests_per_minute)
+    per_address = RateLimiter(settings.launches_per_minute)  # the LTI routes, before anyone is known
     uploads = RateLimiter(settings.uploads_per_minute)
 
     def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
@@ -231,8 +233,14 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                                         tool_name=settings.tool_name, platforms=tool.platforms)
         return page("registered.html.j2", platform=platform)
 
+    def limit_address(request: Request) -> None:
+        wait = per_address.allow(request.client.host if request.client else "unknown")
+        if wait:
+            raise Refused(429, f"Too many requests: wait {wait:.0f} s and try again.")
+
     @app.api_route("/lti/login", methods=["GET", "POST"])
     async def login(request: Request) -> Response:
+        limit_address(request)
         params = dict(request.query_params)
         if request.method == "POST":
             params.update({k: str(v) for k, v in (await request.form()).items()})
@@ -243,6 +251,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
 
     @app.post("/lti/launch")
     async def launch(request: Request) -> Response:
+        limit_address(request)
         form = await request.form()
         launch = tool.validator.validate(str(form.get("id_token", "")), str(form.get("state", "")),
                                          request.cookies.get(STATE_COOKIE))
