@@ -9,11 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 from joserfc.jwk import RSAKey
+from lti1p3platform.registration import Registration
 
 from autograder.course import Course
 from autograder.service.app import STATE_COOKIE
 from tests.service.lms import Lms, register_and_add_week, running_lms
-from tests.service.lti_platform import TOOL_CONFIG
+from tests.service.lti_platform import TOOL_CONFIG, new_private_key
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +146,16 @@ def test_a_learner_cannot_add_activities(lms: Lms) -> None:
     page = browser.get(f"{lms.platform_url}/start", params={"user": "s-dl", "role": "learner",
                                                             "deep_link": "true"})
     assert page.status_code == 403
+
+
+def test_after_the_platform_rotates_its_key_launches_still_work(lms: Lms) -> None:
+    old_kid = Registration.get_jwk(lms.platform.private_key)["kid"]
+    _, before = lms.launch("s-rotate")
+    assert before.status_code == 200
+    lms.platform.private_key = new_private_key()
+    public = RSAKey.import_key(lms.platform.private_key).as_pem(private=False).decode()
+    for registration in lms.platform.registrations.values():
+        registration.set_platform_private_key(lms.platform.private_key).set_platform_public_key(public)
+    assert Registration.get_jwk(lms.platform.private_key)["kid"] != old_kid
+    _, after = lms.launch("s-rotate")  # signed with a key the tool has not cached: it fetches the JWKS again
+    assert after.status_code == 200 and str(after.url).endswith("/week/week01")
