@@ -284,12 +284,12 @@ def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None)
 def serve(
     public_url: Annotated[str, typer.Option("--public-url", help="the https URL the LMS and browsers reach "
                                             "(the TLS proxy's), e.g. https://grader.example.edu")],
-    data: Annotated[Optional[Path], typer.Option("--data", help="the service's data folder: keys, registrations, "
+    data: Annotated[Path | None, typer.Option("--data", help="the service's data folder: keys, registrations, "
                                                  "attempts, uploads (default: service-data in the course)")] = None,
     host: Annotated[str, typer.Option("--host", help="address to listen on (the proxy forwards to it)")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8000,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="warm graders on this machine")] = 1,
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
     upload_limit_mib: Annotated[float, typer.Option("--upload-limit", help="largest notebook accepted, MiB")] = 5.0,
     rotate_key: Annotated[bool, typer.Option("--rotate-key", help="make a new signing key (the old one stays "
                                              "published) and exit")] = False,
@@ -306,8 +306,10 @@ def serve(
         if rotate_key:
             out.print(f"new signing key: {ToolKeys(settings.data / 'keys').rotate()}")
             return
-        err.print(f"registration values: {public_url.rstrip('/')}/lti/config", highlight=False)
-        run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler)
+        run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
+                    announce=lambda tool: err.print(
+                        f"registration URL for the LMS admin (keep it private): {tool.registration_url}\n"
+                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False))
     except AutograderError as exc:
         _fail(exc)
 
@@ -320,7 +322,7 @@ def lti_platform(
     auth_url: Annotated[str, typer.Option("--auth", help="authentication request URL (Moodle: /mod/lti/auth.php)")],
     token_url: Annotated[str, typer.Option("--token", help="access token URL (Moodle: /mod/lti/token.php)")],
     jwks_url: Annotated[str, typer.Option("--jwks", help="public keyset URL (Moodle: /mod/lti/certs.php)")],
-    data: Annotated[Optional[Path], typer.Option("--data", help="the service's data folder")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="the service's data folder")] = None,
     course: CourseOption = None,
 ) -> None:
     """Add a platform registered by hand (dynamic registration does this by itself)."""

@@ -83,11 +83,19 @@ class Tool:
         self.states = LoginStates(settings.data / "lti.sqlite")
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
-        self.session_secret = _session_secret(settings.data / "keys" / "session.secret")
+        self.session_secret = _secret(settings.data / "keys" / "session.secret")
+        # Only who knows it may register a platform: otherwise anyone could point the tool at
+        # their own "LMS" and have it fetch URLs and grade for them.
+        self.registration_secret = _secret(settings.data / "keys" / "registration.secret").hex()[:32]
+
+    @property
+    def registration_url(self) -> str:
+        """The one URL a Moodle admin pastes (secret included): printed by ``autograder serve``."""
+        return f"{self.urls.register}?secret={self.registration_secret}"
 
 
-def _session_secret(path: Path) -> bytes:
-    """The key that signs session cookies: made once, kept beside the signing keys (0600)."""
+def _secret(path: Path) -> bytes:
+    """A random secret made once and kept beside the signing keys (0600)."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _write_private(path, secrets.token_bytes(32))
@@ -217,26 +225,32 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
 
     # ---- LTI ---------------------------------------------------------------------------
 
+    def limit_address(request: Request) -> None:
+        wait = per_address.allow(request.client.host if request.client else "unknown")
+        if wait:
+            raise Refused(429, f"Too many requests: wait {wait:.0f} s and try again.")
+
+
     @app.get("/lti/jwks")
     def jwks() -> JSONResponse:
         return JSONResponse(tool.keys.jwks())
 
     @app.get("/lti/config")
     def config() -> HTMLResponse:
-        return page("config.html.j2", values=tool.urls.manual_values(),
+        return page("config.html.j2", values=tool.urls.manual_values(), register_url=tool.urls.register,
                     platforms=tool.platforms.all())
 
     @app.get("/lti/register")
-    def register(openid_configuration: str, registration_token: str | None = None) -> HTMLResponse:
+    def register(request: Request, openid_configuration: str, registration_token: str | None = None,
+                 secret: str = "") -> HTMLResponse:
+        limit_address(request)
+        if not hmac.compare_digest(secret, tool.registration_secret):
+            raise Refused(403, "This registration URL lacks the tool's secret: use the URL `autograder serve` "
+                               "prints when it starts (…/lti/register?secret=…).")
         platform = register_dynamically(tool.client, openid_configuration=openid_configuration,
                                         registration_token=registration_token, urls=tool.urls,
                                         tool_name=settings.tool_name, platforms=tool.platforms)
         return page("registered.html.j2", platform=platform)
-
-    def limit_address(request: Request) -> None:
-        wait = per_address.allow(request.client.host if request.client else "unknown")
-        if wait:
-            raise Refused(429, f"Too many requests: wait {wait:.0f} s and try again.")
 
     @app.api_route("/lti/login", methods=["GET", "POST"])
     async def login(request: Request) -> Response:
@@ -525,10 +539,13 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
 
 
 def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
-                scheduler: str | None) -> None:
-    """Serve until stopped, behind a TLS proxy on this machine (its X-Forwarded-* headers are trusted)."""
+                scheduler: str | None, announce: Callable[[Tool], None] = lambda _: None) -> None:
+    """Serve until stopped, behind a TLS proxy on this machine (its X-Forwarded-* headers are trusted).
+
+    ``announce`` is shown the tool once it is ready (the CLI prints the registration URL)."""
     import uvicorn
 
     with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
+        announce(app.state.tool)
         uvicorn.run(app, host=host, port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
                     log_level="info")

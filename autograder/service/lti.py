@@ -374,7 +374,7 @@ class ToolUrls:
         """Every value an administrator types when registering the tool by hand."""
         return {"Tool URL / target link URI": self.launch, "Initiate login URL": self.login,
                 "Redirection URI(s)": self.launch, "Public keyset URL (JWKS)": self.jwks,
-                "Deep linking (content selection) URL": self.launch, "Dynamic registration URL": self.register,
+                "Deep linking (content selection) URL": self.launch,
                 "Domain": self.domain}
 
 

@@ -118,7 +118,7 @@ def register_and_add_week(lms: Lms, week: str = "week01") -> httpx.Response:
     token = lms.platform.new_registration_token()
     page = browser.get(f"{lms.tool_url}/lti/register", params={
         "openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
-        "registration_token": token})
+        "registration_token": token, "secret": lms.app.state.tool.registration_secret})
     assert page.status_code == 200, page.text
     picker = browser.get(f"{lms.platform_url}/start", params={"user": "t1", "role": "instructor",
                                                               "deep_link": "true"})

@@ -43,17 +43,26 @@ def test_the_registration_page_closes_moodles_dialog_and_a_used_token_is_refused
     browser = lms.browser()
     config = f"{lms.platform_url}/.well-known/openid-configuration"
     token = lms.platform.new_registration_token()
-    first = browser.get(f"{lms.tool_url}/lti/register", params={"openid_configuration": config,
-                                                                 "registration_token": token})
+    params = {"openid_configuration": config, "registration_token": token,
+              "secret": lms.app.state.tool.registration_secret}
+    first = browser.get(f"{lms.tool_url}/lti/register", params=params)
     assert "org.imsglobal.lti.close" in first.text
-    again = browser.get(f"{lms.tool_url}/lti/register", params={"openid_configuration": config,
-                                                                 "registration_token": token})
+    again = browser.get(f"{lms.tool_url}/lti/register", params=params)
     assert again.status_code == 401 and "refused the registration" in again.text
+
+
+def test_registration_without_the_tools_secret_is_refused(lms: Lms) -> None:
+    before = len(lms.platform.tool_requests)
+    reply = lms.browser().get(f"{lms.tool_url}/lti/register", params={
+        "openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
+        "registration_token": lms.platform.new_registration_token(), "secret": "guessed"})
+    assert reply.status_code == 403 and "secret" in reply.text
+    assert len(lms.platform.tool_requests) == before  # the platform was not even asked
 
 
 def test_the_manual_registration_page_lists_every_url(lms: Lms) -> None:
     page = lms.browser().get(f"{lms.tool_url}/lti/config")
-    for path in ("/lti/login", "/lti/launch", "/lti/jwks", "/lti/register"):
+    for path in ("/lti/login", "/lti/launch", "/lti/jwks"):
         assert f"{lms.tool_url}{path}" in page.text
     assert lms.platform.base in page.text  # the registered platform is listed
 
