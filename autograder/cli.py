@@ -293,6 +293,9 @@ def serve(
     upload_limit_mib: Annotated[float, typer.Option("--upload-limit", help="largest notebook accepted, MiB")] = 5.0,
     rotate_key: Annotated[bool, typer.Option("--rotate-key", help="make a new signing key (the old one stays "
                                              "published) and exit")] = False,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="serve https directly with this "
+                                                  "certificate (PEM), without a TLS proxy")] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="the certificate's private key (PEM)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
@@ -306,7 +309,10 @@ def serve(
         if rotate_key:
             out.print(f"new signing key: {ToolKeys(settings.data / 'keys').rotate()}")
             return
+        if (tls_cert is None) != (tls_key is None):
+            raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
         run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
+                    tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
                     announce=lambda tool: err.print(
                         f"registration URL for the LMS admin (keep it private): {tool.registration_url}\n"
                         f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False))

@@ -539,7 +539,8 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
 
 
 def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
-                scheduler: str | None, announce: Callable[[Tool], None] = lambda _: None) -> None:
+                scheduler: str | None, tls: tuple[Path, Path] | None = None,
+                announce: Callable[[Tool], None] = lambda _: None) -> None:
     """Serve until stopped, behind a TLS proxy on this machine (its X-Forwarded-* headers are trusted).
 
     ``announce`` is shown the tool once it is ready (the CLI prints the registration URL)."""
@@ -548,4 +549,5 @@ def run_service(settings: Settings, course: Course, *, host: str, port: int, job
     with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
         announce(app.state.tool)
         uvicorn.run(app, host=host, port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
-                    log_level="info")
+                    log_level="warning", ssl_certfile=str(tls[0]) if tls else None,
+                    ssl_keyfile=str(tls[1]) if tls else None)
