@@ -30,7 +30,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.datastructures import UploadFile
 
-from autograder.course import Course
+from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, SubmissionError
 from autograder.manual import _answer as answer_of
 from autograder.notebook import read_notebook
@@ -182,7 +182,8 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         try:
             data = signer.loads(raw, max_age=SESSION_LIFETIME_S)
         except BadSignature:
-            raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS.")
+            raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS."
+                          ) from None
         session = Session(**data)
         wait = per_user.allow(session.user)
         if wait:
@@ -205,11 +206,11 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
             raise Refused(403, "The form is stale or was not sent from this page (CSRF check): reload and retry.")
         return dict(form)
 
-    def week_of(name: str) -> Any:
+    def week_of(name: str) -> Week:
         try:
             return course.week(name)
         except CourseError as exc:
-            raise Refused(404, str(exc))
+            raise Refused(404, str(exc)) from exc
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
@@ -229,7 +230,6 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         wait = per_address.allow(request.client.host if request.client else "unknown")
         if wait:
             raise Refused(429, f"Too many requests: wait {wait:.0f} s and try again.")
-
 
     @app.get("/lti/jwks")
     def jwks() -> JSONResponse:
@@ -353,12 +353,12 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         try:
             read_notebook(content)
         except SubmissionError as exc:
-            raise Refused(415, f"{file.filename!r} is not a readable Jupyter notebook ({exc}).")
+            raise Refused(415, f"{file.filename!r} is not a readable Jupyter notebook ({exc}).") from exc
         try:
             attempt = store.submit(context=session.context, user=session.user, week=name, content=content,
                                    policy=policy_for(name), now=_utcnow())
         except AutograderError as exc:  # AttemptRefused: the course's policy says no, and why
-            raise Refused(409, str(exc))
+            raise Refused(409, str(exc)) from exc
         wake()
         return RedirectResponse(f"/attempt/{attempt.id}", status_code=303)
 

@@ -18,6 +18,7 @@ import html
 import json
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -267,7 +268,7 @@ def create_platform(state: PlatformState) -> FastAPI:
             maximum = float(body.get("scoreMaximum", 1))
             value = None if given is None else given * state.lineitems[item].score_maximum / maximum
             state.grades[(item, body["userId"])] = (value, stamp)
-            state.scores.append({**body, "lineitem": item, "stored": value})
+            state.scores.append({**body, "lineitem": item, "stored": value, "received": time.time()})
         return Response(status_code=200)
 
     return app
