@@ -143,7 +143,8 @@ def _read(course_root: Path) -> tuple[dict[str, WeekPolicy], WeekPolicy]:
     try:
         zone = _zone(zone_name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise PolicyError(f"{path}: unknown timezone {zone_name!r}: use an IANA name such as \"Europe/Berlin\"") from exc
+        raise PolicyError(f"{path}: unknown timezone {zone_name!r}: use an IANA name such as "
+                          "\"Europe/Berlin\"") from exc
     base = data.pop("defaults", {})
     if not isinstance(base, dict):
         raise PolicyError(f"{path}: [defaults] must be a table")

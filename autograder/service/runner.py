@@ -22,7 +22,9 @@ that is killed is queued again when the next one starts (``Store.requeue_interru
 
 from __future__ import annotations
 
+import json
 import logging
+import multiprocessing
 import socket
 import threading
 import time
@@ -40,6 +42,7 @@ from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import from_dict
+from autograder.grading.parallel import START_METHOD, grader_memory_bytes, serve
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
 from autograder.service.store import Attempt, Store
@@ -90,11 +93,16 @@ class GradingService:
         self._thread: threading.Thread | None = None
         self._broken: dict[str, float] = {}  # week -> monotonic time its grading may be tried again
         self._submissions: dict[int, Submission] = {}
+        self._wanted: set[str] = set()  # weeks to start a grader for before work arrives (``warm``)
+        self.graders_started = 0  # grader processes started so far: warm graders keep this low
 
     def __enter__(self) -> Self:
         requeued = self.store.requeue_interrupted()
         if requeued:
             log.warning("%d attempt(s) were being graded when the service last stopped: queued again", requeued)
+        marked = self.store.reconcile_marks()
+        if marked:
+            log.warning("%d attempt(s) had hand marks not applied yet (a stop while marking): applied", marked)
         target = self._run_local if self.scheduler is None else self._run_cluster
         self._thread = threading.Thread(target=self._guard(target), name="autograder-grading", daemon=True)
         self._thread.start()
@@ -108,6 +116,13 @@ class GradingService:
             self._thread.join()
         self._wake_read.close()
         self._wake_write.close()
+
+    def warm(self, week: str) -> None:
+        """Start a grader for ``week`` now, if a slot is free, so the upload that follows
+        skips the cold start (about 5 s): the web app may call it when a student opens a
+        week's upload page. Unused, it is let go after ``idle_s`` like any idle grader."""
+        self._wanted.add(week)
+        self.wake()
 
     def wake(self) -> None:
         """Look at the queue now (the web app calls this after ``Store.submit``)."""
@@ -186,23 +201,18 @@ class GradingService:
     # --- local warm graders -------------------------------------------------------------------
 
     def _run_local(self) -> None:
-        import multiprocessing
-
-        from autograder.grading.parallel import START_METHOD, grader_memory_bytes
-
         context: Any = multiprocessing.get_context(START_METHOD)  # "spawn": the typed contexts name it
         memory = grader_memory_bytes()
         graders: list[_Grader] = []
 
         def start(week: Week) -> None:
-            from autograder.grading.parallel import serve
-
             parent_end, child_end = context.Pipe(duplex=True)
             process = context.Process(target=serve, args=(week, self.limits, child_end, memory),
                                       name=f"autograder-service-{week.name}", daemon=True)
             process.start()
             child_end.close()
             graders.append(_Grader(week, process, parent_end))
+            self.graders_started += 1
 
         def answer(grader: _Grader, attempt: Attempt | None) -> None:
             grader.waiting = False
@@ -221,6 +231,13 @@ class GradingService:
                         answer(grader, attempt)
                     elif time.monotonic() - grader.idle_since > self.idle_s:
                         answer(grader, None)
+            wanted, self._wanted = self._wanted, set()
+            for name in wanted:
+                if len(graders) < self.jobs and not any(g.week.name == name for g in graders):
+                    try:
+                        start(self._week(name))
+                    except CourseError as exc:
+                        log.warning("cannot warm a grader for %s: %s", name, exc)
             for week in self._ready_weeks():
                 mine = [g for g in graders if g.week.name == week and not g.retiring]
                 if any(g.held is None for g in mine):  # one is starting or about to ask
@@ -250,7 +267,7 @@ class GradingService:
 
         def ended(grader: _Grader) -> None:
             grader.process.join()
-            _drain(grader)
+            drain(grader)
             grader.conn.close()
             graders.remove(grader)
             if grader.held is not None:
@@ -262,9 +279,8 @@ class GradingService:
                     f"a grader process for {grader.week.name} ended (exit code {grader.process.exitcode}) "
                     "before grading anything"))
 
-        def _drain(grader: _Grader) -> bool:
-            import json
-
+        def drain(grader: _Grader) -> bool:
+            """Handle every message waiting from ``grader``; False once its pipe is closed."""
             try:
                 while grader.conn.poll():
                     handle(grader, json.loads(grader.conn.recv_bytes()))
@@ -281,7 +297,7 @@ class GradingService:
                 wait(handles, timeout=POLL_S)
                 self._drain_wake()
                 for grader in graders:
-                    open_ = _drain(grader)
+                    open_ = drain(grader)
                     if not open_ or not grader.process.is_alive():
                         ended(grader)
         finally:
@@ -300,7 +316,7 @@ class GradingService:
         from autograder.grading.distributed import grade_task
 
         assert self.scheduler is not None
-        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler  # type: ignore[no-untyped-call]
+        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
         in_flight: dict[str, tuple[Attempt, Any]] = {}  # task key -> (attempt, distributed.Future)
         done: list[str] = []
         done_lock = threading.Lock()
@@ -352,7 +368,7 @@ class GradingService:
 def _handed_out(path: object) -> nbformat.NotebookNode | None:
     """The notebook students were given (to tell the cells they added); None if not generated."""
     try:
-        notebook: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
+        notebook: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)
         return notebook
     except (OSError, ValueError):
         return None

@@ -472,18 +472,47 @@ class Store:
             raise GradebookError(f"{attempt.week} has no task {task}") from None
         self.gradebook.set_manual(attempt.week, attempt.key, task, points=points, comment=comment,
                                   answer_sha256=answer)
+        return self._apply_marks(attempt)
+
+    def _apply_marks(self, attempt: Attempt) -> Attempt:
+        """Rewrite an attempt's result and page with the gradebook's marks, then its score and post."""
+        assert attempt.result_path is not None
+        stored = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
         marked = self.gradebook.lookup(attempt.week, attempt.key, submission_sha256=stored.submission_sha256,
                                        tests_sha256=stored.tests_sha256, grader_version=stored.grader_version)
-        assert marked is not None
-        title = self._read("SELECT title FROM attempts WHERE id = ?", (attempt_id,))[0][0] or attempt.week
+        if marked is None:  # regraded since with other tests: the new result will carry the marks
+            return attempt
+        title = self._read("SELECT title FROM attempts WHERE id = ?", (attempt.id,))[0][0] or attempt.week
         json_path, html_path = self._write_pages(attempt, marked, title)
         with self._transaction() as db:
             db.execute("UPDATE attempts SET score = ?, pending = ?, result_path = ?, feedback_path = ? WHERE id = ?",
-                       (marked.score, marked.pending_points, str(json_path), str(html_path), attempt_id))
+                       (marked.score, marked.pending_points, str(json_path), str(html_path), attempt.id))
             self._refresh_score(db, attempt.context, attempt.user, attempt.week)
-        updated = self.attempt(attempt_id)
+        updated = self.attempt(attempt.id)
         assert updated is not None
         return updated
+
+    def reconcile_marks(self) -> int:
+        """Apply marks the gradebook holds but an attempt does not show yet; how many attempts changed.
+
+        A service killed between storing a mark and posting its score, or marks merged into
+        the data folder's gradebook with ``autograder merge-manual`` (keys ``attempt-<id>``),
+        leave such attempts; the service calls this when it starts."""
+        changed = 0
+        for week in self.gradebook.weeks():
+            marks = self.gradebook.manual_marks(week)
+            rows = self._read(f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE week = ? AND state = 'graded'", (week,))
+            for attempt in (_attempt(r) for r in rows):
+                if attempt.key not in marks or attempt.result_path is None:
+                    continue
+                shown = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
+                tasks = {t.task: t for t in shown.tasks}
+                if any(n not in tasks or (tasks[n].score, tasks[n].comment, tasks[n].marked)
+                       != (m.points, m.comment, True) for n, m in marks[attempt.key].items()
+                       if not (n in tasks and tasks[n].stale)):
+                    self._apply_marks(attempt)
+                    changed += 1
+        return changed
 
     def _carry_marks(self, attempt: Attempt, result: SubmissionResult) -> None:
         answers = {t.task: t.answer_sha256 for t in result.tasks if t.manual and t.answer_sha256}
@@ -577,8 +606,8 @@ class Store:
                    "gradingProgress": progress, "timestamp": ags_timestamp(moment), "comment": comment}
         db.execute("UPDATE service_scores SET last_timestamp = ? WHERE context = ? AND user = ? AND week = ?",
                    (stamp(moment), context, user, week))
-        cursor = db.execute("INSERT INTO posts (context, user, week, lineitem, payload, state, next_try_at, created_at) "
-                            "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+        cursor = db.execute("INSERT INTO posts (context, user, week, lineitem, payload, state, next_try_at, "
+                            "created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
                             (context, user, week, lineitem, json.dumps(payload), stamp(now), stamp(now)))
         db.execute("UPDATE posts SET state = 'superseded', next_try_at = NULL, last_error = ? WHERE context = ? "
                    "AND user = ? AND lineitem = ? AND state = 'pending' AND id < ? AND sending_since IS NULL",

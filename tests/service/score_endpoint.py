@@ -30,7 +30,8 @@ SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 @dataclass
 class Accepted:
     user: str
-    score: float | None  # None: erased (not FullyGraded)
+    score: float | None  # what the gradebook keeps: None (erased) unless FullyGraded
+    sent: float | None  # the scoreGiven we sent
     maximum: float
     progress: str
     timestamp: str
@@ -90,7 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
             state.stored[user] = int(moment) if state.clock_ahead_s is None else (
                 datetime.now().timestamp() + state.clock_ahead_s)
             state.grades[user] = given
-            state.accepted.append(Accepted(user, given, float(score.get("scoreMaximum", 1)), progress,
+            sent = float(score["scoreGiven"]) if "scoreGiven" in score else None
+            state.accepted.append(Accepted(user, given, sent, float(score.get("scoreMaximum", 1)), progress,
                                            score["timestamp"]))
             self._reply(200)
 

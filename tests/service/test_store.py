@@ -3,6 +3,7 @@ which score is posted when, and that nobody reads another student's attempts."""
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,8 +21,8 @@ OPEN = WeekPolicy()
 
 
 def notebook(text: str) -> bytes:
-    return ('{"cells": [{"cell_type": "code", "source": "%s", "metadata": {}, "outputs": [], '
-            '"execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}' % text).encode()
+    cell = {"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
 
 
 def result(auto: float, *, manual: float | None = None, answer: str = "because") -> SubmissionResult:
@@ -267,3 +268,34 @@ def test_marking_a_hand_graded_task_posts_the_final_score_and_carries_to_the_sam
     grade(store, three.id, 10, answer="rewritten")  # a new answer waits for the marker
     assert store.attempt(three.id).pending == 5.0  # type: ignore[union-attr]
     assert store.counted_score(context=A, user="ann", week="week01") == 14.0  # attempt 2 stays best
+
+
+def test_a_regrade_queues_graded_attempts_of_that_course_only(store: Store):
+    mine = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    theirs = store.submit(context=B, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    grade(store, mine.id, 5)
+    grade(store, theirs.id, 5)
+    assert store.regrade(context=A, week="week01") == 1
+    assert store.attempt(mine.id).state == "queued"  # type: ignore[union-attr]
+    assert store.attempt(theirs.id).state == "graded"  # type: ignore[union-attr]
+    assert store.regrade(context=B, week="week01", attempt_id=mine.id) == 0  # not B's attempt
+
+
+def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path: Path):
+    with Store(tmp_path) as store:
+        store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+        attempt = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+        grade(store, attempt.id, 8, answer="margin")
+        # the service died right after the gradebook took the mark (or `merge-manual` wrote it)
+        store.gradebook.set_manual("week01", attempt.key, 2, points=0, comment="", answer_sha256="margin")
+        assert store.attempt(attempt.id).pending == 5  # type: ignore[union-attr]
+    with Store(tmp_path) as store:
+        assert store.reconcile_marks() == 1
+        assert store.reconcile_marks() == 0  # once
+        assert (store.attempt(attempt.id).score, store.attempt(attempt.id).pending) == (8, 0)  # type: ignore[union-attr]
+        latest = store.posts(context=A)[0].payload  # 0 points is a mark too: the score is final
+        assert (latest["scoreGiven"], latest["gradingProgress"]) == (8, "FullyGraded")
+        store.gradebook.set_manual("week01", attempt.key, 2, points=5, comment="Fine.", answer_sha256="margin")
+        assert store.reconcile_marks() == 1
+        assert "Fine." in store.attempt(attempt.id).feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+        assert store.posts(context=A)[0].payload["scoreGiven"] == 13

@@ -1,0 +1,182 @@
+"""The service grades its queue through the real grading path: warm grader processes
+(``--jobs``) or a real Dask LocalCluster (``--scheduler``), with the sandbox; results,
+feedback pages, hand marks and score posts follow; a service killed with -9 loses and
+duplicates nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from autograder.course import Course
+from autograder.formats.result_json import to_dict
+from autograder.grading.grader import grade
+from autograder.results import Status
+from autograder.service.outbox import Outbox
+from autograder.service.policy import WeekPolicy
+from autograder.service.runner import GradingService
+from autograder.service.store import Store
+from autograder.submission import Submission
+from tests.service.score_endpoint import HttpSender, ScoreEndpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+CONTEXT = "https://moodle.example|3|ml101"
+
+
+def upload(store: Store, user: str, fixture: str, week: str = "week01") -> int:
+    content = (FIXTURES / week / f"{fixture}.ipynb").read_bytes() if fixture else b"{not a notebook"
+    return store.submit(context=CONTEXT, user=user, week=week, content=content, policy=WeekPolicy(),
+                        now=datetime.now(UTC)).id
+
+
+def until(condition: Callable[[], bool], timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def all_graded(store: Store, week: str = "week01") -> bool:
+    attempts = store.week_attempts(context=CONTEXT, week=week)
+    return bool(attempts) and all(a.state in ("graded", "failed") for a in attempts)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[ScoreEndpoint]:
+    server = ScoreEndpoint()
+    yield server
+    server.close()
+
+
+def test_warm_graders_grade_uploads_as_the_grader_does_and_post_scores(tmp_path: Path, course: Course, slot,
+                                                                       endpoint: ScoreEndpoint):
+    week = course.week("week01")
+    graded = []
+    with Store(tmp_path) as store, Outbox(store, HttpSender(), poll_s=0.05):
+        store.set_lineitem(CONTEXT, "week01", endpoint.lineitem)
+        store.remember_user(CONTEXT, "ann", "Ann Lee", "ann@example.org")
+        with GradingService(course, store, jobs=1, on_graded=graded.append) as service:
+            ids = {upload(store, "ann", "correct_fresh_notebook"): "correct",
+                   upload(store, "bob", "wrong_no_bias"): "wrong", upload(store, "cat", "untouched_stub"): "stub",
+                   upload(store, "dan", ""): "broken"}
+            service.wake()
+            until(lambda: all_graded(store))
+            assert service.graders_started == 1  # one warm grader graded them all
+        assert sorted(a.id for a in graded) == sorted(ids)
+        results = {ids[i]: store.result(i, context=CONTEXT) for i in ids}
+        assert all(r is not None for r in results.values())
+        correct, wrong, stub, broken = (results[k] for k in ("correct", "wrong", "stub", "broken"))
+        assert correct is not None and wrong is not None and stub is not None and broken is not None
+        auto = [t.number for t in week.tasks if not t.manual]
+        assert all(correct.task(n).score == correct.task(n).max_score for n in auto)
+        assert wrong.task(1).score < wrong.task(1).max_score and wrong.task(2).score == wrong.task(2).max_score
+        assert stub.status is Status.NOT_ATTEMPTED and broken.status is Status.ERROR
+        assert correct.participant is not None and correct.participant.full_name == "Ann Lee"
+        # the very grading a local run gives, with the seed the service drew
+        ann = store.attempts(context=CONTEXT, user="ann", week="week01")[0]
+        local = grade(week, [Submission(origin=correct.submission, key=ann.key, content=store.content(ann),
+                                        participant=correct.participant, seed=correct.seed)], slot=slot)[0]
+        drop = {"duration_s", "tasks"}
+        assert {k: v for k, v in to_dict(local).items() if k not in drop} == \
+            {k: v for k, v in to_dict(correct).items() if k not in drop}
+        assert [(t.task, t.score) for t in local.tasks] == [(t.task, t.score) for t in correct.tasks]
+        page = ann.feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+        assert "week01" in page and "pending" in page.lower()
+        # every task graded by hand is pending: the score goes as PendingManual until marked
+        until(lambda: len(endpoint.state.accepted) == 4)
+        assert {a.progress for a in endpoint.state.accepted} == {"PendingManual"}
+        for task in (t for t in week.tasks if t.manual):
+            store.mark(ann.id, context=CONTEXT, task=task.number, points=task.points, comment="Well argued.")
+        until(lambda: len(endpoint.state.accepted) == 5)
+        final = endpoint.state.accepted[-1]
+        assert (final.user, final.progress, final.score) == ("ann", "FullyGraded", week.max_score)
+        assert "Well argued." in ann.feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+
+
+def test_one_grader_moves_to_the_week_that_waits(tmp_path: Path, course: Course):
+    with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
+        upload(store, "ann", "correct_fresh_notebook")
+        upload(store, "ann", "correct_fresh_notebook", week="week02")
+        upload(store, "bob", "wrong_no_bias")
+        service.wake()
+        until(lambda: all_graded(store) and all_graded(store, "week02"))
+        assert service.graders_started >= 2
+        week02 = store.attempts(context=CONTEXT, user="ann", week="week02")[0]
+        assert week02.state == "graded" and week02.score == course.week("week02").max_score - week02.pending
+
+
+def test_a_dask_cluster_grades_the_queue(tmp_path: Path, course: Course):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, Store(tmp_path) as store:
+        ids = [upload(store, "ann", "correct_fresh_notebook"), upload(store, "bob", "wrong_unfitted_ppn"),
+               upload(store, "cat", "")]
+        with GradingService(course, store, scheduler=cluster.scheduler_address) as service:
+            service.wake()
+            until(lambda: all_graded(store))
+        week = course.week("week01")
+        ann, bob, cat = (store.result(i, context=CONTEXT) for i in ids)
+        assert ann is not None and ann.score == week.max_score - ann.pending_points
+        assert bob is not None and bob.task(2).score < bob.task(2).max_score and bob.task(1).score == bob.task(1).max_score
+        assert cat is not None and cat.status is Status.ERROR
+
+
+def test_a_service_killed_mid_run_grades_every_upload_and_posts_every_score_once(tmp_path: Path,
+                                                                                  endpoint: ScoreEndpoint):
+    endpoint.state.delay_s = 0.3  # slow enough that posts are under way when the service dies
+    data = tmp_path / "data"
+    fixtures = ["correct_fresh_notebook", "wrong_no_bias", "wrong_unfitted_ppn", "untouched_stub",
+                "correct_loop_eta_y_x", "wrong_ties_to_minus_one"]
+    with Store(data) as store:
+        store.set_lineitem(CONTEXT, "week01", endpoint.lineitem)
+        ids = [upload(store, f"user{i % 4}", name) for i, name in enumerate(fixtures * 2)]  # 3 attempts each
+
+        def run() -> subprocess.Popen[bytes]:
+            return subprocess.Popen([sys.executable, str(Path(__file__).with_name("service_process.py")), str(data),
+                                     str(ROOT)], start_new_session=True, cwd=ROOT)
+
+        process = run()
+        try:
+            until(lambda: sum(a.state == "graded" for a in store.week_attempts(context=CONTEXT, week="week01")) >= 3)
+            os.killpg(process.pid, signal.SIGKILL)  # grader, zygote and all, as a crash would
+            process.wait()
+            states = [a.state for a in store.week_attempts(context=CONTEXT, week="week01")]
+            assert "queued" in states  # it really died mid-run
+            process = run()
+            until(lambda: all_graded(store) and all(p.state in ("posted", "superseded")
+                                                    for p in store.posts(context=CONTEXT)))
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        attempts = store.week_attempts(context=CONTEXT, week="week01")
+        assert sorted(a.id for a in attempts) == sorted(ids) and {a.state for a in attempts} == {"graded"}
+        assert len(store.gradebook.results("week01")) == len(ids)  # one result each, none twice
+        assert sorted(p.name for p in (data / "results" / "week01").glob("*.json")) == sorted(
+            f"attempt-{i}.json" for i in ids)
+        posted = [p for p in store.posts(context=CONTEXT) if p.state == "posted"]
+        accepted = endpoint.state.accepted
+        assert len({(a.user, a.timestamp) for a in accepted}) == len(accepted)  # nothing stored twice
+        assert len(accepted) <= len(posted)  # a post whose send was cut off may have arrived the first time
+        for user in {a.user for a in attempts}:
+            last = [a for a in accepted if a.user == user][-1]
+            assert last.sent == store.counted_score(context=CONTEXT, user=user, week="week01")
+
+
+def test_a_warmed_grader_takes_the_upload_that_follows(tmp_path: Path, course: Course):
+    with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
+        service.warm("week02")
+        service.warm("week99")  # no such week: said in the log, nothing else happens
+        until(lambda: service.graders_started == 1)
+        upload(store, "ann", "correct_fresh_notebook", week="week02")
+        service.wake()
+        until(lambda: all_graded(store, "week02"))
+        assert service.graders_started == 1
