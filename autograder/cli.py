@@ -289,7 +289,8 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="address to listen on (the proxy forwards to it)")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8000,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="warm graders on this machine")] = 1,
-    scheduler: Annotated[str | None, typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
+    scheduler: Annotated[str | None, typer.Option("--scheduler",
+                                                  help="a Dask scheduler address, tcp://HOST:PORT")] = None,
     upload_limit_mib: Annotated[float, typer.Option("--upload-limit", help="largest notebook accepted, MiB")] = 5.0,
     rotate_key: Annotated[bool, typer.Option("--rotate-key", help="make a new signing key (the old one stays "
                                              "published) and exit")] = False,

@@ -155,9 +155,11 @@ def _templates() -> Environment:
 
 def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                policy_for: Callable[[str], WeekPolicy], wake: Callable[[], None],
-               scores_changed: Callable[[], None] = lambda: None) -> FastAPI:
+               scores_changed: Callable[[], None] = lambda: None,
+               warm: Callable[[str], None] = lambda week: None) -> FastAPI:
     """The ASGI app; ``wake`` tells the grading service an attempt is queued,
-    ``scores_changed`` tells the outbox a mark queued a score post."""
+    ``scores_changed`` tells the outbox a mark queued a score post, ``warm`` has a week's
+    grader started when a student opens its upload page (the upload then skips the cold start)."""
     app = FastAPI(title=settings.tool_name, docs_url=None, redoc_url=None, openapi_url=None)
     templates = _templates()
     signer = URLSafeTimedSerializer(tool.session_secret, salt="ag-session")
@@ -322,6 +324,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     def student_week(name: str, request: Request) -> HTMLResponse:
         session = own_week(request, name)
         week = week_of(name)
+        warm(name)
         attempts = store.attempts(context=session.context, user=session.user, week=name)
         return page("week.html.j2", week=week, attempts=list(reversed(attempts)), csrf=session.csrf,
                     counted=store.counted_score(context=session.context, user=session.user, week=name),
@@ -533,7 +536,7 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
                            on_graded=lambda _: outbox.wake()) as service:
         app = create_app(settings, course=course, store=store, tool=tool,
                          policy_for=lambda week: policy_for(course.root, week), wake=service.wake,
-                         scores_changed=outbox.wake)
+                         scores_changed=outbox.wake, warm=service.warm)
         app.state.store, app.state.tool = store, tool
         yield app
 
