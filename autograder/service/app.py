@@ -139,10 +139,11 @@ class RateLimiter:
 class Refused(Exception):
     """A request the app answers with an error page: status and what to do."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, back: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.back = back  # the page to go back to, when there is one
 
 
 def _templates() -> Environment:
@@ -217,14 +218,14 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
         headers = {"Retry-After": "60"} if exc.status == 429 else None
-        response = page("error.html.j2", status=exc.status, message=exc.message)
+        response = page("error.html.j2", status=exc.status, message=exc.message, back=exc.back)
         if headers:
             response.headers.update(headers)
         return response
 
     @app.exception_handler(LaunchRefused)
     async def launch_refused(request: Request, exc: LaunchRefused) -> Response:
-        return page("error.html.j2", status=401, message=str(exc))
+        return page("error.html.j2", status=401, message=str(exc), back=None)
 
     # ---- LTI ---------------------------------------------------------------------------
 
@@ -334,6 +335,13 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     @app.post("/week/{name}/upload")
     async def upload(name: str, request: Request) -> Response:
         session = own_week(request, name)
+        try:
+            return await _upload(name, request, session)
+        except Refused as exc:
+            exc.back = f"/week/{name}"
+            raise
+
+    async def _upload(name: str, request: Request, session: Session) -> Response:
         declared = int(request.headers.get("content-length") or 0)
         if declared > settings.upload_limit_bytes + 64 * 1024:
             raise Refused(413, f"The upload is {declared / 2**20:.1f} MiB, over the "
@@ -410,6 +418,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         counts = {user: sum(a.user == user for a in attempts) for user in latest}
         counted = {user: store.counted_score(context=session.context, user=user, week=name) for user in latest}
         return page("instructor.html.j2", week=week, latest=sorted(latest.values(), key=lambda a: a.user),
+                    lineitem=store.lineitem(session.context, name),
                     counts=counts, counted=counted, posts=store.posts(context=session.context, week=name),
                     names={user: store.user_name(session.context, user) or user for user in latest},
                     csrf=session.csrf, session=session)

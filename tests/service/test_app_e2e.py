@@ -85,6 +85,7 @@ def test_the_instructor_marks_and_the_fully_graded_score_follows(lms: Lms, grade
     wait_until(lambda: any(s["userId"] == "s1" for s in lms.platform.scores))
     browser, report = lms.launch("t1", role="instructor")
     assert "User s1" in report.text and 'id="posts"' in report.text
+    assert 'id="no-lineitem"' not in report.text  # the deep-linked activity has its grade item
     sheet = browser.get(f"{lms.tool_url}/instructor/week01/marking")
     fields = next(f for f in forms(sheet.text) if f["id"] == "marking")["fields"]
     points = {name: "20" for name in fields if name.startswith("points-")}
@@ -130,7 +131,7 @@ def test_an_upload_over_the_limit_is_refused(lms: Lms) -> None:
 def test_a_file_that_is_not_a_notebook_is_refused(lms: Lms) -> None:
     browser, page = lms.launch("s5")
     reply = upload(browser, page, b"print('hello')\n", name="week01.py")
-    assert reply.status_code == 415 and "not a notebook" in reply.text
+    assert reply.status_code == 415 and "not a notebook" in reply.text and 'href="/week/week01"' in reply.text
     reply = upload(browser, page, b"{not json", name="week01.ipynb")
     assert reply.status_code == 415 and "not a readable Jupyter notebook" in reply.text
     assert "No attempts yet" in browser.get(f"{lms.tool_url}/week/week01").text
@@ -146,3 +147,10 @@ def test_a_form_without_its_csrf_token_is_refused(lms: Lms) -> None:
 def test_no_session_no_page(lms: Lms) -> None:
     reply = lms.browser().get(f"{lms.tool_url}/week/week01")
     assert reply.status_code == 401 and "open this activity from the course page" in reply.text
+
+
+def test_the_same_file_twice_is_refused_by_the_course_policy(lms: Lms, graded: dict[str, Any]) -> None:
+    browser: Browser = graded["browser"]
+    page = browser.get(f"{lms.tool_url}/week/week01")
+    reply = upload(browser, page, CORRECT)
+    assert reply.status_code == 409 and "same file as your attempt 1" in reply.text
