@@ -330,6 +330,9 @@ def _launch_from(claims: dict[str, Any], platform: Platform) -> Launch:
     settings = claims.get(f"{DL_CLAIM}/deep_linking_settings") or {}
     if message_type == DEEP_LINKING and not settings.get("deep_link_return_url"):
         raise LaunchRefused("a deep linking request without deep_link_return_url")
+    if message_type == DEEP_LINKING and "ltiResourceLink" not in settings.get("accept_types", ["ltiResourceLink"]):
+        raise LaunchRefused("this place in the LMS does not accept LTI links (accept_types lacks ltiResourceLink): "
+                            "add the tool as an external tool activity")
     name = str(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name"))))
                or sub)
     return Launch(

@@ -168,3 +168,20 @@ def test_after_the_platform_rotates_its_key_launches_still_work(lms: Lms) -> Non
     assert Registration.get_jwk(lms.platform.private_key)["kid"] != old_kid
     _, after = lms.launch("s-rotate")  # signed with a key the tool has not cached: it fetches the JWKS again
     assert after.status_code == 200 and str(after.url).endswith("/week/week01")
+
+
+def test_moodles_login_initiation_by_form_post_is_accepted(lms: Lms) -> None:
+    registration = lms.platform.registration()
+    reply = lms.browser().client.post(f"{lms.tool_url}/lti/login", follow_redirects=False, data={
+        "iss": lms.platform.base, "login_hint": "2", "client_id": registration.get_client_id(),
+        "target_link_uri": f"{lms.tool_url}/lti/launch", "lti_deployment_id": registration.get_deployment_id(),
+        "lti_message_hint": '{"cmid":7,"launchid":"ltilaunch7_1"}'})
+    assert reply.status_code == 302 and reply.headers["location"].startswith(f"{lms.platform_url}/auth?")
+    assert "lti_message_hint=%7B%22cmid%22%3A7" in reply.headers["location"]  # echoed for Moodle
+    assert "ag-lti-state=" in reply.headers["set-cookie"]
+
+
+def test_a_login_from_an_unregistered_platform_is_refused(lms: Lms) -> None:
+    reply = lms.browser().client.get(f"{lms.tool_url}/lti/login", params={
+        "iss": "https://lms.elsewhere.example", "login_hint": "1", "client_id": "x"})
+    assert reply.status_code == 401 and "is registered here" in reply.text
