@@ -335,6 +335,71 @@ def moodle_sync(
 
 
 @app.command()
+def serve(
+    public_url: Annotated[str, typer.Option("--public-url", help="the https URL the LMS and browsers reach "
+                                            "(the TLS proxy's), e.g. https://grader.example.edu")],
+    data: Annotated[Path | None, typer.Option("--data", help="the service's data folder: keys, registrations, "
+                                                 "attempts, uploads (default: service-data in the course)")] = None,
+    host: Annotated[str, typer.Option("--host", help="address to listen on (the proxy forwards to it)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="warm graders on this machine")] = 1,
+    scheduler: Annotated[str | None, typer.Option("--scheduler",
+                                                  help="a Dask scheduler address, tcp://HOST:PORT")] = None,
+    upload_limit_mib: Annotated[float, typer.Option("--upload-limit", help="largest notebook accepted, MiB")] = 5.0,
+    rotate_key: Annotated[bool, typer.Option("--rotate-key", help="make a new signing key (the old one stays "
+                                             "published) and exit")] = False,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="serve https directly with this "
+                                                  "certificate (PEM), without a TLS proxy")] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="the certificate's private key (PEM)")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
+    from autograder.service.app import Settings, run_service
+    from autograder.service.keys import ToolKeys
+
+    try:
+        found = Course.locate(course)
+        settings = Settings(public_url=public_url, data=data or found.root / "service-data",
+                            upload_limit_bytes=int(upload_limit_mib * 2**20))
+        if rotate_key:
+            out.print(f"new signing key: {ToolKeys(settings.data / 'keys').rotate()}")
+            return
+        if (tls_cert is None) != (tls_key is None):
+            raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
+        run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
+                    tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
+                    announce=lambda tool: err.print(
+                        f"registration URL for the LMS admin (keep it private): {tool.registration_url}\n"
+                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False))
+    except AutograderError as exc:
+        _fail(exc)
+
+
+@app.command("lti-platform")
+def lti_platform(
+    issuer: Annotated[str, typer.Argument(help="the platform's issuer (Moodle: its wwwroot)")],
+    client_id: Annotated[str, typer.Argument(help="the client id the platform gave the tool")],
+    deployment_id: Annotated[str, typer.Argument(help="the deployment id (Moodle: the tool's type id)")],
+    auth_url: Annotated[str, typer.Option("--auth", help="authentication request URL (Moodle: /mod/lti/auth.php)")],
+    token_url: Annotated[str, typer.Option("--token", help="access token URL (Moodle: /mod/lti/token.php)")],
+    jwks_url: Annotated[str, typer.Option("--jwks", help="public keyset URL (Moodle: /mod/lti/certs.php)")],
+    data: Annotated[Path | None, typer.Option("--data", help="the service's data folder")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Add a platform registered by hand (dynamic registration does this by itself)."""
+    from autograder.service.lti import Platform, Platforms
+
+    try:
+        folder = data or Course.locate(course).root / "service-data"
+    except AutograderError as exc:
+        _fail(exc)
+    Platforms(folder / "platforms.json").add(Platform(issuer=issuer, client_id=client_id, auth_login_url=auth_url,
+                                                      token_url=token_url, jwks_url=jwks_url,
+                                                      deployment_ids=(deployment_id,)))
+    out.print(f"registered {issuer} (client {client_id}, deployment {deployment_id})", highlight=False)
+
+
+@app.command()
 def version() -> None:
     """Print the grader version."""
     out.print(grader_version())

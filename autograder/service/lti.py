@@ -1,0 +1,520 @@
+"""LTI 1.3 Advantage, the tool's side: registration, OIDC login, launch, deep linking, AGS.
+
+The JOSE work (signatures, key sets, claim checks) is joserfc's; this module decides
+*what* to check, as the LTI 1.3 and IMS Security specs ask: the platform's JWKS fetched
+and cached (fetched again when a token names a key we have not seen: rotation), ``iss``,
+``aud``/``azp``, ``exp``/``iat``, a ``nonce`` used once, the ``state`` bound to the
+browser by a cookie, and a ``deployment_id`` the platform registered.  Moodle's side of
+each step is described in shared/MOODLE-SERVICES.md, part B.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import httpx
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+from joserfc.jws import extract_compact
+
+from autograder.exceptions import AutograderError
+from autograder.service.keys import ALGORITHM, ToolKeys
+from autograder.service.outbox import ScorePostError
+
+LTI = "https://purl.imsglobal.org/spec/lti"
+CLAIM = f"{LTI}/claim"
+DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim"
+AGS_ENDPOINT = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+AGS_SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+AGS_SCOPES = (AGS_SCORE_SCOPE, "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly",
+              "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly")
+TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+PLATFORM_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-platform-configuration"
+INSTRUCTOR_ROLES = ("http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
+                    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
+                    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",
+                    "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant")
+RESOURCE_LINK = "LtiResourceLinkRequest"
+DEEP_LINKING = "LtiDeepLinkingRequest"
+LOGIN_LIFETIME_S = 600  # from login initiation to launch
+CLOCK_LEEWAY_S = 30
+JWKS_MAX_AGE_S = 3600
+
+
+class LaunchRefused(AutograderError):
+    """A login, launch or registration that must not go on; the message says why."""
+
+
+class ScoreNotSent(AutograderError):
+    """Raised inside the sender when a lineitem belongs to no registered platform."""
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One platform registration: what we need to trust its launches and call its services."""
+
+    issuer: str
+    client_id: str
+    auth_login_url: str
+    token_url: str
+    jwks_url: str
+    deployment_ids: tuple[str, ...] = ()
+    name: str = ""
+
+
+class Platforms:
+    """The registered platforms, kept in a JSON file beside the service's database.
+
+    A handful of records that an admin may want to read or edit by hand; a JSON file says
+    that better than a table.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def all(self) -> list[Platform]:
+        if not self.path.exists():
+            return []
+        try:
+            rows = json.loads(self.path.read_text())
+            return [Platform(**{**row, "deployment_ids": tuple(row["deployment_ids"])}) for row in rows]
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise AutograderError(f"the platform registrations in {self.path} cannot be read ({exc}); fix the "
+                                  "JSON by hand or remove the file and register the platforms again") from exc
+
+    def find(self, issuer: str, client_id: str | None = None) -> Platform | None:
+        matches = [p for p in self.all() if p.issuer == issuer and client_id in (None, p.client_id)]
+        return matches[0] if len(matches) == 1 or (matches and client_id) else None
+
+    def add(self, platform: Platform) -> None:
+        """Add ``platform``, or merge its deployments into the registration with the same client id."""
+        with self._lock:
+            rows = self.all()
+            for i, known in enumerate(rows):
+                if (known.issuer, known.client_id) == (platform.issuer, platform.client_id):
+                    ids = tuple(dict.fromkeys(known.deployment_ids + platform.deployment_ids))
+                    rows[i] = Platform(**{**asdict(platform), "deployment_ids": ids})
+                    break
+            else:
+                rows.append(platform)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps([asdict(p) for p in rows], indent=2))
+            tmp.replace(self.path)
+
+
+class LoginStates:
+    """Server-side memory of the OIDC round trip: each state (with its nonce) and each used nonce.
+
+    SQLite so that a restart between login and launch loses nothing, and so that two
+    server processes would agree on a replayed nonce.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS lti_state (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, "
+                             "issuer TEXT NOT NULL, client_id TEXT NOT NULL, created REAL NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS lti_nonce (issuer TEXT NOT NULL, nonce TEXT NOT NULL, "
+                             "used REAL NOT NULL, PRIMARY KEY (issuer, nonce))")
+            self._db.execute("CREATE TABLE IF NOT EXISTS lti_lineitem (lineitem TEXT PRIMARY KEY, "
+                             "issuer TEXT NOT NULL, client_id TEXT NOT NULL)")
+
+    def begin(self, issuer: str, client_id: str) -> tuple[str, str]:
+        """A fresh (state, nonce) for one login; old unfinished logins are forgotten."""
+        state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        now = time.time()
+        with self._lock:
+            self._db.execute("DELETE FROM lti_state WHERE created < ?", (now - LOGIN_LIFETIME_S,))
+            self._db.execute("INSERT INTO lti_state VALUES (?, ?, ?, ?, ?)", (state, nonce, issuer, client_id, now))
+        return state, nonce
+
+    def take(self, state: str) -> tuple[str, str, str] | None:
+        """(nonce, issuer, client_id) of a login still waiting for its launch, once only."""
+        with self._lock:
+            row = self._db.execute("DELETE FROM lti_state WHERE state = ? AND created >= ? "
+                                   "RETURNING nonce, issuer, client_id",
+                                   (state, time.time() - LOGIN_LIFETIME_S)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def use_nonce(self, issuer: str, nonce: str) -> bool:
+        """True the first time (issuer, nonce) is seen, False on every replay."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("DELETE FROM lti_nonce WHERE used < ?", (now - 86400,))
+            try:
+                self._db.execute("INSERT INTO lti_nonce VALUES (?, ?, ?)", (issuer, nonce, now))
+            except sqlite3.IntegrityError:
+                return False
+        return True
+
+    def bind_lineitem(self, lineitem: str, platform: Platform) -> None:
+        """Remember which registration's token a line item's scores need."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO lti_lineitem VALUES (?, ?, ?)",
+                             (lineitem, platform.issuer, platform.client_id))
+
+    def lineitem_owner(self, lineitem: str) -> tuple[str, str] | None:
+        with self._lock:
+            row = self._db.execute("SELECT issuer, client_id FROM lti_lineitem WHERE lineitem = ?",
+                                   (lineitem,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+
+class JwksCache:
+    """Each platform's public keys, fetched once an hour, or at once when a token names a new key."""
+
+    def __init__(self, client: httpx.Client, max_age_s: float = JWKS_MAX_AGE_S) -> None:
+        self._client = client
+        self._max_age_s = max_age_s
+        self._cache: dict[str, tuple[float, KeySet, set[str]]] = {}
+        self._lock = threading.Lock()
+
+    def keys_for(self, url: str, kid: str | None) -> KeySet:
+        with self._lock:
+            cached = self._cache.get(url)
+        if cached and time.monotonic() - cached[0] < self._max_age_s and (kid is None or kid in cached[2]):
+            return cached[1]
+        try:
+            response = self._client.get(url, timeout=10)
+            response.raise_for_status()
+            data = response.json()
+            keys = KeySet.import_key_set(data)
+        except (httpx.HTTPError, ValueError, JoseError) as exc:
+            raise LaunchRefused(f"the platform's public keys could not be fetched from {url} ({exc}); check the "
+                                "JWKS URL of the registration") from exc
+        kids = {str(k.get("kid")) for k in data.get("keys", [])}
+        with self._lock:
+            self._cache[url] = (time.monotonic(), keys, kids)
+        return keys
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A validated launch: who, in which course, from which link, with which services."""
+
+    message_type: str
+    platform: Platform
+    deployment_id: str
+    sub: str
+    name: str
+    email: str | None
+    roles: tuple[str, ...]
+    context_id: str
+    context_title: str
+    resource_link_id: str | None
+    custom: dict[str, Any] = field(default_factory=dict)
+    lineitem: str | None = None
+    lineitems: str | None = None
+    ags_scopes: tuple[str, ...] = ()
+    deep_link_return_url: str | None = None
+    deep_link_data: str | None = None
+
+    @property
+    def context(self) -> str:
+        """The store's opaque course key: one course of one deployment of one platform."""
+        return f"{self.platform.issuer}|{self.deployment_id}|{self.context_id}"
+
+    @property
+    def is_instructor(self) -> bool:
+        return any(role in INSTRUCTOR_ROLES for role in self.roles)
+
+
+class LaunchValidator:
+    """Checks an id_token posted to the launch URL against everything we know."""
+
+    def __init__(self, platforms: Platforms, states: LoginStates, jwks: JwksCache) -> None:
+        self.platforms = platforms
+        self.states = states
+        self.jwks = jwks
+
+    def login_redirect(self, params: dict[str, str], *, redirect_uri: str) -> tuple[str, str]:
+        """The platform's authorization URL for an OIDC login initiation, and the state to set as a cookie."""
+        issuer, hint = params.get("iss", ""), params.get("login_hint", "")
+        if not issuer or not hint:
+            raise LaunchRefused("the login initiation lacks iss or login_hint: start the activity from the LMS")
+        platform = self.platforms.find(issuer, params.get("client_id") or None)
+        if platform is None:
+            raise LaunchRefused(f"no platform with issuer {issuer!r} (client id {params.get('client_id')!r}) is "
+                                "registered here: an administrator registers it first (see the /lti/config page)")
+        deployment = params.get("lti_deployment_id")
+        if deployment and deployment not in platform.deployment_ids:
+            raise LaunchRefused(f"deployment {deployment!r} of {issuer} is not registered here")
+        state, nonce = self.states.begin(platform.issuer, platform.client_id)
+        query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
+                 "client_id": platform.client_id, "redirect_uri": redirect_uri, "login_hint": hint,
+                 "state": state, "nonce": nonce}
+        if "lti_message_hint" in params:
+            query["lti_message_hint"] = params["lti_message_hint"]
+        sep = "&" if urlsplit(platform.auth_login_url).query else "?"
+        return platform.auth_login_url + sep + urlencode(query), state
+
+    def validate(self, id_token: str, state: str, state_cookie: str | None) -> Launch:
+        """The launch an id_token carries, or LaunchRefused saying what is wrong."""
+        if not state or not secrets.compare_digest(state, state_cookie or ""):
+            raise LaunchRefused("the launch's state does not match this browser's login (the state cookie is "
+                                "missing or different): start the activity again from the LMS; if it keeps "
+                                "failing, the browser blocks the tool's cookies inside the LMS frame")
+        pending = self.states.take(state)
+        if pending is None:
+            raise LaunchRefused("this login has already been used or has expired: start the activity again")
+        expected_nonce, issuer, client_id = pending
+        try:
+            unverified = extract_compact(id_token.encode())
+            header = unverified.headers()
+        except (JoseError, ValueError) as exc:
+            raise LaunchRefused(f"the id_token is not a JWT ({exc})") from exc
+        platform = self.platforms.find(issuer, client_id)
+        if platform is None:
+            raise LaunchRefused(f"the platform {issuer} is no longer registered here")
+        keys = self.jwks.keys_for(platform.jwks_url, header.get("kid"))
+        try:
+            token = jwt.decode(id_token, keys, algorithms=[ALGORITHM])
+        except (JoseError, ValueError) as exc:
+            raise LaunchRefused(f"the id_token's signature does not verify with {issuer}'s published keys ({exc}): "
+                                "it was not signed by the registered platform") from exc
+        claims = token.claims
+        registry = jwt.JWTClaimsRegistry(
+            leeway=CLOCK_LEEWAY_S, iss={"essential": True, "value": platform.issuer},
+            aud={"essential": True, "value": platform.client_id}, exp={"essential": True},
+            iat={"essential": True}, nonce={"essential": True}, sub={"essential": False})
+        try:
+            registry.validate(claims)
+        except JoseError as exc:
+            raise LaunchRefused(f"the id_token is not for this tool or not valid now ({exc}): start the activity "
+                                "again from the LMS") from exc
+        audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+        if (len(audiences) > 1 or "azp" in claims) and claims.get("azp") != platform.client_id:
+            raise LaunchRefused("the id_token's azp is not this tool's client id")
+        if claims["iat"] > time.time() + CLOCK_LEEWAY_S:
+            raise LaunchRefused("the id_token was issued in the future: check the platform's clock")
+        if not secrets.compare_digest(str(claims["nonce"]), expected_nonce):
+            raise LaunchRefused("the id_token's nonce is not the one this login asked for")
+        if not self.states.use_nonce(platform.issuer, str(claims["nonce"])):
+            raise LaunchRefused("this id_token has already been used (replayed nonce): start the activity again")
+        return _launch_from(claims, platform)
+
+
+def _launch_from(claims: dict[str, Any], platform: Platform) -> Launch:
+    deployment = str(claims.get(f"{CLAIM}/deployment_id", ""))
+    if deployment not in platform.deployment_ids:
+        raise LaunchRefused(f"deployment {deployment!r} of {platform.issuer} is not registered here: the "
+                            "administrator registers the tool again, or adds the deployment id by hand")
+    if claims.get(f"{CLAIM}/version") != "1.3.0":
+        raise LaunchRefused(f"LTI version {claims.get(f'{CLAIM}/version')!r} is not supported (1.3.0 is)")
+    message_type = claims.get(f"{CLAIM}/message_type")
+    if message_type not in (RESOURCE_LINK, DEEP_LINKING):
+        raise LaunchRefused(f"message type {message_type!r} is not supported")
+    sub = str(claims.get("sub") or "")
+    if not sub:
+        raise LaunchRefused("the launch carries no user (sub): anonymous launches are not supported")
+    context = claims.get(f"{CLAIM}/context") or {}
+    link = claims.get(f"{CLAIM}/resource_link") or {}
+    if message_type == RESOURCE_LINK and not link.get("id"):
+        raise LaunchRefused("a resource link launch without a resource_link id")
+    ags = claims.get(AGS_ENDPOINT) or {}
+    settings = claims.get(f"{DL_CLAIM}/deep_linking_settings") or {}
+    if message_type == DEEP_LINKING and not settings.get("deep_link_return_url"):
+        raise LaunchRefused("a deep linking request without deep_link_return_url")
+    if message_type == DEEP_LINKING and "ltiResourceLink" not in settings.get("accept_types", ["ltiResourceLink"]):
+        raise LaunchRefused("this place in the LMS does not accept LTI links (accept_types lacks ltiResourceLink): "
+                            "add the tool as an external tool activity")
+    name = str(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name"))))
+               or sub)
+    return Launch(
+        message_type=str(message_type), platform=platform, deployment_id=deployment, sub=sub, name=name,
+        email=claims.get("email"), roles=tuple(claims.get(f"{CLAIM}/roles") or ()),
+        context_id=str(context.get("id") or link.get("id") or ""), context_title=str(context.get("title") or ""),
+        resource_link_id=link.get("id"), custom=dict(claims.get(f"{CLAIM}/custom") or {}),
+        lineitem=ags.get("lineitem"), lineitems=ags.get("lineitems"), ags_scopes=tuple(ags.get("scope") or ()),
+        deep_link_return_url=settings.get("deep_link_return_url"), deep_link_data=settings.get("data"))
+
+
+@dataclass(frozen=True)
+class ToolUrls:
+    """Where the tool answers, as the platform sees it (the public https URL behind the proxy)."""
+
+    base: str
+
+    def _at(self, path: str) -> str:
+        return self.base.rstrip("/") + path
+
+    @property
+    def login(self) -> str:
+        return self._at("/lti/login")
+
+    @property
+    def launch(self) -> str:
+        return self._at("/lti/launch")
+
+    @property
+    def jwks(self) -> str:
+        return self._at("/lti/jwks")
+
+    @property
+    def register(self) -> str:
+        return self._at("/lti/register")
+
+    @property
+    def domain(self) -> str:
+        return urlsplit(self.base).netloc
+
+    def manual_values(self) -> dict[str, str]:
+        """Every value an administrator types when registering the tool by hand."""
+        return {"Tool URL / target link URI": self.launch, "Initiate login URL": self.login,
+                "Redirection URI(s)": self.launch, "Public keyset URL (JWKS)": self.jwks,
+                "Deep linking (content selection) URL": self.launch,
+                "Domain": self.domain}
+
+
+def register_dynamically(client: httpx.Client, *, openid_configuration: str, registration_token: str | None,
+                         urls: ToolUrls, tool_name: str, platforms: Platforms) -> Platform:
+    """LTI Dynamic Registration: read the platform's configuration, send ours, keep what it answers."""
+    try:
+        config = client.get(openid_configuration, timeout=10).raise_for_status().json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise LaunchRefused(f"the platform's configuration could not be read from {openid_configuration} ({exc})"
+                            ) from exc
+    issuer = str(config.get("issuer") or "")
+    if not issuer or not openid_configuration.startswith(issuer):
+        raise LaunchRefused(f"the platform's issuer {issuer!r} is not a prefix of its configuration URL "
+                            f"{openid_configuration}: refusing to register")
+    for key in ("registration_endpoint", "authorization_endpoint", "token_endpoint", "jwks_uri"):
+        if not config.get(key):
+            raise LaunchRefused(f"the platform's configuration lacks {key}")
+    request = {
+        "application_type": "web", "response_types": ["id_token"], "grant_types": ["implicit", "client_credentials"],
+        "initiate_login_uri": urls.login, "redirect_uris": [urls.launch], "client_name": tool_name,
+        "jwks_uri": urls.jwks, "token_endpoint_auth_method": "private_key_jwt", "scope": " ".join(AGS_SCOPES),
+        TOOL_CONFIGURATION: {
+            "domain": urls.domain, "target_link_uri": urls.launch, "claims": ["iss", "sub", "name", "email"],
+            "messages": [{"type": DEEP_LINKING, "target_link_uri": urls.launch, "label": tool_name},
+                         {"type": RESOURCE_LINK, "target_link_uri": urls.launch}],
+            "description": "Upload a notebook, read its feedback seconds later; the score goes to the gradebook."}}
+    headers = {"Accept": "application/json"}
+    if registration_token:
+        headers["Authorization"] = f"Bearer {registration_token}"
+    try:
+        reply = client.post(config["registration_endpoint"], json=request, headers=headers, timeout=10)
+        reply.raise_for_status()
+        answer = reply.json()
+    except httpx.HTTPStatusError as exc:
+        raise LaunchRefused(f"the platform refused the registration ({exc.response.status_code}: "
+                            f"{exc.response.text[:300]})") from exc
+    except (httpx.HTTPError, ValueError) as exc:
+        raise LaunchRefused(f"the registration could not be sent ({exc})") from exc
+    tool_config = answer.get(TOOL_CONFIGURATION) or {}
+    if not answer.get("client_id") or not tool_config.get("deployment_id"):
+        raise LaunchRefused("the platform's registration answer lacks client_id or deployment_id")
+    platform = Platform(issuer=issuer, client_id=str(answer["client_id"]),
+                        auth_login_url=config["authorization_endpoint"], token_url=config["token_endpoint"],
+                        jwks_url=config["jwks_uri"], deployment_ids=(str(tool_config["deployment_id"]),),
+                        name=str((config.get(PLATFORM_CONFIGURATION) or {}).get("product_family_code", "")))
+    platforms.add(platform)
+    return platform
+
+
+def deep_linking_response(launch: Launch, keys: ToolKeys, *, title: str, week: str, points: float,
+                          launch_url: str) -> str:
+    """The signed JWT that creates one activity for ``week`` with a line item worth ``points``."""
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "iss": launch.platform.client_id, "aud": launch.platform.issuer, "iat": now, "exp": now + 300,
+        "nonce": secrets.token_urlsafe(16), f"{CLAIM}/deployment_id": launch.deployment_id,
+        f"{CLAIM}/message_type": "LtiDeepLinkingResponse", f"{CLAIM}/version": "1.3.0",
+        f"{DL_CLAIM}/content_items": [{
+            "type": "ltiResourceLink", "title": title, "url": launch_url, "custom": {"week": week},
+            "lineItem": {"scoreMaximum": points, "label": title, "resourceId": week, "tag": "autograder"}}]}
+    if launch.deep_link_data is not None:
+        claims[f"{DL_CLAIM}/data"] = launch.deep_link_data
+    return keys.sign(claims)
+
+
+def scores_url(lineitem: str) -> str:
+    """A line item's scores endpoint: ``/scores`` added to its path, before the query."""
+    parts = urlsplit(lineitem)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
+
+
+class AgsScoreSender:
+    """Posts scores to a platform's AGS endpoint (implements the outbox's ScoreSender).
+
+    The bearer token comes from the platform's token endpoint by the OAuth2 client
+    credentials grant with a JWT client assertion signed by our key (IMS Security
+    Framework); it is reused until a minute before it expires, and dropped on a 401.
+    """
+
+    def __init__(self, platforms: Platforms, states: LoginStates, keys: ToolKeys, client: httpx.Client) -> None:
+        self.platforms = platforms
+        self.states = states
+        self.keys = keys
+        self.client = client
+        self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def _platform_for(self, lineitem: str) -> Platform:
+        owner = self.states.lineitem_owner(lineitem)
+        platform = self.platforms.find(*owner) if owner else None
+        if platform is None:
+            candidates = self.platforms.all()
+            platform = candidates[0] if len(candidates) == 1 else None
+        if platform is None:
+            raise ScoreNotSent(f"no registered platform owns the line item {lineitem}")
+        return platform
+
+    def access_token(self, platform: Platform) -> str:
+        key = (platform.issuer, platform.client_id)
+        with self._lock:
+            cached = self._tokens.get(key)
+        if cached and cached[1] > time.monotonic():
+            return cached[0]
+        now = int(time.time())
+        assertion = self.keys.sign({"iss": platform.client_id, "sub": platform.client_id, "aud": platform.token_url,
+                                    "iat": now, "exp": now + 300, "jti": str(uuid.uuid4())})
+        reply = self.client.post(platform.token_url, timeout=15, data={
+            "grant_type": "client_credentials",
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            "client_assertion": assertion, "scope": AGS_SCORE_SCOPE})
+        reply.raise_for_status()
+        body = reply.json()
+        token, lifetime = str(body["access_token"]), float(body.get("expires_in", 3600))
+        with self._lock:
+            self._tokens[key] = (token, time.monotonic() + max(lifetime - 60, 0))
+        return token
+
+    def post_score(self, lineitem: str, payload: dict[str, Any]) -> None:
+        try:
+            platform = self._platform_for(lineitem)
+            token = self.access_token(platform)
+            reply = self.client.post(scores_url(lineitem), timeout=15, content=json.dumps(payload), headers={
+                "Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"})
+        except ScoreNotSent as exc:
+            raise ScorePostError(None, False, str(exc)) from exc
+        except httpx.HTTPStatusError as exc:  # from the token endpoint
+            status = exc.response.status_code
+            raise ScorePostError(status, status >= 500 or status == 429,
+                                 f"the platform's token endpoint answered {status}: {exc.response.text[:200]}"
+                                 ) from exc
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise ScorePostError(None, True, f"the platform could not be reached ({exc})") from exc
+        if reply.status_code == 401:
+            with self._lock:
+                self._tokens.pop((platform.issuer, platform.client_id), None)
+        if reply.status_code >= 300:
+            retryable = reply.status_code in (401, 408, 429) or reply.status_code >= 500
+            raise ScorePostError(reply.status_code, retryable,
+                                 f"the platform answered {reply.status_code}: {reply.text[:200]}")

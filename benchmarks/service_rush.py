@@ -1,0 +1,249 @@
+"""Deadline rush on the grading service (issue 13), run by hand, not in CI.
+
+``autograder serve`` runs as its own process (https on loopback, --tls-cert) against the
+stand-in LMS of the tests (lti1p3platform, over http on loopback), registered by LTI
+Dynamic Registration with week01 added by deep linking.  S simulated students launch
+from the LMS, then U uploads (byte-unique week-1 notebooks, right and wrong mixed) are
+spread evenly over T seconds.  With ``--kill`` the server is killed with SIGKILL halfway
+through and started again; uploads that meet the dead server are retried, as a student
+would.  Reported: p50/p95 seconds from upload to feedback ready and to the score arriving
+at the LMS, the server's peak memory (RSS, its process tree), and uploads lost (accepted
+but never graded) or duplicated (graded twice, or a score posted twice): both must be 0.
+
+    .venv/bin/python benchmarks/service_rush.py --students 300 --uploads 1000 --seconds 180 --jobs 2 --kill
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.submissions import build
+from tests.service.lti_platform import PlatformState, create_platform
+from tests.service.web import Browser, forms, free_port, make_certificate, serving
+
+
+class Server:
+    """``autograder serve`` in a subprocess, startable again after a kill."""
+
+    def __init__(self, folder: Path, port: int, certificate: tuple[Path, Path], jobs: int) -> None:
+        self.command = [sys.executable, "-m", "autograder", "serve", "--course", str(ROOT), "--public-url",
+                        f"https://127.0.0.1:{port}", "--data", str(folder / "service"), "--port", str(port),
+                        "--jobs", str(jobs), "--tls-cert", str(certificate[0]), "--tls-key", str(certificate[1])]
+        self.port, self.certificate, self.log = port, certificate, folder / "serve.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.peak_rss = 0
+
+    def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=log)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"https://127.0.0.1:{self.port}/lti/jwks", verify=False, timeout=2)
+                return
+            except httpx.TransportError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(f"autograder serve did not start: see {self.log}") from None
+                time.sleep(0.2)
+
+    def kill(self) -> int:
+        """SIGKILL the server alone; how many of its processes (graders) outlived it by 5 s."""
+        assert self.process is not None
+        children = psutil.Process(self.process.pid).children(recursive=True)
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        time.sleep(5)
+        orphans = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+        for orphan in orphans:  # do not leave them to load the machine
+            orphan.kill()
+        return len(orphans)
+
+    def stop(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)
+
+    def sample_memory(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            tree = psutil.Process(self.process.pid)
+            rss = tree.memory_info().rss + sum(c.memory_info().rss for c in tree.children(recursive=True))
+        except psutil.Error:
+            return
+        self.peak_rss = max(self.peak_rss, rss)
+
+
+def registration_secret(log: Path) -> str:
+    for line in log.read_text().splitlines():
+        if "?secret=" in line:
+            return line.split("?secret=")[1].split()[0]
+    raise RuntimeError(f"no registration URL in {log}")
+
+
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None}
+    ordered = sorted(values)
+    return {"p50": round(statistics.median(ordered), 3), "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=300)
+    parser.add_argument("--uploads", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=180)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=32, help="uploads in flight at once at most")
+    parser.add_argument("--kill", action="store_true", help="SIGKILL the server halfway and start it again")
+    parser.add_argument("--out", type=Path, default=None, help="write the summary JSON here too")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="service-rush-"))
+    certificate = make_certificate(folder)
+    os.environ["REQUESTS_CA_BUNDLE"] = str(certificate[0])  # the LMS fetches the tool's JWKS over https
+    notebooks = [p.read_bytes() for p in build(folder / "notebooks", args.uploads)]
+    state = PlatformState()
+    platform_port, tool_port = free_port(), free_port()
+    state.base = f"http://127.0.0.1:{platform_port}"
+    server = Server(folder, tool_port, certificate, args.jobs)
+    tool = f"https://127.0.0.1:{tool_port}"
+    with serving(create_platform(state), platform_port) as lms:
+        server.start()
+        admin = Browser(certificate[0])
+        admin.get(f"{tool}/lti/register", params={
+            "openid_configuration": f"{lms}/.well-known/openid-configuration",
+            "registration_token": state.new_registration_token(), "secret": registration_secret(server.log)})
+        picker = admin.get(f"{lms}/start", params={"user": "teacher", "role": "instructor", "deep_link": "true"})
+        link = admin.submit(picker, "pick", data={"week": "week01"}).json()["created"][0]["resource_link_id"]
+
+        students: list[tuple[Browser, str]] = []   # each student's browser and the upload form's CSRF token
+
+        def launch(index: int) -> None:
+            browser = Browser(certificate[0])
+            page = browser.get(f"{lms}/start", params={"user": f"s{index:04d}", "link": link})
+            form = next(f for f in forms(page.text) if f["id"] == "upload")
+            students.append((browser, form["fields"]["csrf"]))
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(launch, range(args.students)))
+        print(f"{len(students)} students launched; {args.uploads} uploads over {args.seconds:.0f} s", flush=True)
+
+        accepted: list[tuple[str, float]] = []   # (attempt URL, wall time of the upload)
+        retried = Counter[str]()
+        lock = threading.Lock()
+        start = time.time()
+        killed = threading.Event()
+        orphans: list[int] = []
+
+        def upload(index: int) -> None:
+            browser, csrf = students[index % len(students)]
+            at = start + index * args.seconds / args.uploads
+            time.sleep(max(0.0, at - time.time()))
+            if args.kill and index == args.uploads // 2 and not killed.is_set():
+                killed.set()
+                orphans.append(server.kill())
+                threading.Thread(target=server.start, daemon=True).start()
+            while True:
+                sent = time.time()
+                try:
+                    reply = browser.client.post(f"{tool}/week/week01/upload", data={"csrf": csrf}, files={
+                        "notebook": (f"week01-{index}.ipynb", notebooks[index], "application/x-ipynb+json")})
+                except httpx.TransportError:
+                    retried["server down"] += 1
+                    time.sleep(0.5)
+                    continue
+                if reply.status_code == 200 and "/attempt/" in str(reply.url):
+                    with lock:
+                        accepted.append((str(reply.url), sent))
+                    return
+                retried[f"HTTP {reply.status_code}"] += 1
+                if reply.status_code == 409:  # refused by the policy, e.g. the same file again after a lost reply
+                    return
+                time.sleep(0.5)
+
+        sampler_stop = threading.Event()
+
+        def sample() -> None:
+            while not sampler_stop.is_set():
+                server.sample_memory()
+                time.sleep(0.5)
+
+        threading.Thread(target=sample, daemon=True).start()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(upload, range(args.uploads)))
+        uploaded_by = time.time()
+        print(f"uploads done after {uploaded_by - start:.0f} s; waiting for grading and scores", flush=True)
+
+        database = folder / "service" / "gradebook.sqlite"
+        while True:
+            with sqlite3.connect(database) as db:
+                waiting = db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('queued', 'grading')"
+                                     ).fetchone()[0]
+                unsent = db.execute("SELECT COUNT(*) FROM posts WHERE state = 'pending'").fetchone()[0]
+            if not waiting and not unsent:
+                break
+            if time.time() - uploaded_by > 1800:
+                print("gave up waiting after 30 min", flush=True)
+                break
+            time.sleep(1)
+        finished = time.time()
+        sampler_stop.set()
+        server.stop()
+
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT user, content_hash, submitted_at, graded_at, state FROM attempts").fetchall()
+        posts = db.execute("SELECT user, payload, state FROM posts").fetchall()
+    to_feedback = [datetime.fromisoformat(g).timestamp() - datetime.fromisoformat(s).timestamp()
+                   for _, _, s, g, state_ in rows if g and state_ == "graded"]
+    submitted = {user: sorted(datetime.fromisoformat(s).timestamp() for u, _, s, _, _ in rows if u == user)
+                 for user in {r[0] for r in rows}}
+    to_score = []
+    for score in state.scores:
+        times = [t for t in submitted.get(score["userId"], []) if t <= score["received"]]
+        if times:
+            to_score.append(score["received"] - times[-1])
+    stamps = Counter((s["userId"], s["timestamp"]) for s in state.scores)
+    summary = {
+        "students": args.students, "uploads": args.uploads, "seconds": args.seconds, "jobs": args.jobs,
+        "killed_and_restarted": args.kill, "accepted": len(accepted), "attempts_in_store": len(rows),
+        "graded": sum(r[4] == "graded" for r in rows), "failed": sum(r[4] == "failed" for r in rows),
+        "lost": len(accepted) - sum(r[4] in ("graded", "failed") for r in rows),
+        "duplicated_uploads": sum(n - 1 for n in Counter(r[1] for r in rows).values() if n > 1),
+        "duplicated_scores": sum(n - 1 for n in stamps.values() if n > 1),
+        "scores_received": len(state.scores), "scores_refused_by_lms": len(state.refused_scores),
+        "posts_not_posted": sum(p[2] != "posted" for p in posts),
+        "upload_to_feedback_s": percentiles(to_feedback), "upload_to_score_s": percentiles(to_score),
+        "drain_after_last_upload_s": round(finished - uploaded_by, 1),
+        "server_peak_rss_mib": round(server.peak_rss / 2**20), "client_retries": dict(retried),
+        "graders_alive_5s_after_the_kill": orphans[0] if orphans else None,
+        "load_average_1min_at_end": os.getloadavg()[0],
+    }
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""The whole service end to end over loopback: a learner launched from the lti1p3platform
+LMS uploads week01, sees the queue and then the feedback, the score arrives at the LMS's
+AGS endpoint (PendingManual, so Moodle stores no value yet); the instructor marks the
+hand-graded tasks in the browser form and the FullyGraded score follows.  And what the
+app refuses: a learner on an instructor route, another student's attempt, an upload over
+the limit, a file that is not a notebook, a form without its CSRF token."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from autograder.course import Course
+from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.web import Browser, forms
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "week01"
+CORRECT = (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()
+WRONG = (FIXTURES / "wrong_counts_every_sample.ipynb").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
+    with running_lms(tmp_path_factory.mktemp("app"), course, upload_limit_bytes=256 * 1024) as running:
+        register_and_add_week(running)
+        yield running
+
+
+def upload(browser: Browser, page: httpx.Response, content: bytes, name: str = "week01.ipynb") -> httpx.Response:
+    return browser.submit(page, "upload", files={"notebook": (name, content, "application/x-ipynb+json")})
+
+
+def wait_until(check: Any, timeout: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.fixture(scope="module")
+def graded(lms: Lms) -> dict[str, Any]:
+    """Student s1 uploads the correct notebook and waits for the feedback."""
+    browser, page = lms.launch("s1")
+    queued = upload(browser, page, CORRECT)
+    assert queued.status_code == 200 and "/attempt/" in str(queued.url), queued.text
+    url = str(queued.url)
+    state = wait_until(lambda: (s := browser.client.get(f"{url}/state").json())["state"] in ("graded", "failed")
+                       and s)
+    return {"browser": browser, "queued": queued, "attempt_url": url, "state": state}
+
+
+def test_upload_shows_the_queue_then_the_feedback(lms: Lms, graded: dict[str, Any]) -> None:
+    first = graded["queued"].text
+    assert "In the queue" in first or "Being graded" in first or "Graded" in first
+    assert graded["state"]["state"] == "graded"
+    browser: Browser = graded["browser"]
+    page = browser.get(graded["attempt_url"])
+    assert 'id="feedback"' in page.text and 'id="score"' in page.text
+    feedback = browser.get(graded["attempt_url"] + "/feedback")
+    assert feedback.status_code == 200 and "The perceptron" in feedback.text
+    assert "sandbox" in feedback.headers["content-security-policy"]
+    week = browser.get(f"{lms.tool_url}/week/week01")
+    assert "/attempt/" in week.text and "graded" in week.text
+
+
+def test_the_score_arrives_at_the_lms_pending_manual_marking(lms: Lms, graded: dict[str, Any]) -> None:
+    score = wait_until(lambda: next((s for s in lms.platform.scores if s["userId"] == "s1"), None))
+    assert score["gradingProgress"] == "PendingManual" and score["activityProgress"] == "Completed"
+    assert score["scoreMaximum"] == 100 and score["scoreGiven"] == graded["state"]["score"]
+    assert score["stored"] is None  # Moodle writes no value while grading is not FullyGraded
+    assert score["timestamp"].endswith("Z") or "+00:00" in score["timestamp"]
+
+
+def test_the_instructor_marks_and_the_fully_graded_score_follows(lms: Lms, graded: dict[str, Any]) -> None:
+    wait_until(lambda: any(s["userId"] == "s1" for s in lms.platform.scores))
+    browser, report = lms.launch("t1", role="instructor")
+    assert "User s1" in report.text and 'id="posts"' in report.text
+    assert 'id="no-lineitem"' not in report.text  # the deep-linked activity has its grade item
+    sheet = browser.get(f"{lms.tool_url}/instructor/week01/marking")
+    fields = next(f for f in forms(sheet.text) if f["id"] == "marking")["fields"]
+    points = {name: "20" for name in fields if name.startswith("points-")}
+    assert len(points) == 2  # week01's two hand-graded tasks for s1's attempt
+    saved = browser.submit(sheet, "marking", data=points)
+    assert saved.status_code == 200, saved.text
+    final = wait_until(lambda: next((s for s in lms.platform.scores
+                                     if s["userId"] == "s1" and s["gradingProgress"] == "FullyGraded"), None))
+    assert final["scoreGiven"] == pytest.approx(graded["state"]["score"] + 40)
+    assert final["stored"] == pytest.approx(final["scoreGiven"])  # line item max 100 = scoreMaximum
+    assert lms.platform.refused_scores == []
+    report = browser.get(f"{lms.tool_url}/instructor/week01")
+    assert "posted" in report.text
+
+
+def test_the_results_folder_downloads_as_a_zip(lms: Lms, graded: dict[str, Any]) -> None:
+    browser, _ = lms.launch("t2", role="instructor")
+    reply = browser.get(f"{lms.tool_url}/instructor/week01/results.zip")
+    names = zipfile.ZipFile(io.BytesIO(reply.content)).namelist()
+    assert "week01/attempts.csv" in names and any(n.endswith(".json") for n in names)
+    assert any(n.endswith(".html") for n in names)
+
+
+def test_a_learner_on_an_instructor_route_is_refused(lms: Lms) -> None:
+    browser, _ = lms.launch("s2")
+    for path in ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/results.zip"):
+        assert browser.get(f"{lms.tool_url}{path}").status_code == 403
+
+
+def test_a_student_cannot_read_anothers_attempt(lms: Lms, graded: dict[str, Any]) -> None:
+    browser, _ = lms.launch("s3")
+    for suffix in ("", "/state", "/feedback"):
+        reply = browser.get(graded["attempt_url"] + suffix)
+        assert reply.status_code == 403 and "not yours" in reply.text
+
+
+def test_an_upload_over_the_limit_is_refused(lms: Lms) -> None:
+    browser, page = lms.launch("s4")
+    reply = upload(browser, page, CORRECT + b" " * (300 * 1024))
+    assert reply.status_code == 413 and "limit" in reply.text
+
+
+def test_a_file_that_is_not_a_notebook_is_refused(lms: Lms) -> None:
+    browser, page = lms.launch("s5")
+    reply = upload(browser, page, b"print('hello')\n", name="week01.py")
+    assert reply.status_code == 415 and "not a notebook" in reply.text and 'href="/week/week01"' in reply.text
+    reply = upload(browser, page, b"{not json", name="week01.ipynb")
+    assert reply.status_code == 415 and "not a readable Jupyter notebook" in reply.text
+    assert "No attempts yet" in browser.get(f"{lms.tool_url}/week/week01").text
+
+
+def test_a_form_without_its_csrf_token_is_refused(lms: Lms) -> None:
+    browser, _ = lms.launch("s6")
+    reply = browser.client.post(f"{lms.tool_url}/week/week01/upload",
+                                files={"notebook": ("week01.ipynb", CORRECT)}, data={"csrf": "forged"})
+    assert reply.status_code == 403 and "CSRF" in reply.text
+
+
+def test_no_session_no_page(lms: Lms) -> None:
+    reply = lms.browser().get(f"{lms.tool_url}/week/week01")
+    assert reply.status_code == 401 and "open this activity from the course page" in reply.text
+
+
+def test_the_same_file_twice_is_refused_by_the_course_policy(lms: Lms, graded: dict[str, Any]) -> None:
+    browser: Browser = graded["browser"]
+    page = browser.get(f"{lms.tool_url}/week/week01")
+    reply = upload(browser, page, CORRECT)
+    assert reply.status_code == 409 and "same file as your attempt 1" in reply.text
