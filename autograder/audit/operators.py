@@ -250,6 +250,17 @@ def _slice(node: ast.AST, at: _Positions) -> Iterator[Mutation]:
         yield Mutation("slice", "step -1 -> 1", (Edit(*at.span(node.step), "1"),))
 
 
+_PRECEDENCE = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.Mod: 2, ast.MatMult: 2, ast.Pow: 3}
+
+
+def _operand(value: ast.expr, op: ast.operator, at: _Positions) -> str:
+    """``value`` as the right operand of ``op``: in brackets unless it binds tighter."""
+    text = at.text(value)
+    atomic = isinstance(value, (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Call))
+    tighter = isinstance(value, ast.BinOp) and _PRECEDENCE.get(type(value.op), 0) > _PRECEDENCE.get(type(op), 0)
+    return text if atomic or tighter else f"({text})"
+
+
 def _int_literal(node: ast.AST) -> int | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
@@ -264,7 +275,7 @@ def _copy(node: ast.AST, at: _Positions) -> Iterator[Mutation]:
         target = at.text(node.target)
         symbol = _ARITHMETIC[type(node.op)][0]
         yield Mutation("copy", f"{target} {symbol}= ... -> {target} = {target} {symbol} ... (a copy)",
-                       (Edit(*at.span(node), f"{target} = {target} {symbol} ({at.text(node.value)})"),))
+                       (Edit(*at.span(node), f"{target} = {target} {symbol} {_operand(node.value, node.op, at)}"),))
     elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp)
           and type(node.value.op) in _ARITHMETIC and at.text(node.targets[0]) == at.text(node.value.left)):
         target = at.text(node.targets[0])
