@@ -283,10 +283,14 @@ def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None)
 @app.command()
 def audit(
     week: WeekArg,
-    jobs: Annotated[int, typer.Option("--jobs", min=0, help="mutants graded at once (0, the default: the number of cores)")] = 0,
-    budget: Annotated[float, typer.Option("--budget", min=1, help="seconds of grading; mutants past it are skipped and counted")] = 95.0,
-    seed: Annotated[int, typer.Option("--seed", help="the hidden tests' seed and the mutants' order (printed, for reproducing)")] = 11,
-    html: Annotated[Optional[Path], typer.Option("--html", help="the HTML page (default: results/audit/WEEK.html in the course)")] = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", min=0, help="mutants graded at once (0, the default: the number of cores)")] = 0,
+    budget: Annotated[float, typer.Option(
+        "--budget", min=1, help="seconds of grading; mutants past it are skipped and counted")] = 95.0,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="the hidden tests' seed and the mutants' order (printed, for reproducing)")] = 11,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="the HTML page (default: results/audit/WEEK.html in the course)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Mutate the reference solution and grade every mutant: exit 1 while a survivor is unexplained."""

@@ -53,7 +53,8 @@ def print_audit(audit: Audit, *, out: Console, err: Console) -> None:
         err.print(f"[yellow]unneeded[/] audit.toml entry {e.number} (task {e.task}, {e.operator}: "
                   f"{escape(e.mutant)}): the tests now kill that mutant: remove it", highlight=False)
     explained = len(audit.survivors) - len(audit.unexplained)
-    verdict = "[bold green]passed[/]" if audit.passed else f"[bold red]failed[/]: {len(audit.unexplained)} unexplained survivor(s)"
+    verdict = ("[bold green]passed[/]" if audit.passed
+               else f"[bold red]failed[/]: {len(audit.unexplained)} unexplained survivor(s)")
     out.print(f"{audit.week.name}: {len(audit.generated.mutants)} mutants, {len(audit.outcomes)} graded, "
               f"{len(audit.killed)} killed, {explained} equivalent, {len(audit.skipped)} skipped (budget) "
               f"in {audit.seconds:.0f} s (seed {audit.seed}): {verdict}", highlight=False)

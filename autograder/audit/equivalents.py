@@ -66,9 +66,10 @@ def _entry(path: Path, number: int, entry: dict[str, object]) -> Equivalent:
     missing = [name for name in _FIELDS if name not in entry]
     extra = sorted(set(entry) - set(_FIELDS))
     if missing or extra:
-        raise CourseError(f"{where}: " + "; ".join(
-            ([f"missing {', '.join(missing)}"] if missing else []) + ([f"unknown key(s) {', '.join(extra)}"] if extra else []))
-            + f" (an entry has exactly {', '.join(_FIELDS)}: copy them from the audit's report)")
+        wrong = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"unknown key(s) {', '.join(extra)}"] if extra else [])
+        raise CourseError(f"{where}: {'; '.join(wrong)} (an entry has exactly {', '.join(_FIELDS)}: "
+                          "copy them from the audit's report)")
     for name, kind in _FIELDS.items():
         if not isinstance(entry[name], kind) or isinstance(entry[name], bool):
             raise CourseError(f"{where}: {name} must be {'a whole number' if kind is int else 'a string'}")

@@ -142,4 +142,4 @@ def mutant_notebook(week: Week, mutant: Mutant | None) -> bytes:
     nb = nbformat.from_dict(week.notebook)  # a deep copy: the week's notebook stays as read
     if mutant is not None:
         nb.cells[mutant.cell].source = mutant.source
-    return nbformat.writes(nb).encode("utf-8")
+    return str(nbformat.writes(nb)).encode("utf-8")

@@ -113,8 +113,8 @@ def mutations(source: str, first_line: int, last_line: int) -> Iterator[Mutation
                   and isinstance(n.body[0].value.value, str)}
     negated = {id(n.operand) for n in ast.walk(tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)
                and isinstance(n.operand, ast.Constant) and type(n.operand.value) in (int, float)}
-    nodes = [n for n in ast.walk(tree) if hasattr(n, "lineno") and n.end_lineno is not None
-             and first_line <= n.lineno and n.end_lineno <= last_line]
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.stmt, ast.expr, ast.keyword))
+             and n.end_lineno is not None and first_line <= n.lineno and n.end_lineno <= last_line]
     nodes.sort(key=lambda n: (n.lineno, n.col_offset))
     for node in nodes:
         yield from _arithmetic(node, at)
@@ -171,8 +171,9 @@ def _comparison(node: ast.AST, at: _Positions) -> Iterator[Mutation]:
             if type(op) in _COMPARISON:
                 old, news = _COMPARISON[type(op)]
                 where = _token(at, left, right, re.escape(old))
-                for new in news if where is not None else ():
-                    yield Mutation("comparison", f"{old} -> {new}", (Edit(*where, new),))  # type: ignore[misc]
+                if where is not None:
+                    for new in news:
+                        yield Mutation("comparison", f"{old} -> {new}", (Edit(where[0], where[1], new),))
             elif type(op) in _WORD_OPERATORS:
                 pattern, new = _WORD_OPERATORS[type(op)]
                 where = _token(at, left, right, pattern)
@@ -286,7 +287,8 @@ def _copy(node: ast.AST, at: _Positions) -> Iterator[Mutation]:
         if node.func.attr == "copy" and not node.args and not node.keywords:
             owner = at.text(node.func.value)
             yield Mutation("copy", f"{owner}.copy() -> {owner}", (Edit(*at.span(node), owner),))
-        elif node.func.attr == "array" and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy"):
+        elif (node.func.attr == "array" and isinstance(node.func.value, ast.Name)
+              and node.func.value.id in ("np", "numpy")):
             start = at.span(node.func)[0]
             yield Mutation("copy", "np.array -> np.asarray (no copy)",
                            (Edit(start, at.span(node.func)[1], f"{node.func.value.id}.asarray"),))
