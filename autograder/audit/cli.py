@@ -11,7 +11,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
-from autograder.audit.mutants import generate_mutants
 from autograder.audit.report import survivor_entry, write_html
 from autograder.audit.run import Audit, run_audit
 from autograder.course import Week
@@ -21,11 +20,12 @@ def run(week: Week, *, jobs: int, budget_s: float, seed: int, html: Path, out: C
     """Audit ``week`` and print what was found; True when every survivor is explained."""
     err.print(f"{week.name}: auditing with seed {seed} (reproduce: --seed {seed}), {jobs} job(s), "
               f"budget {budget_s:g} s", highlight=False)
-    total = len(generate_mutants(week).mutants) + 1  # and the reference
     with Progress(TextColumn("grading mutants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
-        bar = progress.add_task(week.name, total=total)
-        audit = run_audit(week, jobs=jobs, budget_s=budget_s, seed=seed, on_result=lambda _: progress.advance(bar))
+        bar = progress.add_task(week.name, total=None)
+        audit = run_audit(week, jobs=jobs, budget_s=budget_s, seed=seed,
+                          on_start=lambda total: progress.update(bar, total=total),
+                          on_result=lambda _: progress.advance(bar))
     print_audit(audit, out=out, err=err)
     err.print(f"report: {escape(str(write_html(audit, html)))}", highlight=False)
     return audit.passed

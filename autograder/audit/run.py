@@ -27,7 +27,7 @@ DEFAULT_SEED = 11
 DEFAULT_BUDGET_S = 95.0  # grading time: with start-up and the last mutants, one week stays under 2 minutes
 # A mutant that hangs is killed by these (and counts as killed) rather than eating the budget;
 # each is well above what the reference needs.
-AUDIT_LIMITS = Limits(cell_timeout_s=10.0, submission_timeout_s=60.0, tests_timeout_s=60.0, restarts=1)
+AUDIT_LIMITS = Limits(cell_timeout_s=10.0, submission_timeout_s=30.0, tests_timeout_s=30.0, restarts=1)
 REFERENCE = "reference"
 
 
@@ -78,12 +78,16 @@ class Audit:
 
 
 def run_audit(week: Week, *, jobs: int = 1, budget_s: float = DEFAULT_BUDGET_S, seed: int = DEFAULT_SEED,
-              limits: Limits = AUDIT_LIMITS, on_result: Callable[[SubmissionResult], None] | None = None) -> Audit:
-    """Generate the week's mutants, grade as many as the budget allows, and judge them."""
+              limits: Limits = AUDIT_LIMITS, on_start: Callable[[int], None] | None = None,
+              on_result: Callable[[SubmissionResult], None] | None = None) -> Audit:
+    """Generate the week's mutants, grade as many as the budget allows, and judge them.
+    ``on_start`` learns how many notebooks there are to grade (the mutants and the reference)."""
     started = time.monotonic()
     generated = generate_mutants(week)
     equivalents = read_equivalents(week.source_dir / FILENAME)
     order = grading_order(generated.mutants, seed)
+    if on_start is not None:
+        on_start(len(order) + 1)
     by_name = {m.name: m for m in order}
     handed: list[Mutant] = []
     durations: list[float] = []
@@ -93,7 +97,7 @@ def run_audit(week: Week, *, jobs: int = 1, budget_s: float = DEFAULT_BUDGET_S, 
         yield Submission(origin=REFERENCE, key=REFERENCE, content=mutant_notebook(week, None), seed=seed)
         for mutant in order:
             expected = sum(durations) / len(durations) / jobs if durations else 0.0
-            if time.monotonic() - started + expected > budget_s:
+            if time.monotonic() - started + expected > budget_s or _reference_lost(results.get(REFERENCE)):
                 return
             handed.append(mutant)
             yield Submission(origin=mutant.name, key=mutant.name, content=mutant_notebook(week, mutant), seed=seed)
@@ -135,12 +139,17 @@ def _grade(week: Week, submissions: Iterator[Submission], *, jobs: int, limits: 
         grade(week, submissions, limits=limits, on_result=on_result)
 
 
+def _reference_lost(result: SubmissionResult | None) -> bool:
+    """Whether the reference, once graded, lost a point (then no more mutants are handed out)."""
+    return result is not None and any(not t.manual and t.score < t.max_score - 1e-9 for t in result.tasks)
+
+
 def _check_reference(week: Week, result: SubmissionResult | None, seed: int) -> None:
     """Refuse to judge tests that fail the reference: every mutant would look killed."""
     if result is None:
         raise CourseError(f"{week.name}: the reference notebook was not graded")
-    lost = [t for t in result.tasks if not t.manual and t.score < t.max_score - 1e-9]
-    if lost:
+    if _reference_lost(result):
+        lost = [t for t in result.tasks if not t.manual and t.score < t.max_score - 1e-9]
         failed = [t.name for t in result.tests if t.score < t.max_score]
         raise CourseError(
             f"{week.name}: the reference solution loses points under the audit's seed {seed} "
