@@ -70,7 +70,8 @@ def test_every_mutant_differs_and_the_return_is_never_dropped() -> None:
 NOTEBOOK_CELLS = [
     ("markdown", "# Week 8: Audit drill (10 points)"),
     ("markdown", "## Task 1 (10 points): add one\n\nWrite `add_one(x)`: x plus one."),
-    ("code", "def add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION"),
+    # code outside the markers (SCALE, the def line) is the handout: never mutated
+    ("code", "SCALE = 2\n\n\ndef add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION"),
 ]
 # kills x - 1 and x + 0, but not x + 2: the survivor the audit must report. (Two tests: with a
 # single hidden test, the grading loop of main grades only a batch's first submission right.)
@@ -119,7 +120,7 @@ def drill(tmp_path: Path) -> Course:
     return Course(tmp_path)
 
 
-def test_the_drill_has_three_mutants_in_a_seeded_order(drill: Course) -> None:
+def test_only_the_solution_region_is_mutated_and_the_order_is_seeded(drill: Course) -> None:
     generated = generate_mutants(drill.week("week08"))
     assert sorted(m.mutated for m in generated.mutants) == ["return x + 0", "return x + 2", "return x - 1"]
     assert all(m.task == 1 for m in generated.mutants)
