@@ -98,8 +98,7 @@ class _Positions:
 def parsable(source: str) -> str:
     """The cell with IPython-only lines (``%magic``, ``!command``) turned into comments, same
     length, so ``ast`` reads the rest with every position unchanged."""
-    return "\n".join("#" + line[1:] if line.lstrip()[:1] in ("%", "!") and line[:1] in ("%", "!") else line
-                     for line in source.split("\n"))
+    return "\n".join("#" + line[1:] if line[:1] in ("%", "!") else line for line in source.split("\n"))
 
 
 def mutations(source: str, first_line: int, last_line: int) -> Iterator[Mutation]:
