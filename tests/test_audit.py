@@ -141,6 +141,8 @@ def test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent(dr
     assert 'mutant = "return x + 2"' in output  # the entry to paste, shown with the survivor
     page = (drill.root / "audit.html").read_text()
     assert "unexplained" in page and "return x + 2" in page and "mutant = &#34;return x + 2&#34;" in page
+    survivor = nbformat.read(drill.root / "audit" / "mutant002.ipynb", as_version=4)  # to replay with pytest --seed
+    assert "return x + 2" in survivor.cells[2].source
 
     (drill.root / "source" / "week08" / "audit.toml").write_text(ENTRY + STALE)
     code, output = audit(drill, "--budget", "60")

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
+from autograder.audit.mutants import mutant_notebook
 from autograder.audit.report import survivor_entry, write_html
 from autograder.audit.run import Audit, run_audit
 from autograder.course import Week
@@ -28,7 +29,21 @@ def run(week: Week, *, jobs: int, budget_s: float, seed: int, html: Path, out: C
                           on_result=lambda _: progress.advance(bar))
     print_audit(audit, out=out, err=err)
     err.print(f"report: {escape(str(write_html(audit, html)))}", highlight=False)
+    if audit.survivors:
+        folder = write_survivors(audit, html.with_suffix(""))
+        err.print(f"survivors' notebooks (replay one: pytest {week.tests_dir} --seed {seed} --submission "
+                  f"NOTEBOOK): {escape(str(folder))}", highlight=False)
     return audit.passed
+
+
+def write_survivors(audit: Audit, folder: Path) -> Path:
+    """Each survivor as a notebook, ``folder/mutantNNN.ipynb``, so it can be graded or replayed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("mutant*.ipynb"):
+        stale.unlink()
+    for outcome in audit.survivors:
+        (folder / f"{outcome.mutant.name}.ipynb").write_bytes(mutant_notebook(audit.week, outcome.mutant))
+    return folder
 
 
 def print_audit(audit: Audit, *, out: Console, err: Console) -> None:
