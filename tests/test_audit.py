@@ -105,6 +105,13 @@ operator = "drop"
 line = "x = x * 3"
 mutant = "pass"
 reason = "a line the notebook no longer has"
+
+[[equivalent]]
+task = 1
+operator = "arithmetic"
+line = "return x + 1"
+mutant = "return x - 1"
+reason = "wrongly judged equivalent: the test kills it"
 '''
 
 
@@ -149,6 +156,7 @@ def test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent(dr
     assert code == 0, output
     assert "1 equivalent" in output and "passed" in output
     assert "stale audit.toml entry 2" in output and "x = x * 3" not in output.split("stale")[0]
+    assert "unneeded audit.toml entry 3 (task 1, arithmetic: return x - 1): the tests now" in output
 
 
 def test_an_audit_stops_handing_out_mutants_at_its_budget(drill: Course) -> None:
