@@ -400,6 +400,32 @@ def lti_platform(
 
 
 @app.command()
+def audit(
+    week: WeekArg,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", min=0, help="mutants graded at once (0, the default: the number of cores)")] = 0,
+    budget: Annotated[float, typer.Option(
+        "--budget", min=1, help="seconds of grading; mutants past it are skipped and counted")] = 95.0,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="the hidden tests' seed and the mutants' order (printed, for reproducing)")] = 11,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="the HTML page (default: results/audit/WEEK.html in the course)")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Mutate the reference solution and grade every mutant: exit 1 while a survivor is unexplained."""
+    from autograder.audit.cli import run
+
+    the_week, default_out = _locate(week, course, None)
+    try:
+        passed = run(the_week, jobs=jobs or os.cpu_count() or 1, budget_s=budget, seed=seed,
+                     html=html or default_out.parent / "audit" / f"{the_week.name}.html", out=out, err=err)
+    except AutograderError as exc:
+        _fail(exc)
+    if not passed:
+        raise typer.Exit(1)
+
+
+@app.command()
 def version() -> None:
     """Print the grader version."""
     out.print(grader_version())

@@ -1,0 +1,43 @@
+"""The audit's HTML page: survivors with their diff first, then what was killed or skipped.
+
+Rendered with the report's autoescaping Jinja environment rules (the diffs are source
+code: every ``<`` must reach the page as text).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
+
+from autograder.audit.equivalents import entry_text
+from autograder.audit.run import Audit, Outcome
+from autograder.report.templating import points
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(
+        loader=ChoiceLoader([PackageLoader("autograder.audit", "templates"),
+                             PackageLoader("autograder.report", "templates")]),  # style.css is shared
+        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["points"] = points
+    return env
+
+
+def survivor_entry(outcome: Outcome) -> str:
+    """The audit.toml entry that would record ``outcome`` as equivalent."""
+    m = outcome.mutant
+    return entry_text(m.task, m.operator, m.line, m.mutated)
+
+
+def write_html(audit: Audit, path: Path) -> Path:
+    """Write the audit's page to ``path`` (folders created) and return it."""
+    html = _environment().get_template("audit.html.j2").render(audit=audit, entry=survivor_entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path

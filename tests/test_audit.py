@@ -1,0 +1,188 @@
+"""``autograder audit``: the mutation operators, and whole audits of a tiny throwaway course
+graded through the real sandboxed grading path."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+from typer.testing import CliRunner
+
+from autograder.audit.equivalents import read_equivalents
+from autograder.audit.mutants import generate_mutants, grading_order
+from autograder.audit.operators import KINDS, mutations
+from autograder.cli import app
+from autograder.course import Course
+from autograder.exceptions import CourseError
+
+SNIPPET = textwrap.dedent('''\
+    def f(a, b, xs, k):
+        """docstring stays"""
+        ### BEGIN SOLUTION
+        total = a + b * 2.0
+        if total >= k and not a:
+            total += 1
+        a = a - b
+        ys = xs[1:k][::-1]
+        zs = np.array(xs).copy()
+        return min(total, k, key=abs), ys, zs
+        ### END SOLUTION
+    ''')
+
+
+def mutated_lines(source: str) -> dict[str, set[str]]:
+    """operator -> the changed lines of every mutation of the region (lines 4..10)."""
+    found: dict[str, set[str]] = {}
+    old = source.split("\n")
+    for mutation in mutations(source, 4, 10):
+        new = mutation.apply(source).split("\n")
+        changed = {n.strip() for o, n in zip(old, new) if o != n} if len(new) == len(old) else {"<lines changed>"}
+        found.setdefault(mutation.operator, set()).update(changed)
+    return found
+
+
+def test_the_operators_produce_every_kind_and_touch_only_the_region() -> None:
+    found = mutated_lines(SNIPPET)
+    assert set(found) == set(KINDS)
+    assert {"total = a - b * 2.0", "total = a + b / 2.0", "if total >= k and a:", "total -= 1"} <= found["arithmetic"]
+    assert {"if total > k and not a:", "if total >= k or not a:"} <= found["comparison"]
+    assert {"total = a + b * 4.0", "total = a + b * 1.0", "total += 2", "total += 0"} <= found["constant"]
+    assert {"pass"} <= found["drop"]
+    assert {"return min(k, total, key=abs), ys, zs", "return min(total, k), ys, zs"} <= found["swap"]
+    assert {"ys = xs[2:k][::-1]", "ys = xs[1:k + 1][::-1]", "ys = xs[1:k][::1]"} <= found["slice"]
+    assert {"total = total + 1", "a -= b", "zs = np.array(xs)", "zs = np.asarray(xs).copy()"} <= found["copy"]
+    every = {line for lines in found.values() for line in lines}
+    assert not any("docstring" in line or line.startswith("def ") for line in every)
+
+
+def test_every_mutant_differs_and_the_return_is_never_dropped() -> None:
+    sources = [m.apply(SNIPPET) for m in mutations(SNIPPET, 4, 10)]
+    assert SNIPPET not in sources
+    assert all("return" in s for s in sources)
+    for source in sources:
+        compile(source, "mutant", "exec")
+
+
+# --- a throwaway course: one function, one weak test -------------------------------------------
+
+NOTEBOOK_CELLS = [
+    ("markdown", "# Week 8: Audit drill (10 points)"),
+    ("markdown", "## Task 1 (10 points): add one\n\nWrite `add_one(x)`: x plus one."),
+    # code outside the markers (SCALE, the def line) is the handout: never mutated
+    ("code", "SCALE = 2\n\n\ndef add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION"),
+]
+# kills x - 1 and x + 0, but not x + 2: the survivor the audit must report. (Two tests: with a
+# single hidden test, the grading loop of main grades only a batch's first submission right.)
+WEAK_TEST = '''import pytest
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(10)
+def test_add_one_is_positive_on_zero(student):
+    """add_one(0) is positive"""
+    assert student.add_one(0) > 0, "add_one(0) should be positive"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(0)
+def test_add_one_returns_a_number(student):
+    """add_one returns a number"""
+    assert isinstance(student.add_one(1), (int, float)), "add_one should return a number"
+'''
+ENTRY = '''[[equivalent]]
+task = 1
+operator = "constant"
+line = "return x + 1"
+mutant = "return x + 2"
+reason = "a drill: the test only asks for a positive number"
+'''
+STALE = '''
+[[equivalent]]
+task = 1
+operator = "drop"
+line = "x = x * 3"
+mutant = "pass"
+reason = "a line the notebook no longer has"
+
+[[equivalent]]
+task = 1
+operator = "arithmetic"
+line = "return x + 1"
+mutant = "return x - 1"
+reason = "wrongly judged equivalent: the test kills it"
+'''
+
+
+@pytest.fixture
+def drill(tmp_path: Path) -> Course:
+    week = tmp_path / "source" / "week08"
+    (week / "tests").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(s) if kind == "markdown" else nbformat.v4.new_code_cell(s)
+                for kind, s in NOTEBOOK_CELLS]
+    nbformat.write(nb, week / "week08.ipynb")
+    (week / "tests" / "test_week08.py").write_text(WEAK_TEST)
+    return Course(tmp_path)
+
+
+def test_only_the_solution_region_is_mutated_and_the_order_is_seeded(drill: Course) -> None:
+    generated = generate_mutants(drill.week("week08"))
+    assert sorted(m.mutated for m in generated.mutants) == ["return x + 0", "return x + 2", "return x - 1"]
+    assert all(m.task == 1 for m in generated.mutants)
+    order = grading_order(generated.mutants, 11)
+    assert order == grading_order(generated.mutants, 11)
+
+
+def audit(course: Course, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["audit", "week08", "--course", str(course.root), "--jobs", "1",
+                                      "--html", str(course.root / "audit.html"), *args])
+    return result.exit_code, result.output
+
+
+def test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent(drill: Course) -> None:
+    code, output = audit(drill)
+    assert code == 1, output
+    assert "unexplained" in output and "return x + 2" in output and "3 mutants, 3 graded, 2 killed" in output
+    assert 'mutant = "return x + 2"' in output  # the entry to paste, shown with the survivor
+    page = (drill.root / "audit.html").read_text()
+    assert "unexplained" in page and "return x + 2" in page and "mutant = &#34;return x + 2&#34;" in page
+    survivor = nbformat.read(drill.root / "audit" / "mutant002.ipynb", as_version=4)  # to replay with pytest --seed
+    assert "return x + 2" in survivor.cells[2].source
+
+    (drill.root / "source" / "week08" / "audit.toml").write_text(ENTRY + STALE)
+    code, output = audit(drill, "--budget", "60")
+    assert code == 0, output
+    assert "1 equivalent" in output and "passed" in output
+    assert "stale audit.toml entry 2" in output and "x = x * 3" not in output.split("stale")[0]
+    assert "unneeded audit.toml entry 3 (task 1, arithmetic: return x - 1): the tests now" in output
+
+
+def test_an_audit_stops_handing_out_mutants_at_its_budget(drill: Course) -> None:
+    code, output = audit(drill, "--budget", "1")
+    assert code == 0, output  # nothing graded, nothing survived: passed, but every mutant is counted as skipped
+    assert "0 graded" in output and "3 skipped (budget)" in output
+
+
+def test_a_reference_that_fails_its_own_tests_stops_the_audit(drill: Course) -> None:
+    tests = drill.root / "source" / "week08" / "tests"
+    (tests / "test_week08.py").unlink()  # a new module name: this process already imported test_week08
+    (tests / "test_week08_strict.py").write_text(WEAK_TEST.replace("add_one(0) > 0", "add_one(0) > 5"))
+    code, output = audit(drill)
+    assert code == 2 and "the reference solution loses points" in output, output
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[[equivalent]]\ntask = 1\n", "missing operator, line, mutant, reason"),
+    (ENTRY.replace('reason = "a drill: the test only asks for a positive number"', 'reason = " "'), "the reason is empty"),
+    (ENTRY.replace('"constant"', '"typo"'), "operator 'typo' is not one of"),
+    ("[equivalent]\ntask = 1\n", "write each entry as [[equivalent]]"),
+    ("task = [", "is not valid TOML"),
+])
+def test_a_malformed_audit_toml_says_what_to_write(tmp_path: Path, text: str, says: str) -> None:
+    path = tmp_path / "audit.toml"
+    path.write_text(text)
+    with pytest.raises(CourseError, match=None) as caught:
+        read_equivalents(path)
+    assert says in str(caught.value)
