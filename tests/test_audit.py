@@ -73,8 +73,7 @@ NOTEBOOK_CELLS = [
     # code outside the markers (SCALE, the def line) is the handout: never mutated
     ("code", "SCALE = 2\n\n\ndef add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION"),
 ]
-# kills x - 1 and x + 0, but not x + 2: the survivor the audit must report. (Two tests: with a
-# single hidden test, the grading loop of main grades only a batch's first submission right.)
+# kills x - 1 and x + 0, but not x + 2: the survivor the audit must report
 WEAK_TEST = '''import pytest
 
 

@@ -185,6 +185,8 @@ class GradingLoop:
                 # Session- and module-scoped data fixtures stay up for the next
                 # submission; pytest_sessionfinish tears them down after the last.
                 nextitem = items[index + 1] if index + 1 < len(items) else items[0]
+                if nextitem is item:  # a one-test suite: tear the test's own fixtures down, keep the module's
+                    nextitem = item.parent
                 self.run.heard.clear()  # what the worker said to this test only
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             base.messages.extend(m for m in self.run.messages if m not in base.messages)
