@@ -114,12 +114,16 @@ def _points(text: str | None) -> float | None:
     return float(found[1]) if found else None
 
 
-def _read_task(index: int, meta: dict, heading: re.Match[str] | None, line: str, problems: list[str]) -> TaskSpec | None:
+def _read_task(
+    index: int, meta: dict, heading: re.Match[str] | None, line: str, problems: list[str]
+) -> TaskSpec | None:
     where = f"cell {index + 1}"
     head_number = int(heading[1]) if heading else None
     head_points = _points(heading[2]) if heading else None
     if "task" in meta and head_number is not None and int(meta["task"]) != head_number:
-        problems.append(f"{where}: its heading says task {head_number}, its metadata task {meta['task']}: make them agree")
+        problems.append(
+            f"{where}: its heading says task {head_number}, its metadata task {meta['task']}: make them agree"
+        )
     task = int(meta["task"]) if "task" in meta else head_number
     assert task is not None
     if "points" in meta and head_points is not None and float(meta["points"]) != head_points:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import to_dict
@@ -28,6 +27,7 @@ from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_gra
 from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
 from autograder.moodle.feedback_zip import write_feedback_zip
 from autograder.moodle.worksheet import fill_worksheet, write_worksheet
+from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult

@@ -116,7 +116,7 @@ class Course:
     root: Path
 
     @classmethod
-    def locate(cls, root: Path | str | None = None) -> "Course":
+    def locate(cls, root: Path | str | None = None) -> Course:
         """Find the course: an explicit root, else ``$AUTOGRADER_COURSE``, else the nearest
         folder holding ``source/`` above the working directory, else this checkout."""
         if root is None:

@@ -18,7 +18,7 @@ class CourseError(AutograderError):
     """The course layout or a week's definition is wrong (an instructor's mistake)."""
 
     @classmethod
-    def no_week(cls, week: str, root: Path) -> "CourseError":
+    def no_week(cls, week: str, root: Path) -> CourseError:
         return cls(
             f"no week {week!r} in {root / 'source'}: expected {root / 'source' / week / (week + '.ipynb')}. "
             "Pass a week name such as week01, or --course to point at the course folder."
@@ -29,7 +29,7 @@ class MarkerError(AutograderError):
     """A solution marker is unbalanced, nested or malformed; says the file and line."""
 
     @classmethod
-    def at(cls, path: Path | str, cell: int, line: int, what: str) -> "MarkerError":
+    def at(cls, path: Path | str, cell: int, line: int, what: str) -> MarkerError:
         return cls(f"{path}: cell {cell}, line {line}: {what}")
 
 
@@ -37,7 +37,7 @@ class GenerationError(AutograderError):
     """Generation refused to write a notebook (e.g. a solution line would leak)."""
 
     @classmethod
-    def at(cls, path: Path | str, cell: int, what: str, *, line: int | None = None) -> "GenerationError":
+    def at(cls, path: Path | str, cell: int, what: str, *, line: int | None = None) -> GenerationError:
         where = f"cell {cell}" if line is None else f"cell {cell}, line {line}"
         return cls(f"{path}: {where}: {what}")
 
@@ -66,7 +66,7 @@ class GradebookError(AutograderError):
     """The gradebook cannot be opened or a mark cannot be stored (says the file and why)."""
 
     @classmethod
-    def newer_schema(cls, path: Path | str, found: int, known: int) -> "GradebookError":
+    def newer_schema(cls, path: Path | str, found: int, known: int) -> GradebookError:
         return cls(
             f"{path}: gradebook schema version {found} is newer than this autograder's ({known}); "
             "upgrade the autograder or grade into a fresh output folder."
@@ -85,7 +85,7 @@ class ManualMarksError(AutograderError):
     """A hand-marking sheet holds marks that cannot be used; the message names every bad row."""
 
     @classmethod
-    def rows(cls, sheet: Path | str, problems: list[str]) -> "ManualMarksError":
+    def rows(cls, sheet: Path | str, problems: list[str]) -> ManualMarksError:
         return cls(f"{sheet}: " + "; ".join(problems) + ". Fix these rows and merge again.")
 
 

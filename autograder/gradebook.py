@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -114,7 +114,7 @@ def _while_locked(step: Callable[[], object]) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Gradebook:
@@ -128,7 +128,7 @@ class Gradebook:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: Path | str) -> "Gradebook":
+    def open(cls, path: Path | str) -> Gradebook:
         """Open (creating if needed) the gradebook at ``path``, in WAL mode."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +146,7 @@ class Gradebook:
             raise
         return book
 
-    def __enter__(self) -> "Gradebook":
+    def __enter__(self) -> Gradebook:
         return self
 
     def __exit__(

@@ -71,7 +71,9 @@ def _parse(content: bytes) -> dict[str, Any]:
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SubmissionError(f"the file is not UTF-8 text (byte {exc.start}): is it really a .ipynb notebook?") from None
+        raise SubmissionError(
+            f"the file is not UTF-8 text (byte {exc.start}): is it really a .ipynb notebook?"
+        ) from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -57,7 +57,7 @@ class ZygoteSlot:
         self.layers: tuple[str, ...] = ()
         self.missing: tuple[str, ...] = ()
 
-    def start(self) -> "ZygoteSlot":
+    def start(self) -> ZygoteSlot:
         if self.zygote is None or not self.zygote.alive:
             if self.zygote is not None:
                 self.zygote.close()

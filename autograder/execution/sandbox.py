@@ -235,7 +235,7 @@ def _plan_without_bwrap(ctrl_fd: int, limits: Limits, package: Path, data: Path 
     return SandboxPlan(argv, _worker_env(home), user, group, home, tuple(layers), tuple(missing), group_of_zygote)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
     """bubblewrap's options that forbid user namespaces inside the sandbox (0.8 and later)."""
     try:

@@ -58,7 +58,7 @@ class Zygote:
         self._cleaning = False  # a worker ended; the zygote's "exited" not read yet
 
     # -- life cycle -------------------------------------------------------------------
-    def start(self) -> "Zygote":
+    def start(self) -> Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, package=self.package)
         extra = {}
@@ -145,7 +145,7 @@ class Zygote:
                     raise ProtocolError("zygote control line too long")
 
     # -- workers ----------------------------------------------------------------------
-    def spawn(self, limits: Limits | None = None) -> "Worker":
+    def spawn(self, limits: Limits | None = None) -> Worker:
         """Fork a fresh worker for one submission, with ``limits`` (default: the zygote's)
         for its rlimits and output cap; the cgroup keeps the zygote's own."""
         limits = limits or self.limits

@@ -79,7 +79,8 @@ def build_result(
     for test in tests:
         outcome = outcomes.get(test.nodeid, Outcome(False, "the test did not run"))
         status = "passed" if outcome.passed else "failed"
-        text = f"{test.description}: {status}" + (f" ({outcome.reason})" if outcome.reason and not outcome.passed else "")
+        reason = f" ({outcome.reason})" if outcome.reason and not outcome.passed else ""
+        text = f"{test.description}: {status}{reason}"
         test_results.append(
             TestResult(
                 name=test.name,

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
 from autograder.grading.judge import HiddenTest, Outcome, build_result, describe_failure, empty_result
 from autograder.notebook import code_cells, declared_week
+from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.plugin import CHANNEL_SOURCE
@@ -152,7 +152,7 @@ class GradingLoop:
             return self._grade_into(base, submission, items, tests)
         except (CourseError, SandboxError, GradingError):
             raise
-        except Exception as exc:  # noqa: BLE001 - the boundary: one submission never stops the batch
+        except Exception as exc:  # the boundary: one submission never stops the batch
             log.warning("grading %s failed (%s); it gets an error result", submission.key, type(exc).__name__,
                         exc_info=True)
             base.status, base.tests = Status.ERROR, []

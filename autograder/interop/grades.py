@@ -23,7 +23,8 @@ NBGRADER_COLUMNS = (
     "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
     "raw_score", "late_submission_penalty", "score", "max_score",
 )
-OTTER_FILE, OTTER_TOTAL, OTTER_PERCENT, OTTER_STATUS = "file", "total_points_earned", "percent_correct", "grading_status"
+OTTER_FILE, OTTER_TOTAL = "file", "total_points_earned"
+OTTER_PERCENT, OTTER_STATUS = "percent_correct", "grading_status"
 OTTER_POINTS_ROW = "points-per-question"
 FAILED = (Status.ERROR, Status.TIMEOUT)  # otter's "catastrophic failure": zero everywhere
 

@@ -43,7 +43,7 @@ class NamespaceChannel:
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.core = WorkerCore(_Namespace(namespace))  # type: ignore[arg-type]
 
-    def current_channel(self) -> "NamespaceChannel":
+    def current_channel(self) -> NamespaceChannel:
         return self
 
     def current_seed(self) -> int:
@@ -116,6 +116,9 @@ def run_hidden_test(week: str, test_file: str, test_name: str, namespace: dict[s
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         code = pytest.main(args, plugins=[binding])
     if not binding.ran:
-        raise RuntimeError(f"hidden test {test_file}::{test_name} was not run (pytest exit code {int(code)}):\n{sink.getvalue()[-2000:]}")
+        raise RuntimeError(
+            f"hidden test {test_file}::{test_name} was not run (pytest exit code {int(code)}):\n"
+            f"{sink.getvalue()[-2000:]}"
+        )
     if binding.failure is not None:
         raise AssertionError(f"{binding.doc}: failed ({describe_failure(binding.failure).reason})")

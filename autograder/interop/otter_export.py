@@ -31,9 +31,9 @@ from nbformat import NotebookNode
 from autograder.course import Week
 from autograder.generate.markers import BEGIN, END, find_regions
 from autograder.generate.notebook_io import read_source, to_bytes
+from autograder.interop.grades import question_name
 from autograder.interop.kernel import TESTS_FOLDER
 from autograder.interop.suite import ExportedTest, collect
-from autograder.interop.grades import question_name
 
 _MARKER = re.compile(rf"^(\s*)({re.escape(BEGIN)}|{re.escape(END)})\s*$", re.MULTILINE)
 

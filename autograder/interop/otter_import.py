@@ -116,7 +116,7 @@ def import_otter(master_notebook: Path, *, week: str, out_root: Path) -> Path:
                 manual = bool(question.get("manual"))
                 points = _points(question, [c for c, _, _ in pending])
                 name = str(question["name"])
-                for k, ((config, code, expected), p) in enumerate(zip(pending, points), start=1):
+                for k, ((_config, code, expected), p) in enumerate(zip(pending, points), start=1):
                     tests.append(CellTest(f"{name}_{k}", number, p, f"otter test {k} of {name} passes", code, expected))
                 total = sum(points) if pending else float(question.get("points") or 0)
                 cells.insert(heading_at, task_cell(number, total, name, manual=manual))

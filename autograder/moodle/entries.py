@@ -57,7 +57,7 @@ class Entry:
             raise SubmissionError(too_large(self.path, self.size, max_bytes))
         try:
             data = self._read(max_bytes + 1)
-        except Exception as err:  # noqa: BLE001 - any decompressor (zlib, bz2, lzma) fails its own way on bad bytes
+        except Exception as err:  # any decompressor (zlib, bz2, lzma) fails its own way on bad bytes
             source = "archive" if self.where.endswith("!") else "folder"
             raise SubmissionError(f"{self.path}: cannot be read from the {source} "
                                   f"({type(err).__name__}: {str(err)[:200]})") from err

@@ -190,7 +190,7 @@ class _Sheet:
                 self.by_id.setdefault(match.group(1), row)
 
     @classmethod
-    def parse(cls, path: Path) -> "_Sheet":
+    def parse(cls, path: Path) -> _Sheet:
         try:
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as err:

@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.exceptions import ReportError
@@ -117,7 +117,7 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
         images=images,
         feedback_dir=FEEDBACK_DIR,
         grader_versions=sorted({r.grader_version for r in results if r.grader_version}),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     report = Path(out_dir) / REPORT_NAME
     _write_text(report, html)

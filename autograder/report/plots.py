@@ -148,7 +148,8 @@ def pass_rates_by_test(results: Sequence[SubmissionResult]) -> bytes:
     if not rates:
         _nothing(ax, "hidden tests")
         return _png(fig)
-    ax.barh(range(len(rates)), [r.percent for r in rates], color=[TASK_COLOURS[r.task % len(TASK_COLOURS)] for r in rates])
+    colours = [TASK_COLOURS[r.task % len(TASK_COLOURS)] for r in rates]
+    ax.barh(range(len(rates)), [r.percent for r in rates], color=colours)
     ax.set_yticks(range(len(rates)), [f"T{r.task}  {r.label}" for r in rates], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlim(0, 100)

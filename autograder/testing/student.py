@@ -40,7 +40,7 @@ class Remote:
 
     __slots__ = ("_student", "_ref", "_generation")
 
-    def __init__(self, student: "Student", ref: HandleRef, generation: int) -> None:
+    def __init__(self, student: Student, ref: HandleRef, generation: int) -> None:
         object.__setattr__(self, "_student", student)
         object.__setattr__(self, "_ref", ref)
         object.__setattr__(self, "_generation", generation)
@@ -115,7 +115,9 @@ class Student:
                 if obj._generation != self._channel.generation:
                     raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
                 return obj._ref
-            raise TypeError(f"only plain data and remote objects can be passed to student code, not {type(obj).__name__}")
+            raise TypeError(
+                f"only plain data and remote objects can be passed to student code, not {type(obj).__name__}"
+            )
 
         try:
             return encode(value, handle_for=handle_for)

@@ -33,7 +33,6 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Callable
 from typing import Any
 
 PR_SET_DUMPABLE = 4
@@ -54,17 +53,17 @@ def preload() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
+    import matplotlib.pyplot
     import numpy  # noqa: F401
-    import scipy.optimize  # noqa: F401
+    import scipy.optimize
     import scipy.special  # noqa: F401
-    import sklearn.datasets  # noqa: F401
-    import sklearn.feature_extraction.text  # noqa: F401
-    import sklearn.linear_model  # noqa: F401
-    import sklearn.metrics  # noqa: F401
-    import sklearn.model_selection  # noqa: F401
-    import sklearn.naive_bayes  # noqa: F401
-    import sklearn.neighbors  # noqa: F401
+    import sklearn.datasets
+    import sklearn.feature_extraction.text
+    import sklearn.linear_model
+    import sklearn.metrics
+    import sklearn.model_selection
+    import sklearn.naive_bayes
+    import sklearn.neighbors
     import sklearn.preprocessing  # noqa: F401
 
     from autograder.worker.core import make_shell

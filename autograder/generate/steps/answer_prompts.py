@@ -23,7 +23,9 @@ class AnswerPrompts(Preprocessor):
             return
         if cell.cell_type != "markdown":
             raise GenerationError.at(
-                context.path, index + 1, f"an answer cell (metadata autograder.answer) must be markdown, not {cell.cell_type}"
+                context.path,
+                index + 1,
+                f"an answer cell (metadata autograder.answer) must be markdown, not {cell.cell_type}",
             )
         task = meta["answer"]
         if not isinstance(task, int) or isinstance(task, bool):

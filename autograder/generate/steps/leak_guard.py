@@ -46,13 +46,16 @@ class LeakGuard(Preprocessor):
         secret = hidden - public - self.generated
         for index, cell in enumerate(nb.cells):
             if cell.get("outputs"):
-                raise GenerationError.at(context.path, index + 1, "the student notebook would carry the reference's outputs")
+                raise GenerationError.at(
+                    context.path, index + 1, "the student notebook would carry the reference's outputs"
+                )
             for number, line in enumerate(lines_of(cell.source), start=1):
                 if _key(line) in secret:
                     raise GenerationError.at(
                         context.path,
                         index + 1,
-                        f"refusing to write the student notebook: it repeats a line of a solution or model answer: {line.strip()!r}",
+                        "refusing to write the student notebook: it repeats a line of a solution or model answer: "
+                        f"{line.strip()!r}",
                         line=number,
                     )
         return nb
