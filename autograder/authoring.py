@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from nbformat import NotebookNode
 
@@ -115,7 +116,7 @@ def _points(text: str | None) -> float | None:
 
 
 def _read_task(
-    index: int, meta: dict, heading: re.Match[str] | None, line: str, problems: list[str]
+    index: int, meta: dict[str, Any], heading: re.Match[str] | None, line: str, problems: list[str]
 ) -> TaskSpec | None:
     where = f"cell {index + 1}"
     head_number = int(heading[1]) if heading else None
@@ -139,7 +140,7 @@ def _read_task(
     return TaskSpec(number=task, points=points, manual=manual, title=title or f"Task {task}", cell=index)
 
 
-def _read_answer(index: int, meta: dict, current: int | None, spec: WeekSpec) -> None:
+def _read_answer(index: int, meta: dict[str, Any], current: int | None, spec: WeekSpec) -> None:
     where = f"cell {index + 1}"
     task = meta.get("answer", current)
     if task is None:

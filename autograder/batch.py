@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -141,7 +142,8 @@ def run_batch(
 def _handed_out(week: Week) -> nbformat.NotebookNode | None:
     """The notebook students were given, to tell the cells they added; None if not generated."""
     try:
-        return nbformat.read(week.assignment_notebook, as_version=4)
+        nb: nbformat.NotebookNode = nbformat.read(week.assignment_notebook, as_version=4)
+        return nb
     except (OSError, ValueError):
         return None
 
@@ -257,7 +259,7 @@ def _write_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     """Write atomically: a killed run never leaves half a file."""
     tmp = path.with_name(path.name + ".partial")
     tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

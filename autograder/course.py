@@ -66,7 +66,8 @@ class Week:
 
     @cached_property
     def notebook(self) -> nbformat.NotebookNode:
-        return nbformat.read(self.source_notebook, as_version=4)
+        nb: nbformat.NotebookNode = nbformat.read(self.source_notebook, as_version=4)
+        return nb
 
     @cached_property
     def spec(self) -> WeekSpec:

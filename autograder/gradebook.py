@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
@@ -170,7 +171,7 @@ class Gradebook:
                 raise
             self._db.execute("COMMIT")
 
-    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one query under the lock, so it never reads another thread's open transaction."""
         with self._lock:
             return self._db.execute(sql, params).fetchall()

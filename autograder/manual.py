@@ -217,7 +217,7 @@ def _answer(notebook: nbformat.NotebookNode | None, task: int, given: set[str] |
     heading), plus every non-empty cell of the section that is not in the handed-out
     notebook ``given`` (unknown: none), in notebook order, separated by a blank line.
     """
-    cells = notebook.cells if notebook is not None else []
+    cells: list[nbformat.NotebookNode] = notebook.cells if notebook is not None else []
     section = _section(cells, task)
     tagged = next((c for c in cells if _answer_tag(c) == str(task)), None)
     if tagged is None:

@@ -156,7 +156,8 @@ class SubmissionRun:
                 continue
             remaining = self.limits.submission_timeout_s - self._notebook_seconds
             if remaining <= 0:
-                return self._hit_notebook_deadline()
+                self._hit_notebook_deadline()
+                return None
             timeout = min(self.limits.cell_timeout_s, remaining)
             started = time.monotonic()
             try:
@@ -165,7 +166,8 @@ class SubmissionRun:
                 self._notebook_seconds += time.monotonic() - started
                 self._end_worker(kill=True)
                 if timeout < self.limits.cell_timeout_s:
-                    return self._hit_notebook_deadline()
+                    self._hit_notebook_deadline()
+                    return None
                 self.bad_cells.add(index)
                 self.messages.append(
                     f"code cell {index} (`{_snippet(source)}`) did not finish within {timeout:g} s; "
@@ -190,7 +192,6 @@ class SubmissionRun:
         self.timed_out = True
         self.messages.append(f"the notebook did not finish within {self.limits.submission_timeout_s:g} s")
         self._end_worker(kill=True)
-        return None
 
     # -- the channel --------------------------------------------------------------------
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:

@@ -61,7 +61,7 @@ class Zygote:
     def start(self) -> Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, package=self.package)
-        extra = {}
+        extra: dict[str, Any] = {}
         if self.plan.user is not None:
             extra = {"user": self.plan.user, "group": self.plan.group, "extra_groups": []}
         try:

@@ -12,7 +12,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -101,6 +101,7 @@ class GradingLoop:
         traceback (parsing the test file's source, ~40 ms a failure) that nobody reads:
         the student sees ``describe_failure``, the instructor the same."""
         excinfo = call.excinfo
+        outcome: Literal["passed", "failed", "skipped"]
         if excinfo is None:
             outcome, longrepr = "passed", None
             if call.when == "call":
@@ -115,6 +116,7 @@ class GradingLoop:
             previous = self.outcomes.get(item.nodeid)
             if previous is None or previous.passed:
                 self.outcomes[item.nodeid] = failure
+        assert call.when != "collect"  # a test item's phases: setup, call, teardown
         return pytest.TestReport(item.nodeid, item.location, {}, outcome, longrepr, call.when,
                                  duration=call.duration, start=call.start, stop=call.stop)
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Final
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
@@ -36,7 +36,7 @@ from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 
-START_METHOD = "spawn"
+START_METHOD: Final = "spawn"
 # Writable memory of one grader process (RLIMIT_DATA). Measured on weeks 1 and 6 with
 # --jobs 2: a grader peaks at ~255 MB VmData, ~160 MB resident (and grades the same at 1024).
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
@@ -245,7 +245,9 @@ class _Batch:
                 break
             self.start_grader()
         while self.graders:
-            waiting = {g.conn: g for g in self.graders} | {g.process.sentinel: g for g in self.graders}
+            # keyed by what `wait` hands back: a pipe end or a process sentinel
+            waiting: dict[Any, _Grader] = {g.conn: g for g in self.graders}
+            waiting |= {g.process.sentinel: g for g in self.graders}
             for ready in wait(list(waiting)):
                 grader = waiting[ready]
                 if grader not in self.graders:

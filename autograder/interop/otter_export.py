@@ -44,7 +44,8 @@ def yaml_lines(config: dict[str, object]) -> str:
 
 
 def raw(text: str, config: dict[str, object] | None = None) -> NotebookNode:
-    return nbformat.v4.new_raw_cell(text if config is None else f"{text}\n{yaml_lines(config)}")
+    cell: NotebookNode = nbformat.v4.new_raw_cell(text if config is None else f"{text}\n{yaml_lines(config)}")
+    return cell
 
 
 def otter_markers(source: str) -> str:
@@ -106,7 +107,7 @@ def master_notebook(week: Week, tests: list[ExportedTest]) -> NotebookNode:
                 out += [nbformat.v4.new_code_cell(test_case_source(week.name, t)) for t in cases]
                 out.append(raw("# END TESTS"))
             out.append(raw("# END QUESTION"))
-    nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(source.metadata))
+    nb: NotebookNode = nbformat.v4.new_notebook(metadata=copy.deepcopy(source.metadata))
     nb.nbformat_minor = 4  # no cell ids: otter assigns its own
     nb.cells = out
     for cell in nb.cells:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import yaml
@@ -59,7 +60,7 @@ def recorded_output(cell: NotebookNode) -> str:
     return text
 
 
-def parse_test(source: str) -> tuple[dict, str]:
+def parse_test(source: str) -> tuple[dict[str, Any], str]:
     """(config, test code) of one otter test cell."""
     lines = source.split("\n")
     if lines and CONFIG_BEGIN.match(lines[0]):
@@ -71,7 +72,7 @@ def parse_test(source: str) -> tuple[dict, str]:
     return {"hidden": hidden}, "\n".join(lines[1:] if hidden else lines)
 
 
-def _points(question: dict, configs: list[dict]) -> list[float]:
+def _points(question: dict[str, Any], configs: list[dict[str, Any]]) -> list[float]:
     """Each test case's points, resolved as otter does from the question's ``points``."""
     total = question.get("points")
     if isinstance(total, list):
@@ -93,7 +94,7 @@ def import_otter(master_notebook: Path, *, week: str, out_root: Path) -> Path:
     tests: list[CellTest] = []
     plain_code: list[NotebookNode] = []
     number, question, block = 0, None, None
-    pending: list[tuple[dict, str, str | None]] = []
+    pending: list[tuple[dict[str, Any], str, str | None]] = []
     heading_at = 0
     for index, original in enumerate(nb.cells):
         cell = copy.deepcopy(original)

@@ -28,7 +28,7 @@ class CellTest:
 
 def task_cell(number: int, points: float, title: str, *, manual: bool = False) -> NotebookNode:
     kind = f"{points:g} points, graded by hand" if manual else f"{points:g} points"
-    cell = nbformat.v4.new_markdown_cell(f"## Task {number} ({kind}): {title}")
+    cell: NotebookNode = nbformat.v4.new_markdown_cell(f"## Task {number} ({kind}): {title}")
     cell.metadata["autograder"] = {"task": number, "points": points, **({"manual": True} if manual else {})}
     return cell
 

@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from autograder.moodle.names import SUBMISSION_PLUGIN_TYPE, importer_target
 from autograder.results import Participant
@@ -29,7 +29,8 @@ class Placed(Protocol):
     participant: Participant | None
 
 
-FeedbackPages = Mapping[str, str] | Callable[[Placed], str | None]
+P = TypeVar("P", bound=Placed)
+FeedbackPages = Mapping[str, str] | Callable[[P], str | None]
 
 
 @dataclass
@@ -41,7 +42,7 @@ class FeedbackZip:
 
 
 def write_feedback_zip(
-    *, results: Iterable[Placed], pages: FeedbackPages, out: Path, filename: str = "feedback.html"
+    *, results: Iterable[P], pages: FeedbackPages[P], out: Path, filename: str = "feedback.html"
 ) -> FeedbackZip:
     """Write ``out`` with one ``<participant folder>/<filename>`` per result that has a page.
 

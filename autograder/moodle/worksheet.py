@@ -155,6 +155,9 @@ def feedback_comment(result: SubmissionResult, *, decimal: str = ".") -> str:
     return total + notes.get(result.status, "") + (f"<ul>{''.join(items)}</ul>" if items else "")
 
 
+NO_PARTICIPANT = "not from a Moodle export: no participant to match"
+
+
 def _not_gradable(result: SubmissionResult, allow_pending: bool = False) -> str | None:
     if result.status not in GRADED_STATUSES:
         return f"status {result.status.value}: the row is left as downloaded"
@@ -163,7 +166,7 @@ def _not_gradable(result: SubmissionResult, allow_pending: bool = False) -> str 
         return (f"task {tasks} ({result.pending_points:g} points) not marked by hand yet: the grade is left blank "
                 "until `merge-manual` brings the marks (or pass --allow-pending)")
     if result.participant is None:
-        return "not from a Moodle export: no participant to match"
+        return NO_PARTICIPANT
     return None
 
 
@@ -251,8 +254,10 @@ class _Sheet:
         except ValueError:
             return None
 
-    def rows_for(self, participant: Participant) -> list[int] | str:
+    def rows_for(self, participant: Participant | None) -> list[int] | str:
         """The rows a participant's (or team's) result goes to, or why there are none."""
+        if participant is None:
+            return NO_PARTICIPANT
         by_group = self._group_rows(participant)
         if participant.participant_id is not None:
             row = self.by_id.get(participant.participant_id)
@@ -263,7 +268,7 @@ class _Sheet:
             )
             # A 4.1 team export read without a "Default group" folder looks individual: its
             # number is the group id, its name the group's. The Group column tells them apart.
-            if same_name or (row is not None and not by_group):
+            if row is not None and (same_name or not by_group):
                 return [row]
             if by_group:
                 return by_group

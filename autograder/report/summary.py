@@ -50,7 +50,7 @@ class TestBreakdown:
 
 def test_breakdown(results: Sequence[SubmissionResult], *, top: int = 3) -> list[TestBreakdown]:
     """Per hidden test, in task order: pass rate and the ``top`` commonest failure messages."""
-    runs: dict[str, list] = {}
+    runs: dict[str, list[Any]] = {}
     for result in results:
         for test in result.tests:
             runs.setdefault(test.name, []).append(test)

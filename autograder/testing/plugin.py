@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pytest
@@ -29,7 +29,7 @@ class ChannelSource(Protocol):
 
 
 CHANNEL_SOURCE = pytest.StashKey["ChannelSource"]()
-_LOCAL = pytest.StashKey[dict[Path, Any]]()
+_LOCAL = pytest.StashKey[dict[Path, "Channel"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,7 +69,7 @@ def _local_channel(config: pytest.Config, notebook: Path) -> Channel:
     """One in-process notebook at a time (the IPython shell is a singleton)."""
     from autograder.execution.local import LocalChannel
 
-    cache = config.stash.setdefault(_LOCAL, {})
+    cache: dict[Path, Channel] = config.stash.setdefault(_LOCAL, {})
     if notebook not in cache:
         cache.clear()
         cache[notebook] = LocalChannel(code_cells(notebook.read_bytes()), folder=notebook.parent)

@@ -39,6 +39,9 @@ class Remote:
     as data: comparing it or turning it into an array raises ``NotPlainData``."""
 
     __slots__ = ("_student", "_ref", "_generation")
+    _student: Student
+    _ref: HandleRef
+    _generation: int
 
     def __init__(self, student: Student, ref: HandleRef, generation: int) -> None:
         object.__setattr__(self, "_student", student)
@@ -62,7 +65,7 @@ class Remote:
     def _not_data(self, *_: Any, **__: Any) -> Any:
         raise NotPlainData(self._ref.typename)
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _not_data  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _not_data
     __array__ = __iter__ = __len__ = __float__ = __int__ = __index__ = __getitem__ = _not_data
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __neg__ = _not_data
     __hash__ = object.__hash__

@@ -187,7 +187,7 @@ def _decode(node: Any, depth: int, budget: list[int], resolve: Callable[[HandleR
     raise ProtocolError("unknown tag in a value")
 
 
-def _hashable_tuple(key: tuple) -> bool:
+def _hashable_tuple(key: tuple[object, ...]) -> bool:
     return all(
         item is None or type(item) in (bool, int, float, str) or (isinstance(item, tuple) and _hashable_tuple(item))
         for item in key

@@ -79,7 +79,7 @@ def preload() -> Any:
 def _non_dumpable() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
     except OSError:
         return False
 
@@ -303,7 +303,8 @@ class Zygote:
         import select
 
         while True:
-            readable, _, _ = select.select([self.ctrl, self.wake_r], [], [])
+            watched: list[socket.socket | int] = [self.ctrl, self.wake_r]
+            readable, _, _ = select.select(watched, [], [])
             if self.wake_r in readable:
                 os.read(self.wake_r, 512)
                 self._reap()
