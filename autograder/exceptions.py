@@ -142,7 +142,7 @@ class WorkerCrashed(StudentCodeError):
         return "your code ended the process running it (a crash, os._exit, or the memory limit)"
 
 
-class MissingName(AttributeError):
+class MissingName(AutograderError, AttributeError):
     """The submission does not define a name the tests need."""
 
     def __init__(self, name: str) -> None:
@@ -153,7 +153,7 @@ class MissingName(AttributeError):
         return f"your notebook does not define `{self.name}`"
 
 
-class NotPlainData(TypeError):
+class NotPlainData(AutograderError, TypeError):
     """Student code returned an object where the test needs plain data (numbers, arrays)."""
 
     def __init__(self, typename: str) -> None:
@@ -167,3 +167,29 @@ class NotPlainData(TypeError):
 
 class InteropError(AutograderError):
     """An nbgrader or otter notebook cannot be imported as a week (says the file and cell)."""
+
+
+# -- signals inside the grader/worker machinery --------------------------------------------
+# Caught where they arise and turned into a result status or one of the errors above; they
+# never reach a user. Deliberately not AutograderErrors: the batch and the CLI treat an
+# AutograderError as a message for the user, and these must not be mistaken for one.
+
+
+class FrameTimeout(TimeoutError):
+    """The peer did not send or accept a whole frame before the deadline."""
+
+
+class WorkerTimeout(TimeoutError):
+    """The worker did not answer within the deadline; it has been killed."""
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended (crash, ``os._exit``, memory limit, signal)."""
+
+
+class NotPlain(Exception):
+    """Raised while encoding: the value is not plain data (the worker then sends a handle)."""
+
+
+class SeccompUnavailable(OSError):
+    """libseccomp is missing, the architecture is not covered, or the kernel refused."""

@@ -29,11 +29,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.course import Course
-from autograder.exceptions import MissingName, ProtocolError, StudentCodeError
+from autograder.exceptions import MissingName, ProtocolError, StudentCodeError, WorkerDied, WorkerTimeout
 from autograder.execution import run as run_module
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
-from autograder.execution.zygote import WorkerDied, WorkerTimeout
 from autograder.formats.result_json import to_dict
 from autograder.grading import loop as loop_module
 from autograder.grading.grader import grade

@@ -13,9 +13,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autograder.exceptions import ProtocolError, SandboxError, StudentTimeout, WorkerCrashed
+from autograder.exceptions import (
+    ProtocolError,
+    SandboxError,
+    StudentTimeout,
+    WorkerCrashed,
+    WorkerDied,
+    WorkerTimeout,
+)
 from autograder.execution.sandbox import Limits
-from autograder.execution.zygote import Worker, WorkerDied, WorkerTimeout, Zygote
+from autograder.execution.zygote import Worker, Zygote
 from autograder.grading.heard import Heard
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autograder.exceptions import ProtocolError, SandboxError
+from autograder.exceptions import FrameTimeout, ProtocolError, SandboxError, WorkerDied, WorkerTimeout
 from autograder.execution.sandbox import Limits, SandboxPlan, plan
 from autograder.worker.codec import dumps_message, loads_message
-from autograder.worker.framing import FrameTimeout, read_frame, write_frame
+from autograder.worker.framing import read_frame, write_frame
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +32,6 @@ ZYGOTE_START_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 10.0
 CLEANUP_TIMEOUT_S = 60.0  # killing and reaping a fork bomb's thousands of processes takes a while
 MAX_CONTROL_LINE = 1 << 16
-
-
-class WorkerTimeout(TimeoutError):
-    """The worker did not answer within the deadline; it has been killed."""
-
-
-class WorkerDied(RuntimeError):
-    """The worker process ended (crash, ``os._exit``, memory limit, signal)."""
 
 
 class Zygote:

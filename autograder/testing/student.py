@@ -14,11 +14,12 @@ from typing import Any, Protocol
 from autograder.exceptions import (
     MissingName,
     NotAttempted,
+    NotPlain,
     NotPlainData,
     ProtocolError,
     StudentCodeError,
 )
-from autograder.worker.codec import HandleRef, NotPlain, decode, encode
+from autograder.worker.codec import HandleRef, decode, encode
 
 MAX_NAME = 100  # characters of an exception type name
 MAX_TEXT = 500  # characters of an exception message or a warning

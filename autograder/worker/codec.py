@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.exceptions import ProtocolError
+from autograder.exceptions import NotPlain, ProtocolError
 from autograder.text import scrub_tree
 
 MAX_DEPTH = 32
@@ -47,10 +47,6 @@ class HandleRef:
     id: int
     typename: str
     callable: bool
-
-
-class NotPlain(Exception):
-    """Raised while encoding: the value is not plain data (the worker then sends a handle)."""
 
 
 # ---------------------------------------------------------------------------- encoding

@@ -14,7 +14,8 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from autograder.worker.codec import HandleRef, NotPlain, decode, encode
+from autograder.exceptions import NotPlain
+from autograder.worker.codec import HandleRef, decode, encode
 
 MAX_MESSAGE_TEXT = 500
 MAX_WARNINGS = 20

@@ -29,6 +29,8 @@ import functools
 import os
 import platform
 
+from autograder.exceptions import SeccompUnavailable
+
 SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_NE = 1
 SCMP_CMP_MASKED_EQ = 7
@@ -62,10 +64,6 @@ class _ArgCmp(ctypes.Structure):
 
 def _errno_action(code: int) -> int:
     return 0x00050000 | (code & 0xFFFF)
-
-
-class SeccompUnavailable(OSError):
-    """libseccomp is missing, the architecture is not covered, or the kernel refused."""
 
 
 @functools.lru_cache(maxsize=1)
