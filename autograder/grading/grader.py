@@ -20,24 +20,9 @@ from autograder.execution.sandbox import Limits
 from autograder.grading.loop import GradingLoop, OnResult
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
+from autograder.testing.hidden import pytest_args, read_afresh
 
 log = logging.getLogger(__name__)
-
-
-def pytest_args(week: Week) -> list[str]:
-    """How the hidden tests are run: plain asserts (no values in messages), no cache, no
-    terminal output (stdout may carry JSON), test modules imported by path."""
-    return [
-        str(week.tests_dir),
-        "--assert=plain",
-        "-p", "no:cacheprovider",
-        "-p", "no:terminal",
-        "-p", "no:faulthandler",
-        "--import-mode=importlib",
-        f"--confcutdir={week.tests_dir}",
-        f"--rootdir={week.tests_dir}",
-        "-W", "ignore",
-    ]
 
 
 _reported: set[tuple[str, ...]] = set()
@@ -73,8 +58,8 @@ def grade(
     loop = GradingLoop(week, submissions, collect, limits, slot)
     captured = io.StringIO()
     try:
-        with contextlib.redirect_stdout(captured):
-            code = pytest.main(pytest_args(week), plugins=[loop])
+        with read_afresh(week.tests_dir), contextlib.redirect_stdout(captured):
+            code = pytest.main(pytest_args(week.tests_dir), plugins=[loop])
     finally:
         if own_slot:
             slot.close()

@@ -20,17 +20,7 @@ from autograder.exceptions import (
 )
 from autograder.grading.heard import Heard
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
-
-
-@dataclass(frozen=True)
-class HiddenTest:
-    """What the grader knows of one collected test, read once per batch."""
-
-    nodeid: str
-    name: str
-    task: int
-    points: float
-    description: str  # the docstring's first line: what the test checks
+from autograder.testing.hidden import HiddenTest
 
 
 @dataclass(frozen=True)

@@ -20,41 +20,18 @@ from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
-from autograder.grading.judge import HiddenTest, Outcome, build_result, describe_failure, empty_result
+from autograder.grading.judge import Outcome, build_result, describe_failure, empty_result
 from autograder.notebook import code_cells, declared_week
 from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
+from autograder.testing.hidden import HiddenTest, hidden_tests
 from autograder.testing.plugin import CHANNEL_SOURCE
 from autograder.testing.student import Channel
 
 log = logging.getLogger(__name__)
 
 OnResult = Callable[[SubmissionResult], None]
-
-
-def hidden_tests(week: Week, items: list[pytest.Item]) -> list[HiddenTest]:
-    """Read task, points and description of every collected test; refuse a suite whose
-    points do not add up to the week's task points."""
-    tests = []
-    for item in items:
-        task, points = item.get_closest_marker("task"), item.get_closest_marker("points")
-        if task is None or points is None:
-            raise CourseError(f"{item.nodeid}: every hidden test needs @pytest.mark.task(N) and @pytest.mark.points(P)")
-        doc = (getattr(item, "obj", None).__doc__ or "").strip() if hasattr(item, "obj") else ""
-        description = doc.splitlines()[0].strip().rstrip(".") if doc else item.name
-        tests.append(HiddenTest(item.nodeid, item.name, int(task.args[0]), float(points.args[0]), description))
-    for t in week.tasks:
-        total = sum(h.points for h in tests if h.task == t.number)
-        if t.manual and total:
-            raise CourseError(f"{week.name}: task {t.number} is graded by hand but has hidden tests")
-        if not t.manual and abs(total - t.points) > 1e-9:
-            raise CourseError(f"{week.name}: hidden tests of task {t.number} add up to {total:g} points, "
-                              f"the task is worth {t.points:g}")
-    unknown = {h.task for h in tests} - {t.number for t in week.tasks}
-    if unknown:
-        raise CourseError(f"{week.name}: hidden tests name tasks {sorted(unknown)} the notebook does not have")
-    return tests
 
 
 def _flag_wrong_week(result: SubmissionResult, submission: Submission, week: str) -> SubmissionResult:

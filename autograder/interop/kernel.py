@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from autograder.grading.judge import describe_failure
+from autograder.testing.hidden import pytest_args
 from autograder.testing.plugin import CHANNEL_SOURCE
 from autograder.worker.codec import dumps_message, loads_message
 from autograder.worker.core import WorkerCore
@@ -95,23 +96,7 @@ def run_hidden_test(week: str, test_file: str, test_name: str, namespace: dict[s
     """
     tests = find_tests(week)
     binding = _Binding(namespace)
-    args = [
-        f"{tests / test_file}::{test_name}",
-        f"--rootdir={tests}",
-        "--confcutdir",
-        str(tests),
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "--assert=plain",
-        "--capture=no",
-        "-p",
-        "no:terminal",
-        "-p",
-        "no:faulthandler",
-        "-W",
-        "ignore",
-    ]
+    args = pytest_args(tests, f"{tests / test_file}::{test_name}", capture=False)
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         code = pytest.main(args, plugins=[binding])
