@@ -22,6 +22,7 @@ import nbformat
 
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
+from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.result_json import to_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
@@ -116,7 +117,8 @@ def run_batch(
             if result.key in by_key:  # for the report's similarity section
                 code_dir = out_dir / CODE_DIR
                 code_dir.mkdir(exist_ok=True)
-                _write_text(code_dir / f"{result.key}.py", own_code(by_key[result.key].content, given))
+                code = own_code(by_key[result.key].content, given)
+                write_bytes(code_dir / f"{result.key}.py", code.encode("utf-8", errors="surrogatepass"))
             book.record(result, run_id=run_id)
             if on_result is not None:
                 on_result(result)
@@ -253,14 +255,5 @@ def weeks_in(out_dir: Path) -> list[str]:
         return book.weeks()
 
 
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8", errors="surrogatepass")
-    tmp.replace(path)
-
-
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically: a killed run never leaves half a file."""
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")

@@ -27,6 +27,7 @@ from typing import Any
 
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
+from autograder.manual import apply_marks
 from autograder.results import SubmissionResult
 
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
@@ -277,7 +278,7 @@ class Gradebook:
         )
         if not rows:
             return None
-        return _apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
+        return apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
 
     def recorded_seed(self, week: str, key: str, *, submission_sha256: str | None) -> int | None:
         """The seed the stored result of this very submission was graded with, else None.
@@ -301,7 +302,7 @@ class Gradebook:
         """Every stored result of ``week``, ordered by key, with manual marks applied."""
         rows = self._read("SELECT key, document FROM results WHERE week = ? ORDER BY key", (week,))
         marks = self.manual_marks(week)
-        return [_apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
+        return [apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:
         """The weeks that have results, sorted."""
@@ -352,19 +353,3 @@ class Gradebook:
             (week, key),
         )
         return {task: ManualMark(*mark) for task, *mark in rows}
-
-
-def _apply_marks(result: SubmissionResult, marks: dict[int, ManualMark]) -> SubmissionResult:
-    """Put the marker's points and comments on the manual tasks; totals follow (computed).
-
-    A mark given to another answer than the one graded now is stale: it stays visible
-    (points kept in the comment's place for the sheet) but the task counts as pending."""
-    for task in result.tasks:
-        mark = marks.get(task.task)
-        if task.manual and mark is not None:
-            task.comment = mark.comment
-            if mark.answer_sha256 and task.answer_sha256 and mark.answer_sha256 != task.answer_sha256:
-                task.stale, task.score = True, 0.0
-            else:
-                task.score, task.marked = mark.points, True
-    return result

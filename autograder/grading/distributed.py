@@ -32,8 +32,8 @@ from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import from_dict, to_dict
+from autograder.grading.judge import lost_result
 from autograder.grading.loop import OnResult
-from autograder.grading.parallel import lost_result
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 

@@ -19,7 +19,9 @@ from autograder.exceptions import (
     StudentTimeout,
 )
 from autograder.grading.heard import Heard
+from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
+from autograder.submission import Submission
 from autograder.testing.hidden import HiddenTest
 
 
@@ -105,6 +107,25 @@ def build_result(
     else:
         base.status = Status.GRADED
     return base
+
+
+def base_result(week: Week, submission: Submission) -> SubmissionResult:
+    """Who and what a result is about (identity, hashes, grader version), status ``error``
+    until grading says otherwise: every result starts here."""
+    return SubmissionResult(
+        submission=submission.origin, key=submission.key, status=Status.ERROR, week=week.name,
+        participant=submission.participant, submission_sha256=submission.sha256,
+        tests_sha256=week.tests_sha256, grader_version=grader_version(),
+    )
+
+
+def lost_result(week: Week, submission: Submission, why: str) -> SubmissionResult:
+    """The result of a submission whose grading process (or cluster worker) was lost: status
+    ``error``, zero for every task, and a message saying it was not graded and why."""
+    base = base_result(week, submission)
+    base.messages.append(f"grading stopped unexpectedly while this submission was graded ({why}); "
+                         "it was not graded: grade it again")
+    return empty_result(week, base)
 
 
 def empty_result(week: Week, base: SubmissionResult) -> SubmissionResult:

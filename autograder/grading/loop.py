@@ -20,9 +20,8 @@ from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
-from autograder.grading.judge import Outcome, build_result, describe_failure, empty_result
+from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
 from autograder.notebook import code_cells, declared_week
-from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.hidden import HiddenTest, hidden_tests
@@ -122,11 +121,7 @@ class GradingLoop:
         that submission's ``error`` result, and the batch goes on."""
         started = time.monotonic()
         log.debug("grading %s", submission.key)
-        base = SubmissionResult(
-            submission=submission.origin, key=submission.key, status=Status.ERROR, week=self.week.name,
-            participant=submission.participant, submission_sha256=submission.sha256,
-            tests_sha256=self.week.tests_sha256, grader_version=grader_version(),
-        )
+        base = base_result(self.week, submission)
         try:
             return self._grade_into(base, submission, items, tests)
         except (CourseError, SandboxError, GradingError):

@@ -17,6 +17,7 @@ import csv
 from collections.abc import Iterable
 from pathlib import Path
 
+from autograder.formats.atomic import atomic_path
 from autograder.results import Status, SubmissionResult
 
 NBGRADER_COLUMNS = (
@@ -47,7 +48,7 @@ def _student_id(result: SubmissionResult) -> str:
 def to_nbgrader_grades_csv(results: Iterable[SubmissionResult], path: Path, *, duedate: str = "") -> Path:
     """Write ``grades.csv`` as ``nbgrader export`` does. A submission that is missing
     scores 0 with an empty timestamp, as nbgrader scores a student who submitted nothing."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as partial, partial.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(NBGRADER_COLUMNS)
         for result in results:
@@ -70,7 +71,7 @@ def to_otter_final_grades_csv(results: Iterable[SubmissionResult], path: Path) -
                 possible[question_name(task.task)] = float(task.max_score)
     questions = sorted(possible)
     total_possible = sum(possible.values())
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as partial, partial.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow([OTTER_FILE, *questions, OTTER_TOTAL, OTTER_PERCENT, OTTER_STATUS])
         if questions:

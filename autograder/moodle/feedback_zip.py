@@ -9,13 +9,13 @@ importer's own parsing rule before it is written; a result Moodle could not map 
 
 from __future__ import annotations
 
-import os
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from autograder.formats.atomic import atomic_path
 from autograder.moodle.names import SUBMISSION_PLUGIN_TYPE, importer_target
 from autograder.results import Participant
 
@@ -85,11 +85,9 @@ def _member_name(result: Placed, filename: str) -> tuple[str, str | None]:
 
 
 def _write_atomically(path: Path, contents: dict[str, str]) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with atomic_path(path) as partial, zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(contents):
             info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, contents[name].encode("utf-8"))
-    os.replace(partial, path)

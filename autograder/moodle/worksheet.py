@@ -14,13 +14,14 @@ from __future__ import annotations
 import csv
 import html
 import io
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.exceptions import WorksheetError
+from autograder.formats.atomic import write_text
+from autograder.formats.points import format_points
 from autograder.moodle.names import loose_name
 from autograder.results import Participant, Status, SubmissionResult
 
@@ -85,7 +86,7 @@ def fill_worksheet(
             if sheet.has(FEEDBACK):
                 sheet.set(row, FEEDBACK, render(result))
         report.filled[result.key] = [sheet.value(r, IDENTIFIER) for r in rows]
-    _write_atomically(Path(out), sheet.serialise())
+    write_text(Path(out), sheet.serialise())
     return report
 
 
@@ -127,7 +128,7 @@ def write_worksheet(
             report.filled[result.key] = [identifier]
     text = io.StringIO()
     csv.writer(text, lineterminator="\n").writerows(rows)
-    _write_atomically(Path(out), text.getvalue())
+    write_text(Path(out), text.getvalue())
     return report
 
 
@@ -135,7 +136,7 @@ def feedback_comment(result: SubmissionResult, *, decimal: str = ".") -> str:
     """A short HTML summary for the Feedback comments cell: the total and each task's points."""
 
     def points(value: float) -> str:
-        return f"{value:.2f}".rstrip("0").rstrip(".").replace(".", decimal)
+        return format_points(value, decimal)
 
     notes = {
         Status.NOT_ATTEMPTED: "<p>Not attempted: the tasks still hold the original stubs.</p>",
@@ -343,8 +344,3 @@ def _quote_style(header: list[str]) -> str:
     return "minimal"
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 without translating line endings, replacing ``path`` in one step."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(text.encode("utf-8"))
-    os.replace(partial, path)
