@@ -113,7 +113,14 @@ class ZygoteSlot:
         self.zygote = None
 
     def close(self) -> None:
+        """Stop the zygote (and any worker it still holds)."""
         self.replace()
+
+    def __enter__(self) -> ZygoteSlot:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 class SubmissionRun:
@@ -239,4 +246,11 @@ class SubmissionRun:
             self.worker = None
 
     def close(self) -> None:
+        """Hand the worker back to the zygote, which cleans up after it."""
         self._end_worker(kill=False)
+
+    def __enter__(self) -> SubmissionRun:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

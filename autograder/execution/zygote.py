@@ -104,6 +104,12 @@ class Zygote:
             self.plan.release()  # the zygote's cgroup: kill any leftover, remove it
         self._stderr.close()
 
+    def __enter__(self) -> Zygote:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     # -- control channel --------------------------------------------------------------
     def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
         assert self.sock is not None

@@ -52,19 +52,17 @@ def grade(
         if on_result is not None:
             on_result(result)
 
-    own_slot = slot is None
-    slot = (slot or ZygoteSlot(limits, data=week.data_dir)).start()
-    report_missing_layers(slot.missing)
-    loop = GradingLoop(week, submissions, collect, limits, slot)
     captured = io.StringIO()
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if slot is None:
+            slot = cleanup.enter_context(ZygoteSlot(limits, data=week.data_dir))
+        else:
+            slot.start()
+            cleanup.callback(slot.settle)  # the caller's zygote is idle and clean when this returns
+        report_missing_layers(slot.missing)
+        loop = GradingLoop(week, submissions, collect, limits, slot)
         with read_afresh(week.tests_dir), contextlib.redirect_stdout(captured):
             code = pytest.main(pytest_args(week.tests_dir), plugins=[loop])
-    finally:
-        if own_slot:
-            slot.close()
-        else:
-            slot.settle()  # the caller's zygote is idle and clean when this returns
     if loop.error is not None:
         raise loop.error
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):

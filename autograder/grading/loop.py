@@ -147,23 +147,23 @@ class GradingLoop:
         except SubmissionError as exc:
             base.messages.append(str(exc))
             return empty_result(self.week, base)
-        self.run = SubmissionRun(self.slot, cells, self.limits)
         self.seed = base.seed = submission.seed if submission.seed is not None else secrets.randbits(63)
         self.outcomes = {}
-        try:
-            self.run.execute()
-            base.messages.extend(self.run.messages)
-            if self.run.timed_out:
-                return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
-            for index, item in enumerate(items):
-                # Session- and module-scoped data fixtures stay up for the next
-                # submission; pytest_sessionfinish tears them down after the last.
-                nextitem = items[index + 1] if index + 1 < len(items) else items[0]
-                self.run.heard.clear()  # what the worker said to this test only
-                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-            base.messages.extend(m for m in self.run.messages if m not in base.messages)
-            result = build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
-            return _flag_wrong_week(result, submission, self.week.name)
-        finally:
-            self.run.close()
-            self.run = None
+        with SubmissionRun(self.slot, cells, self.limits) as run:
+            self.run = run
+            try:
+                run.execute()
+                base.messages.extend(run.messages)
+                if run.timed_out:
+                    return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
+                for index, item in enumerate(items):
+                    # Session- and module-scoped data fixtures stay up for the next
+                    # submission; pytest_sessionfinish tears them down after the last.
+                    nextitem = items[index + 1] if index + 1 < len(items) else items[0]
+                    run.heard.clear()  # what the worker said to this test only
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                base.messages.extend(m for m in run.messages if m not in base.messages)
+                result = build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
+                return _flag_wrong_week(result, submission, self.week.name)
+            finally:
+                self.run = None

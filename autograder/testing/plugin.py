@@ -77,7 +77,7 @@ def _local_channel(config: pytest.Config, notebook: Path) -> Channel:
     cache: dict[Path, Channel] = config.stash.setdefault(_LOCAL, {})
     if notebook not in cache:
         cache.clear()
-        cache[notebook] = LocalChannel(code_cells(notebook.read_bytes()), folder=notebook.parent)
+        cache[notebook] = LocalChannel.run_notebook(code_cells(notebook.read_bytes()), folder=notebook.parent)
     return cache[notebook]
 
 
