@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
-from autograder.sources import collect
+from autograder.sources import collect, holds_export
 from autograder.submission import Submission
 
 log = logging.getLogger(__name__)
@@ -67,15 +68,22 @@ class BatchOutcome:
     outputs: Outputs
 
 
+def default_out_dir(week: Week, paths: Sequence[Path]) -> Path:
+    """``results/WEEK`` in the course for a Moodle export (where the README's commands
+    look), ``results/WEEK-notebooks`` for loose notebooks, so the two never mix."""
+    results = week.root / "results"
+    return results / week.name if holds_export(paths) else results / f"{week.name}-notebooks"
+
+
 def run_batch(
     week: Week,
     paths: Sequence[Path],
     *,
-    out_dir: Path,
+    out_dir: Path | None = None,
     worksheet: Path | None = None,
     regrade: bool = False,
     allow_pending: bool = False,
-    jobs: int = 1,
+    jobs: int = 0,
     scheduler: str | None = None,
     limits: Limits | None = None,
     on_start: Callable[[int], None] | None = None,
@@ -83,8 +91,12 @@ def run_batch(
 ) -> BatchOutcome:
     """Grade ``paths`` for ``week`` into ``out_dir``; unchanged submissions are not regraded.
 
+    ``out_dir`` defaults to ``default_out_dir``; ``jobs`` is how many submissions are graded
+    at once on this machine, 0 (the default) one per core.
     A submission graded again (``regrade``, or new hidden tests or grader) whose content the
     gradebook already holds keeps its recorded seed, so the hidden tests draw the same data."""
+    out_dir = out_dir if out_dir is not None else default_out_dir(week, paths)
+    jobs = jobs or os.cpu_count() or 1
     submissions = collect(paths, week=week.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:

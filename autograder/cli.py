@@ -7,7 +7,6 @@ progress, warnings and logs go to stderr.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -118,18 +117,15 @@ def grade(
     """Grade submissions: run each notebook sandboxed, then the week's hidden tests."""
     from autograder.batch import run_batch
     from autograder.formats.result_json import to_dict
-    from autograder.sources import holds_export
 
-    the_week, default_out = _locate(week, course, None)
-    if out_dir is None:
-        out_dir = default_out if holds_export(paths) else default_out.with_name(f"{the_week.name}-notebooks")
+    the_week, _ = _locate(week, course, None)
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
         try:
             outcome = run_batch(
                 the_week, paths, out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
-                jobs=jobs or os.cpu_count() or 1, scheduler=scheduler,
+                jobs=jobs, scheduler=scheduler,
                 on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
             )
         except AutograderError as exc:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
 import json
 import os
 import resource
@@ -34,6 +35,8 @@ import signal
 import socket
 import sys
 from typing import Any
+
+from autograder.libraries import PRELOADED_MODULES
 
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
@@ -53,18 +56,8 @@ def preload() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot
-    import numpy  # noqa: F401
-    import scipy.optimize
-    import scipy.special  # noqa: F401
-    import sklearn.datasets
-    import sklearn.feature_extraction.text
-    import sklearn.linear_model
-    import sklearn.metrics
-    import sklearn.model_selection
-    import sklearn.naive_bayes
-    import sklearn.neighbors
-    import sklearn.preprocessing  # noqa: F401
+    for module in PRELOADED_MODULES:
+        importlib.import_module(module)
 
     from autograder.worker.core import make_shell
 
