@@ -53,6 +53,7 @@ class WeekSpec:
 
 
 def first_line(cell: NotebookNode) -> str:
+    """The first non-blank line of a cell, stripped: where headings and markers are read."""
     text = cell.get("source", "")
     text = "".join(text) if isinstance(text, list) else text
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -64,6 +65,7 @@ def number(value: float) -> int | float:
 
 
 def read_spec(nb: NotebookNode) -> WeekSpec:
+    """Everything the notebook declares (week, title, total, tasks, model answers) and every problem with it."""
     spec = WeekSpec()
     _read_week(nb, spec)
     current: int | None = None

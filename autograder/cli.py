@@ -309,4 +309,5 @@ def _setup() -> None:
 
 
 def main() -> None:
+    """The ``autograder`` console script."""
     app()

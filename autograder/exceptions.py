@@ -19,6 +19,7 @@ class CourseError(AutograderError):
 
     @classmethod
     def no_week(cls, week: str, root: Path) -> CourseError:
+        """The week has no reference notebook where the layout says it should be."""
         return cls(
             f"no week {week!r} in {root / 'source'}: expected {root / 'source' / week / (week + '.ipynb')}. "
             "Pass a week name such as week01, or --course to point at the course folder."
@@ -30,6 +31,7 @@ class MarkerError(AutograderError):
 
     @classmethod
     def at(cls, path: Path | str, cell: int, line: int, what: str) -> MarkerError:
+        """A marker problem at a cell, numbered as Jupyter shows it."""
         return cls(f"{path}: cell {cell}, line {line}: {what}")
 
 
@@ -38,6 +40,7 @@ class GenerationError(AutograderError):
 
     @classmethod
     def at(cls, path: Path | str, cell: int, what: str, *, line: int | None = None) -> GenerationError:
+        """A generation problem at a cell, numbered as Jupyter shows it."""
         where = f"cell {cell}" if line is None else f"cell {cell}, line {line}"
         return cls(f"{path}: {where}: {what}")
 
@@ -67,6 +70,7 @@ class GradebookError(AutograderError):
 
     @classmethod
     def newer_schema(cls, path: Path | str, found: int, known: int) -> GradebookError:
+        """The gradebook was written by a newer grader than this one."""
         return cls(
             f"{path}: gradebook schema version {found} is newer than this autograder's ({known}); "
             "upgrade the autograder or grade into a fresh output folder."
@@ -86,6 +90,7 @@ class ManualMarksError(AutograderError):
 
     @classmethod
     def rows(cls, sheet: Path | str, problems: list[str]) -> ManualMarksError:
+        """Every problem of a marking sheet, one row per line."""
         return cls(f"{sheet}: " + "; ".join(problems) + ". Fix these rows and merge again.")
 
 
@@ -109,6 +114,7 @@ class StudentCodeError(AutograderError):
         self.builtin = builtin or ename  # the nearest built-in base class, as the worker named it
 
     def feedback(self) -> str:
+        """What the student is told: the error's kind and own message."""
         builtin = getattr(builtins, self.ename, None)
         known = isinstance(builtin, type) and issubclass(builtin, BaseException)
         return f"your code raised {self.ename}" if known else "your code raised an exception"
@@ -118,6 +124,7 @@ class NotAttempted(StudentCodeError):
     """The student's code still raises NotImplementedError: the task is not attempted."""
 
     def feedback(self) -> str:
+        """What the student is told."""
         return "not attempted: your code still raises NotImplementedError"
 
 
@@ -129,6 +136,7 @@ class StudentTimeout(StudentCodeError):
         self.seconds = seconds
 
     def feedback(self) -> str:
+        """What the student is told."""
         return f"your code did not finish within {self.seconds:g} s"
 
 
@@ -139,6 +147,7 @@ class WorkerCrashed(StudentCodeError):
         super().__init__("WorkerCrashed", detail)
 
     def feedback(self) -> str:
+        """What the student is told."""
         return "your code ended the process running it (a crash, os._exit, or the memory limit)"
 
 
@@ -150,6 +159,7 @@ class MissingName(AutograderError, AttributeError):
         self.name = name
 
     def feedback(self) -> str:
+        """What the student is told."""
         return f"your notebook does not define `{self.name}`"
 
 
@@ -162,6 +172,7 @@ class NotPlainData(AutograderError, TypeError):
 
     def feedback(self) -> str:
         # not the type's name: the student chooses it, so it could carry hidden inputs
+        """What the student is told."""
         return "your code returned an object where plain data (numbers, strings, arrays, lists) was expected"
 
 

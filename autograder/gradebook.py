@@ -157,6 +157,7 @@ class Gradebook:
         self.close()
 
     def close(self) -> None:
+        """Close the database connection."""
         self._db.close()
 
     @contextmanager

@@ -65,6 +65,7 @@ class ZygoteSlot:
         self.missing: tuple[str, ...] = ()
 
     def start(self) -> ZygoteSlot:
+        """Have a live zygote, starting (or restarting) one if needed."""
         if self.zygote is None or not self.zygote.alive:
             if self.zygote is not None:
                 self.zygote.close()
@@ -74,6 +75,7 @@ class ZygoteSlot:
         return self
 
     def spawn(self, limits: Limits | None = None) -> Worker:
+        """A fresh worker; a zygote that fails to fork is replaced once before giving up."""
         for attempt in (1, 2):
             self.start()
             assert self.zygote is not None
@@ -87,6 +89,7 @@ class ZygoteSlot:
         raise AssertionError("unreachable")
 
     def release(self, *, kill: bool) -> None:
+        """Let the zygote clean up after its worker (``kill``: end it first); replace a zygote that cannot."""
         if self.zygote is None:
             return
         try:
@@ -105,6 +108,7 @@ class ZygoteSlot:
                 self.replace()
 
     def replace(self) -> None:
+        """Stop the zygote, logging what it said; the next ``start`` makes a new one."""
         if self.zygote is not None:
             detail = self.zygote.stderr_tail()
             if detail.strip():

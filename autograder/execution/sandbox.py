@@ -51,6 +51,7 @@ class Limits:
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
 
     def for_worker(self) -> dict[str, int]:
+        """The limits the zygote applies to each worker it forks, as the fork request carries them."""
         return {"memory_mb": self.memory_mb, "cpu_s": self.cpu_s, "nproc": self.nproc,
                 "nofile": self.nofile, "fsize_mb": self.fsize_mb, "scratch_mb": self.scratch_mb}
 

@@ -51,6 +51,7 @@ class Zygote:
 
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> Zygote:
+        """Start the sandboxed zygote and wait until it says it is ready."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, package=self.package)
         extra: dict[str, Any] = {}
@@ -83,6 +84,7 @@ class Zygote:
 
     @property
     def alive(self) -> bool:
+        """The zygote's process runs and its control socket is open."""
         return self.process is not None and self.process.poll() is None and self.sock is not None
 
     def close(self) -> None:
@@ -250,6 +252,7 @@ class Worker:
         return reply
 
     def close_fds(self) -> None:
+        """Close our ends of the worker's pipes."""
         for fd in (self.req_w, self.resp_r):
             try:
                 os.close(fd)

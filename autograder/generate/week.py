@@ -61,6 +61,7 @@ def generate_course(course: Course, *, weeks: Sequence[str] = (), check: bool = 
 
 
 def generate_week(week: Week, *, check: bool = False) -> list[Difference]:
+    """``generate_weeks`` for one week."""
     return generate_weeks([week], check=check)
 
 
@@ -101,6 +102,7 @@ def plan_week(week: Week) -> Plan:
 
 
 def compare(plan: Plan) -> list[Difference]:
+    """The files of ``plan`` that differ from what is on disk (and stale ones to delete)."""
     differences = []
     for path, contents in plan.files.items():
         if not path.is_file():

@@ -60,15 +60,18 @@ class GradingLoop:
         self.seed = 0
 
     def current_seed(self) -> int:
+        """The seed of the submission being graded."""
         return self.seed
 
     # -- the channel source the `student` fixture asks -----------------------------------
     def current_channel(self) -> Channel:
+        """The sandboxed run of the submission being graded."""
         assert self.run is not None
         return self.run
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
+        """Put this loop behind the ``student`` fixture: tests talk to the sandboxed worker."""
         config.stash[CHANNEL_SOURCE] = self
 
     @pytest.hookimpl(tryfirst=True)
@@ -98,6 +101,7 @@ class GradingLoop:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        """Grade every submission with the tests collected once; refuse a suite that does not collect."""
         if session.testsfailed:
             raise CourseError(f"{self.week.name}: the hidden tests do not collect; run "
                               f"`pytest {self.week.tests_dir}` to see why")

@@ -31,6 +31,7 @@ FAILED = (Status.ERROR, Status.TIMEOUT)  # otter's "catastrophic failure": zero 
 
 
 def question_name(task: int) -> str:
+    """A task's column name in otter's grade spreadsheet."""
     return f"task{task}"
 
 

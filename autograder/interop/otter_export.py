@@ -44,6 +44,7 @@ def yaml_lines(config: dict[str, object]) -> str:
 
 
 def raw(text: str, config: dict[str, object] | None = None) -> NotebookNode:
+    """A raw cell holding an otter directive, with its YAML config if any."""
     cell: NotebookNode = nbformat.v4.new_raw_cell(text if config is None else f"{text}\n{yaml_lines(config)}")
     return cell
 
@@ -54,6 +55,7 @@ def otter_markers(source: str) -> str:
 
 
 def test_case_source(week: str, test: ExportedTest) -> str:
+    """An otter test cell that runs one of our hidden tests in the student's kernel."""
     config = yaml_lines({"points": test.points, "hidden": True})
     return "\n".join([
         '""" # BEGIN TEST CONFIG',

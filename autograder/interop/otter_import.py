@@ -36,6 +36,7 @@ CONFIG_END = re.compile(r'^"""?\s*#\s*END\s*TEST\s*CONFIG', re.IGNORECASE)
 
 
 def solution_source(source: str) -> str:
+    """An otter solution cell with our ``### BEGIN/END SOLUTION`` markers."""
     lines = source.split("\n")
     if not any(MARKER.match(line) or LINE_SOLUTION.match(line) for line in lines):
         return wrap_solution(source)

@@ -41,6 +41,7 @@ class Entry:
 
     @property
     def name(self) -> str:
+        """The entry's file name (its path's last part), as Moodle wrote it."""
         return self.path.rsplit("/", 1)[-1]
 
     @property
@@ -67,6 +68,7 @@ class Entry:
 
 
 def too_large(path: str, size: int, max_bytes: int) -> str:
+    """The message for a file over the size cap."""
     return f"{path} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit: not read"
 
 

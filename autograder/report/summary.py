@@ -45,6 +45,7 @@ class TestBreakdown:
 
     @property
     def percent(self) -> float:
+        """The pass rate, 0 to 100."""
         return 100 * self.passed / self.ran if self.ran else 0.0
 
 

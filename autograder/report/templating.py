@@ -27,6 +27,7 @@ STATUS_TEXT: dict[Status, str] = {
 
 @cache
 def environment() -> Environment:
+    """The shared Jinja environment (built once)."""
     env = Environment(
         loader=PackageLoader("autograder.report", "templates"),
         autoescape=True,

@@ -34,6 +34,7 @@ _LOCAL = pytest.StashKey[dict[Path, "Channel"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--submission`` and ``--seed`` for in-process runs of the hidden tests."""
     group = parser.getgroup("autograder", "hidden tests of an autograded week")
     group.addoption(
         "--submission",
@@ -53,6 +54,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the hidden tests' markers (declared in ``autograder.testing.hidden``)."""
     for spec in MARKERS.values():
         config.addinivalue_line("markers", spec.help)
 

@@ -84,6 +84,7 @@ class WorkerCore:
     # -- the student's namespace --------------------------------------------------------
     @property
     def namespace(self) -> dict[str, Any]:
+        """The student's global namespace."""
         namespace: dict[str, Any] = self.shell.user_ns
         return namespace
 

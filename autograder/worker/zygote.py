@@ -286,9 +286,11 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
 
     def send(self, message: dict[str, Any]) -> None:
+        """One JSON line to the grader."""
         self.ctrl.sendall(json.dumps(message).encode() + b"\n")
 
     def run(self) -> None:
+        """Serve the grader: fork workers on request, reap them, until it hangs up."""
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "pid_namespace": self.in_pid_namespace,
                    "non_dumpable": _non_dumpable(), "seccomp_rules": self.seccomp_rules,
                    "fresh_namespaces": self.fresh_namespaces})

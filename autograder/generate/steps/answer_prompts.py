@@ -18,6 +18,7 @@ class AnswerPrompts(Preprocessor):
     prompt = "*Write your answer to task {task} here.*"
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Replace a model answer with the prompt the student answers."""
         meta = cell.get("metadata", {}).get("autograder", {})
         if "answer" not in meta:
             return

@@ -37,6 +37,7 @@ class LeakGuard(Preprocessor):
         self.generated = frozenset(_key(line) for line in generated)
 
     def preprocess(self, nb: NotebookNode, context: Context) -> NotebookNode:
+        """Refuse a student notebook that still carries a solution line or a reference output."""
         public: set[str] = set()
         hidden: set[str] = set()
         for index, cell in enumerate(context.source.cells):
