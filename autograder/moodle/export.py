@@ -184,7 +184,7 @@ def _stray(entry: Entry) -> Submission:
 def safe_key(text: str) -> str:
     """A file-system-safe key from any text: word characters (any script), dots and dashes."""
     key = re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", text)).strip("-.")[:80]
-    # at most 100 bytes: ``<key>.json.partial`` must fit a file name (255 bytes) in any script
+    # at most 100 bytes: the partial ``.<key>.json.<8 hex>.partial`` must fit a file name (255 bytes)
     key = key.encode("utf-8")[:100].decode("utf-8", "ignore").strip("-.")
     return key or "submission"
 
