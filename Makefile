@@ -10,7 +10,7 @@ INTEROP_STAMP := .venv-interop/.installed
 EXAMPLE := examples/ML101-Week 1 The perceptron-42.zip
 RESULTS := results/week01
 
-.PHONY: setup example test generate audit clean
+.PHONY: setup example lint test generate audit clean
 
 setup: $(STAMP)
 
@@ -32,7 +32,12 @@ example: setup
 generate: setup
 	$(BIN)/autograder generate
 
-test: setup $(INTEROP_STAMP)
+# configured in pyproject.toml: lint of the package and its tests, strict types on the package
+lint: setup
+	$(BIN)/ruff check autograder tests
+	$(BIN)/mypy
+
+test: setup lint $(INTEROP_STAMP)
 	$(BIN)/autograder generate --check
 	# every hidden test passes on the reference solution, run in-process (exit 5: no tests)
 	$(BIN)/python -m pytest source -q -p no:randomly || [ $$? -eq 5 ]

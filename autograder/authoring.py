@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from nbformat import NotebookNode
 
@@ -52,6 +53,7 @@ class WeekSpec:
 
 
 def first_line(cell: NotebookNode) -> str:
+    """The first non-blank line of a cell, stripped: where headings and markers are read."""
     text = cell.get("source", "")
     text = "".join(text) if isinstance(text, list) else text
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -63,6 +65,7 @@ def number(value: float) -> int | float:
 
 
 def read_spec(nb: NotebookNode) -> WeekSpec:
+    """Everything the notebook declares (week, title, total, tasks, model answers) and every problem with it."""
     spec = WeekSpec()
     _read_week(nb, spec)
     current: int | None = None
@@ -114,12 +117,16 @@ def _points(text: str | None) -> float | None:
     return float(found[1]) if found else None
 
 
-def _read_task(index: int, meta: dict, heading: re.Match[str] | None, line: str, problems: list[str]) -> TaskSpec | None:
+def _read_task(
+    index: int, meta: dict[str, Any], heading: re.Match[str] | None, line: str, problems: list[str]
+) -> TaskSpec | None:
     where = f"cell {index + 1}"
     head_number = int(heading[1]) if heading else None
     head_points = _points(heading[2]) if heading else None
     if "task" in meta and head_number is not None and int(meta["task"]) != head_number:
-        problems.append(f"{where}: its heading says task {head_number}, its metadata task {meta['task']}: make them agree")
+        problems.append(
+            f"{where}: its heading says task {head_number}, its metadata task {meta['task']}: make them agree"
+        )
     task = int(meta["task"]) if "task" in meta else head_number
     assert task is not None
     if "points" in meta and head_points is not None and float(meta["points"]) != head_points:
@@ -135,7 +142,7 @@ def _read_task(index: int, meta: dict, heading: re.Match[str] | None, line: str,
     return TaskSpec(number=task, points=points, manual=manual, title=title or f"Task {task}", cell=index)
 
 
-def _read_answer(index: int, meta: dict, current: int | None, spec: WeekSpec) -> None:
+def _read_answer(index: int, meta: dict[str, Any], current: int | None, spec: WeekSpec) -> None:
     where = f"cell {index + 1}"
     task = meta.get("answer", current)
     if task is None:

@@ -12,26 +12,29 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
-from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
+from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.result_json import to_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
 from autograder.moodle.feedback_zip import write_feedback_zip
 from autograder.moodle.worksheet import fill_worksheet, write_worksheet
+from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
-from autograder.sources import collect
+from autograder.sources import collect, holds_export
 from autograder.submission import Submission
 
 log = logging.getLogger(__name__)
@@ -65,15 +68,22 @@ class BatchOutcome:
     outputs: Outputs
 
 
+def default_out_dir(week: Week, paths: Sequence[Path]) -> Path:
+    """``results/WEEK`` in the course for a Moodle export (where the README's commands
+    look), ``results/WEEK-notebooks`` for loose notebooks, so the two never mix."""
+    results = week.root / "results"
+    return results / week.name if holds_export(paths) else results / f"{week.name}-notebooks"
+
+
 def run_batch(
     week: Week,
     paths: Sequence[Path],
     *,
-    out_dir: Path,
+    out_dir: Path | None = None,
     worksheet: Path | None = None,
     regrade: bool = False,
     allow_pending: bool = False,
-    jobs: int = 1,
+    jobs: int = 0,
     scheduler: str | None = None,
     limits: Limits | None = None,
     on_start: Callable[[int], None] | None = None,
@@ -81,12 +91,15 @@ def run_batch(
 ) -> BatchOutcome:
     """Grade ``paths`` for ``week`` into ``out_dir``; unchanged submissions are not regraded.
 
+    ``out_dir`` defaults to ``default_out_dir``; ``jobs`` is how many submissions are graded
+    at once on this machine, 0 (the default) one per core.
     A submission graded again (``regrade``, or new hidden tests or grader) whose content the
     gradebook already holds keeps its recorded seed, so the hidden tests draw the same data."""
     return grade_submissions(
-        week, collect(paths, week=week.name), out_dir=out_dir, worksheet=worksheet, regrade=regrade,
-        allow_pending=allow_pending, jobs=jobs, scheduler=scheduler, limits=limits, on_start=on_start,
-        on_result=on_result)
+        week, collect(paths, week=week.name),
+        out_dir=out_dir if out_dir is not None else default_out_dir(week, paths), worksheet=worksheet,
+        regrade=regrade, allow_pending=allow_pending, jobs=jobs, scheduler=scheduler, limits=limits,
+        on_start=on_start, on_result=on_result)
 
 
 def grade_submissions(
@@ -97,14 +110,16 @@ def grade_submissions(
     worksheet: Path | None = None,
     regrade: bool = False,
     allow_pending: bool = False,
-    jobs: int = 1,
+    jobs: int = 0,
     scheduler: str | None = None,
     limits: Limits | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[SubmissionResult], None] | None = None,
 ) -> BatchOutcome:
     """``run_batch`` for submissions that come from elsewhere than files (Moodle's web
-    services): the same gradebook, cache, grading and outputs. Keys must be unique."""
+    services): the same gradebook, cache, grading and outputs. Keys must be unique;
+    ``jobs`` 0 means one per core."""
+    jobs = jobs or os.cpu_count() or 1
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:
         run_id = book.begin_run(week.name, grader_version=grader_version())
@@ -136,7 +151,8 @@ def grade_submissions(
             if result.key in by_key:  # for the report's similarity section
                 code_dir = out_dir / CODE_DIR
                 code_dir.mkdir(exist_ok=True)
-                _write_text(code_dir / f"{result.key}.py", own_code(by_key[result.key].content, given))
+                code = own_code(by_key[result.key].content, given)
+                write_bytes(code_dir / f"{result.key}.py", code.encode("utf-8", errors="surrogatepass"))
             book.record(result, run_id=run_id)
             if on_result is not None:
                 on_result(result)
@@ -162,7 +178,8 @@ def grade_submissions(
 def _handed_out(week: Week) -> nbformat.NotebookNode | None:
     """The notebook students were given, to tell the cells they added; None if not generated."""
     try:
-        return nbformat.read(week.assignment_notebook, as_version=4)
+        nb: nbformat.NotebookNode = nbformat.read(week.assignment_notebook, as_version=4)
+        return nb
     except (OSError, ValueError):
         return None
 
@@ -272,14 +289,5 @@ def weeks_in(out_dir: Path) -> list[str]:
         return book.weeks()
 
 
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8", errors="surrogatepass")
-    tmp.replace(path)
-
-
-def _write_json(path: Path, data: dict) -> None:
-    """Write atomically: a killed run never leaves half a file."""
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")

@@ -7,10 +7,10 @@ progress, warnings and logs go to stderr.
 from __future__ import annotations
 
 import json
-import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Callable, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,9 +18,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from autograder.provenance import grader_version
 from autograder.course import Course
 from autograder.exceptions import AutograderError
+from autograder.provenance import grader_version
 
 if TYPE_CHECKING:
     from autograder.batch import Outputs
@@ -33,18 +33,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 out = Console()
 err = Console(stderr=True)
 
-CourseOption = Annotated[Optional[Path], typer.Option("--course", help="the course folder (holds source/); "
+CourseOption = Annotated[Path | None, typer.Option("--course", help="the course folder (holds source/); "
                                                       "default: found from the working directory")]
 
 
 WeekArg = Annotated[str, typer.Argument(help="the week, e.g. week01")]
-OutOption = Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK in the course)")]
-GradeOutOption = Annotated[Optional[Path], typer.Option("--out", help=(
+OutOption = Annotated[
+    Path | None, typer.Option("--out", help="the results folder (default: results/WEEK in the course)")
+]
+GradeOutOption = Annotated[Path | None, typer.Option("--out", help=(
     "the results folder (default: results/WEEK in the course for a Moodle export, "
     "results/WEEK-notebooks for loose notebooks, so the two never mix)"))]
 AllowPendingOption = Annotated[bool, typer.Option(
     "--allow-pending", help="fill Moodle grades even while tasks graded by hand are not marked yet")]
-WorksheetOption = Annotated[Optional[Path], typer.Option(
+WorksheetOption = Annotated[Path | None, typer.Option(
     "--worksheet", help="the grading worksheet downloaded from Moodle, to fill")]
 
 
@@ -65,7 +67,7 @@ def _fail(exc: AutograderError) -> NoReturn:
 
 @app.command()
 def generate(
-    weeks: Annotated[Optional[list[str]], typer.Argument(help="weeks to generate (default: all)")] = None,
+    weeks: Annotated[list[str] | None, typer.Argument(help="weeks to generate (default: all)")] = None,
     check: Annotated[bool, typer.Option("--check", help="write nothing; exit 1 if committed files differ")] = False,
     course: CourseOption = None,
 ) -> None:
@@ -95,32 +97,36 @@ def generate(
 @app.command()
 def grade(
     week: WeekArg,
-    paths: Annotated[list[Path], typer.Argument(help="notebooks, folders of notebooks, or Moodle exports (.zip or folder)")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="notebooks, folders of notebooks, or Moodle exports (.zip or folder)")
+    ],
     out_dir: GradeOutOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON array on stdout, nothing else")] = False,
     worksheet: WorksheetOption = None,
-    regrade: Annotated[bool, typer.Option("--regrade", help="grade again even what the gradebook holds unchanged")] = False,
+    regrade: Annotated[
+        bool, typer.Option("--regrade", help="grade again even what the gradebook holds unchanged")
+    ] = False,
     allow_pending: AllowPendingOption = False,
-    jobs: Annotated[int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")
+    ] = 0,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")
+    ] = None,
     course: CourseOption = None,
 ) -> None:
     """Grade submissions: run each notebook sandboxed, then the week's hidden tests."""
     from autograder.batch import run_batch
     from autograder.formats.result_json import to_dict
 
-    from autograder.sources import holds_export
-
-    the_week, default_out = _locate(week, course, None)
-    if out_dir is None:
-        out_dir = default_out if holds_export(paths) else default_out.with_name(f"{the_week.name}-notebooks")
+    the_week, _ = _locate(week, course, None)
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
         try:
             outcome = run_batch(
                 the_week, paths, out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
-                jobs=jobs or os.cpu_count() or 1, scheduler=scheduler,
+                jobs=jobs, scheduler=scheduler,
                 on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
             )
         except AutograderError as exc:
@@ -161,7 +167,7 @@ def _print_outputs(outputs: Outputs, *, reused: int = 0) -> None:
 @app.command()
 def report(
     out_dir: Annotated[Path, typer.Argument(help="a results folder written by `autograder grade`")],
-    week: Annotated[Optional[str], typer.Option("--week", help="the week, when the folder holds several")] = None,
+    week: Annotated[str | None, typer.Option("--week", help="the week, when the folder holds several")] = None,
     worksheet: WorksheetOption = None,
     allow_pending: AllowPendingOption = False,
     course: CourseOption = None,
@@ -206,8 +212,12 @@ def merge_manual(
     _print_outputs(outputs)
 
 
-import_app = typer.Typer(no_args_is_help=True, help="Turn an nbgrader or otter-grader notebook into a week of this course.")
-export_app = typer.Typer(no_args_is_help=True, help="Write a week as an nbgrader course or an otter-assign master notebook.")
+import_app = typer.Typer(
+    no_args_is_help=True, help="Turn an nbgrader or otter-grader notebook into a week of this course."
+)
+export_app = typer.Typer(
+    no_args_is_help=True, help="Write a week as an nbgrader course or an otter-assign master notebook."
+)
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 ImportWeek = Annotated[str, typer.Option("--week", help="the week to create, e.g. week07")]
@@ -438,8 +448,11 @@ def _setup() -> None:
 
     from rich.logging import RichHandler
 
-    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=err, show_path=False)])
+    logging.basicConfig(
+        level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=err, show_path=False)]
+    )
 
 
 def main() -> None:
+    """The ``autograder`` console script."""
     app()

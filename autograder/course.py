@@ -41,14 +41,17 @@ class Week:
 
     @property
     def source_dir(self) -> Path:
+        """``source/<week>/``: the instructor's folder, never visible to a worker."""
         return self.root / "source" / self.name
 
     @property
     def source_notebook(self) -> Path:
+        """The reference-solution notebook that defines the week."""
         return self.source_dir / f"{self.name}.ipynb"
 
     @property
     def tests_dir(self) -> Path:
+        """The hidden tests (``autograder.testing.hidden`` collects them)."""
         return self.source_dir / "tests"
 
     @property
@@ -58,22 +61,28 @@ class Week:
 
     @property
     def assignment_notebook(self) -> Path:
+        """The generated student notebook (``autograder generate``)."""
         return self.root / "assignments" / self.name / f"{self.name}.ipynb"
 
     @property
     def solution_notebook(self) -> Path:
+        """The generated solution notebook, released after the deadline."""
         return self.root / "solutions" / self.name / f"{self.name}.ipynb"
 
     @cached_property
     def notebook(self) -> nbformat.NotebookNode:
-        return nbformat.read(self.source_notebook, as_version=4)
+        """The source notebook, read once."""
+        nb: nbformat.NotebookNode = nbformat.read(self.source_notebook, as_version=4)
+        return nb
 
     @cached_property
     def spec(self) -> WeekSpec:
+        """What the source notebook declares (``autograder.authoring``)."""
         return read_spec(self.notebook)
 
     @cached_property
     def title(self) -> str:
+        """The week's title from its title cell, else its name."""
         return self.spec.title or self.name
 
     @cached_property
@@ -91,10 +100,12 @@ class Week:
 
     @property
     def max_score(self) -> float:
+        """The points of every task, autograded and by hand."""
         return sum(t.points for t in self.tasks)
 
     @cached_property
     def test_files(self) -> tuple[Path, ...]:
+        """The hidden test modules, sorted."""
         return tuple(sorted(self.tests_dir.glob("test_*.py")))
 
     @cached_property
@@ -116,7 +127,7 @@ class Course:
     root: Path
 
     @classmethod
-    def locate(cls, root: Path | str | None = None) -> "Course":
+    def locate(cls, root: Path | str | None = None) -> Course:
         """Find the course: an explicit root, else ``$AUTOGRADER_COURSE``, else the nearest
         folder holding ``source/`` above the working directory, else this checkout."""
         if root is None:
@@ -132,9 +143,11 @@ class Course:
         raise CourseError("no course found: run inside a course folder or pass --course DIR")
 
     def week_names(self) -> list[str]:
+        """Every ``source/weekNN`` folder: adding a week is adding a folder."""
         return sorted(p.name for p in (self.root / "source").iterdir() if WEEK_PATTERN.match(p.name) and p.is_dir())
 
     def week(self, name: str) -> Week:
+        """The week asked for (``week1``, ``01`` and ``week01`` alike); CourseError if it has no notebook."""
         name = normalise_week_name(name)
         week = Week(name=name, root=self.root)
         if not week.source_notebook.is_file():

@@ -18,7 +18,8 @@ class CourseError(AutograderError):
     """The course layout or a week's definition is wrong (an instructor's mistake)."""
 
     @classmethod
-    def no_week(cls, week: str, root: Path) -> "CourseError":
+    def no_week(cls, week: str, root: Path) -> CourseError:
+        """The week has no reference notebook where the layout says it should be."""
         return cls(
             f"no week {week!r} in {root / 'source'}: expected {root / 'source' / week / (week + '.ipynb')}. "
             "Pass a week name such as week01, or --course to point at the course folder."
@@ -29,7 +30,8 @@ class MarkerError(AutograderError):
     """A solution marker is unbalanced, nested or malformed; says the file and line."""
 
     @classmethod
-    def at(cls, path: Path | str, cell: int, line: int, what: str) -> "MarkerError":
+    def at(cls, path: Path | str, cell: int, line: int, what: str) -> MarkerError:
+        """A marker problem at a cell, numbered as Jupyter shows it."""
         return cls(f"{path}: cell {cell}, line {line}: {what}")
 
 
@@ -37,7 +39,8 @@ class GenerationError(AutograderError):
     """Generation refused to write a notebook (e.g. a solution line would leak)."""
 
     @classmethod
-    def at(cls, path: Path | str, cell: int, what: str, *, line: int | None = None) -> "GenerationError":
+    def at(cls, path: Path | str, cell: int, what: str, *, line: int | None = None) -> GenerationError:
+        """A generation problem at a cell, numbered as Jupyter shows it."""
         where = f"cell {cell}" if line is None else f"cell {cell}, line {line}"
         return cls(f"{path}: {where}: {what}")
 
@@ -66,7 +69,8 @@ class GradebookError(AutograderError):
     """The gradebook cannot be opened or a mark cannot be stored (says the file and why)."""
 
     @classmethod
-    def newer_schema(cls, path: Path | str, found: int, known: int) -> "GradebookError":
+    def newer_schema(cls, path: Path | str, found: int, known: int) -> GradebookError:
+        """The gradebook was written by a newer grader than this one."""
         return cls(
             f"{path}: gradebook schema version {found} is newer than this autograder's ({known}); "
             "upgrade the autograder or grade into a fresh output folder."
@@ -85,7 +89,8 @@ class ManualMarksError(AutograderError):
     """A hand-marking sheet holds marks that cannot be used; the message names every bad row."""
 
     @classmethod
-    def rows(cls, sheet: Path | str, problems: list[str]) -> "ManualMarksError":
+    def rows(cls, sheet: Path | str, problems: list[str]) -> ManualMarksError:
+        """Every problem of a marking sheet, one row per line."""
         return cls(f"{sheet}: " + "; ".join(problems) + ". Fix these rows and merge again.")
 
 
@@ -128,6 +133,7 @@ class StudentCodeError(AutograderError):
         self.builtin = builtin or ename  # the nearest built-in base class, as the worker named it
 
     def feedback(self) -> str:
+        """What the student is told: the error's kind and own message."""
         builtin = getattr(builtins, self.ename, None)
         known = isinstance(builtin, type) and issubclass(builtin, BaseException)
         return f"your code raised {self.ename}" if known else "your code raised an exception"
@@ -137,6 +143,7 @@ class NotAttempted(StudentCodeError):
     """The student's code still raises NotImplementedError: the task is not attempted."""
 
     def feedback(self) -> str:
+        """What the student is told."""
         return "not attempted: your code still raises NotImplementedError"
 
 
@@ -148,6 +155,7 @@ class StudentTimeout(StudentCodeError):
         self.seconds = seconds
 
     def feedback(self) -> str:
+        """What the student is told."""
         return f"your code did not finish within {self.seconds:g} s"
 
 
@@ -158,10 +166,11 @@ class WorkerCrashed(StudentCodeError):
         super().__init__("WorkerCrashed", detail)
 
     def feedback(self) -> str:
+        """What the student is told."""
         return "your code ended the process running it (a crash, os._exit, or the memory limit)"
 
 
-class MissingName(AttributeError):
+class MissingName(AutograderError, AttributeError):
     """The submission does not define a name the tests need."""
 
     def __init__(self, name: str) -> None:
@@ -169,10 +178,11 @@ class MissingName(AttributeError):
         self.name = name
 
     def feedback(self) -> str:
+        """What the student is told."""
         return f"your notebook does not define `{self.name}`"
 
 
-class NotPlainData(TypeError):
+class NotPlainData(AutograderError, TypeError):
     """Student code returned an object where the test needs plain data (numbers, arrays)."""
 
     def __init__(self, typename: str) -> None:
@@ -181,8 +191,35 @@ class NotPlainData(TypeError):
 
     def feedback(self) -> str:
         # not the type's name: the student chooses it, so it could carry hidden inputs
+        """What the student is told."""
         return "your code returned an object where plain data (numbers, strings, arrays, lists) was expected"
 
 
 class InteropError(AutograderError):
     """An nbgrader or otter notebook cannot be imported as a week (says the file and cell)."""
+
+
+# -- signals inside the grader/worker machinery --------------------------------------------
+# Caught where they arise and turned into a result status or one of the errors above; they
+# never reach a user. Deliberately not AutograderErrors: the batch and the CLI treat an
+# AutograderError as a message for the user, and these must not be mistaken for one.
+
+
+class FrameTimeout(TimeoutError):
+    """The peer did not send or accept a whole frame before the deadline."""
+
+
+class WorkerTimeout(TimeoutError):
+    """The worker did not answer within the deadline; it has been killed."""
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended (crash, ``os._exit``, memory limit, signal)."""
+
+
+class NotPlain(Exception):
+    """Raised while encoding: the value is not plain data (the worker then sends a handle)."""
+
+
+class SeccompUnavailable(OSError):
+    """libseccomp is missing, the architecture is not covered, or the kernel refused."""

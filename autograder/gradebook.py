@@ -20,12 +20,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
+from autograder.manual import apply_marks
 from autograder.results import SubmissionResult
 
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
@@ -114,7 +116,7 @@ def _while_locked(step: Callable[[], object]) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Gradebook:
@@ -128,7 +130,7 @@ class Gradebook:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: Path | str) -> "Gradebook":
+    def open(cls, path: Path | str) -> Gradebook:
         """Open (creating if needed) the gradebook at ``path``, in WAL mode."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +148,7 @@ class Gradebook:
             raise
         return book
 
-    def __enter__(self) -> "Gradebook":
+    def __enter__(self) -> Gradebook:
         return self
 
     def __exit__(
@@ -155,6 +157,7 @@ class Gradebook:
         self.close()
 
     def close(self) -> None:
+        """Close the database connection."""
         self._db.close()
 
     @contextmanager
@@ -170,7 +173,7 @@ class Gradebook:
                 raise
             self._db.execute("COMMIT")
 
-    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one query under the lock, so it never reads another thread's open transaction."""
         with self._lock:
             return self._db.execute(sql, params).fetchall()
@@ -276,7 +279,7 @@ class Gradebook:
         )
         if not rows:
             return None
-        return _apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
+        return apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
 
     def recorded_seed(self, week: str, key: str, *, submission_sha256: str | None) -> int | None:
         """The seed the stored result of this very submission was graded with, else None.
@@ -300,7 +303,7 @@ class Gradebook:
         """Every stored result of ``week``, ordered by key, with manual marks applied."""
         rows = self._read("SELECT key, document FROM results WHERE week = ? ORDER BY key", (week,))
         marks = self.manual_marks(week)
-        return [_apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
+        return [apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:
         """The weeks that have results, sorted."""
@@ -351,19 +354,3 @@ class Gradebook:
             (week, key),
         )
         return {task: ManualMark(*mark) for task, *mark in rows}
-
-
-def _apply_marks(result: SubmissionResult, marks: dict[int, ManualMark]) -> SubmissionResult:
-    """Put the marker's points and comments on the manual tasks; totals follow (computed).
-
-    A mark given to another answer than the one graded now is stale: it stays visible
-    (points kept in the comment's place for the sheet) but the task counts as pending."""
-    for task in result.tasks:
-        mark = marks.get(task.task)
-        if task.manual and mark is not None:
-            task.comment = mark.comment
-            if mark.answer_sha256 and task.answer_sha256 and mark.answer_sha256 != task.answer_sha256:
-                task.stale, task.score = True, 0.0
-            else:
-                task.score, task.marked = mark.points, True
-    return result

@@ -15,21 +15,21 @@ as a formula is escaped in the CSV.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import hashlib
 import io
 import math
-import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import jinja2
 import nbformat
 
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError, SubmissionError
+from autograder.formats.atomic import write_text
+from autograder.formats.points import format_points
 from autograder.notebook import read_notebook
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
@@ -88,9 +88,9 @@ def write_manual_sheet(
                     else "",
                     "full_name": (participant.full_name or participant.group_name or "") if participant else "",
                     "task": str(task.number),
-                    "max_points": _number(task.points),
+                    "max_points": format_points(task.points),
                     "answer": answer,
-                    "points": _number(mark.points) if mark and not stale else "",
+                    "points": format_points(mark.points) if mark and not stale else "",
                     "comment": mark.comment if mark and not stale else "",
                     "note": _stale_note(mark) if mark and stale else "",
                     "answer_sha256": digest,
@@ -100,10 +100,11 @@ def write_manual_sheet(
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()
     writer.writerows([{name: _cell(value) for name, value in row.items()} for row in rows])
-    _write_atomically(Path(csv_path), "\ufeff" + text.getvalue())
+    # names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD
+    write_text(Path(csv_path), scrub("\ufeff" + text.getvalue()))
     if html_path is not None:
         page = _TEMPLATE.render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
-        _write_atomically(Path(html_path), page)
+        write_text(Path(html_path), scrub(page))
     return len(rows)
 
 
@@ -141,7 +142,7 @@ def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
         elif maximum is None:
             problems.append(f"{where}: max_points is missing, so the points cannot be checked")
         elif not 0 <= points <= maximum:
-            problems.append(f"{where}: points {points_text} outside 0 to {_number(maximum)}")
+            problems.append(f"{where}: points {points_text} outside 0 to {format_points(maximum)}")
         elif task in marks.get(key, {}):
             problems.append(f"{where}: marked twice")
         else:
@@ -151,33 +152,39 @@ def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
     return marks
 
 
-def apply_marks(result: SubmissionResult, marks: Marks) -> SubmissionResult:
-    """A copy of ``result`` with its manual tasks scored and commented from ``marks``.
+class MarkOnRecord(Protocol):
+    """A mark as the sheet (``Mark``) or the gradebook (``ManualMark``) holds it."""
 
-    Results without marks come back unchanged (as a copy); a mark for a task that is not a
-    manual task of this result, or above its maximum, raises ManualMarksError.
+    @property
+    def points(self) -> float: ...
+    @property
+    def comment(self) -> str: ...
+    @property
+    def answer_sha256(self) -> str | None: ...
+
+
+def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
+    """Put the marker's points and comments (task number -> mark) on ``result``'s manual
+    tasks, in place; its totals follow (computed). The one place marks meet a result.
+
+    A mark given to another answer than the one graded now is stale: it stays visible
+    (points kept in the comment's place for the sheet) but the task counts as pending.
+    Marks are checked against the tasks where they come in (``read_marks``,
+    ``Gradebook.set_mark``), not here.
     """
-    mine = marks.get(result.key, {})
-    manual = {t.task: t for t in result.tasks if t.manual}
-    problems = [f"{result.key}: task {n} is not a manual task of this result" for n in mine if n not in manual]
-    problems += [
-        f"{result.key}: task {n}: {_number(m.points)} points is above the maximum {_number(manual[n].max_score)}"
-        for n, m in mine.items()
-        if n in manual and m.points > manual[n].max_score + 1e-9
-    ]
-    if problems:
-        raise ManualMarksError("; ".join(problems))
-    tasks = [
-        dataclasses.replace(t, score=mine[t.task].points, comment=mine[t.task].comment, marked=True)
-        if t.task in mine else
-        dataclasses.replace(t)
-        for t in result.tasks
-    ]
-    return dataclasses.replace(result, tasks=tasks, tests=list(result.tests), messages=list(result.messages))
+    for task in result.tasks:
+        mark = marks.get(task.task)
+        if task.manual and mark is not None:
+            task.comment = mark.comment
+            if mark.answer_sha256 and task.answer_sha256 and mark.answer_sha256 != task.answer_sha256:
+                task.stale, task.score = True, 0.0
+            else:
+                task.score, task.marked = mark.points, True
+    return result
 
 
 def _stale_note(mark: Mark) -> str:
-    was = f"{_number(mark.points)} points" + (f", comment: {mark.comment}" if mark.comment else "")
+    was = f"{format_points(mark.points)} points" + (f", comment: {mark.comment}" if mark.comment else "")
     return f"STALE: the answer changed after it was marked ({was}); read it and write points again to confirm"
 
 
@@ -217,7 +224,7 @@ def _answer(notebook: nbformat.NotebookNode | None, task: int, given: set[str] |
     heading), plus every non-empty cell of the section that is not in the handed-out
     notebook ``given`` (unknown: none), in notebook order, separated by a blank line.
     """
-    cells = notebook.cells if notebook is not None else []
+    cells: list[nbformat.NotebookNode] = notebook.cells if notebook is not None else []
     section = _section(cells, task)
     tagged = next((c for c in cells if _answer_tag(c) == str(task)), None)
     if tagged is None:
@@ -294,15 +301,6 @@ def _parse_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _number(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(scrub(text).encode("utf-8"))
-    os.replace(partial, path)
 
 
 _TEMPLATE = jinja2.Environment(autoescape=True).from_string(

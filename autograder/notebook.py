@@ -53,7 +53,7 @@ def read_notebook(content: bytes) -> nbformat.NotebookNode:
     if len(cells) > MAX_CELLS:
         # before any cell is looked at: 100,000 cells would cost seconds
         raise SubmissionError(f"the notebook has {len(cells)} cells, over the {MAX_CELLS} limit")
-    nb = nbformat.v4.new_notebook(metadata=_flat_metadata(raw.get("metadata")))
+    nb: nbformat.NotebookNode = nbformat.v4.new_notebook(metadata=_flat_metadata(raw.get("metadata")))
     for number, cell in enumerate(cells, start=1):
         if isinstance(cell, dict) and isinstance(cell.get("cell_type"), str):
             nb.cells.append(_cell(cell, number, v3=version == 3))
@@ -71,7 +71,9 @@ def _parse(content: bytes) -> dict[str, Any]:
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SubmissionError(f"the file is not UTF-8 text (byte {exc.start}): is it really a .ipynb notebook?") from None
+        raise SubmissionError(
+            f"the file is not UTF-8 text (byte {exc.start}): is it really a .ipynb notebook?"
+        ) from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -13,8 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from autograder import __version__
-
-GRADING_LIBRARIES = ("numpy", "scipy", "scikit-learn", "matplotlib", "ipython", "pytest")
+from autograder.libraries import GRADING_LIBRARIES
 
 
 @cache

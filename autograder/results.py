@@ -56,6 +56,7 @@ class TestResult:
 
     @property
     def passed(self) -> bool:
+        """The test earned all its points."""
         return self.score >= self.max_score
 
 
@@ -109,10 +110,12 @@ class SubmissionResult:
 
     @property
     def score(self) -> float:
+        """The points earned over every task, autograded and marked by hand."""
         return round(sum(t.score for t in self.tasks), 6)
 
     @property
     def max_score(self) -> float:
+        """The week's points."""
         return round(sum(t.max_score for t in self.tasks), 6)
 
     @property

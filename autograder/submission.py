@@ -30,4 +30,5 @@ class Submission:
 
     @property
     def sha256(self) -> str | None:
+        """The hash of the notebook as handed in; None when there is none."""
         return hashlib.sha256(self.content).hexdigest() if self.content is not None else None

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course
-from autograder.grading.grader import pytest_args
+from autograder.testing.hidden import pytest_args
 
 
 class Timer:
@@ -72,7 +72,7 @@ def time_notebook(args: list[str], notebook: Path) -> float:
 
 def main() -> None:
     week = Course.locate(Path(__file__).resolve().parent.parent).week("week01")
-    args = pytest_args(week)
+    args = pytest_args(week.tests_dir)
     notebooks = [Path(p) for p in sys.argv[1:]]
     time_notebook(args, notebooks[0])  # warm: imports, first IPython shell
     print(json.dumps({str(nb): min(time_notebook(args, nb) for _ in range(3)) for nb in notebooks}))

@@ -28,9 +28,8 @@ def course() -> Course:
 @pytest.fixture(scope="session")
 def slot():
     """One warm, sandboxed zygote shared by the tests (starting one costs about a second)."""
-    s = ZygoteSlot(Limits()).start()
-    yield s
-    s.close()
+    with ZygoteSlot(Limits()) as s:
+        yield s
 
 
 def notebook_bytes(*cells: str) -> bytes:

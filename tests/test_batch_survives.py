@@ -15,7 +15,6 @@ import json
 import zipfile
 from pathlib import Path
 
-import nbformat
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

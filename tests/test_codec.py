@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.exceptions import ProtocolError
+from autograder.exceptions import NotPlain, ProtocolError
 from autograder.worker.codec import (
     MAX_DEPTH,
     HandleRef,
-    NotPlain,
     decode,
     dumps_message,
     encode,

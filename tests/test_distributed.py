@@ -3,7 +3,6 @@ results, in order, and each worker process keeps one warm session across tasks a
 
 from __future__ import annotations
 
-
 import pytest
 
 from autograder.course import Course
@@ -11,6 +10,7 @@ from autograder.course import Course
 distributed = pytest.importorskip("distributed")
 
 from autograder.grading.distributed import grade_on_cluster, warm_sessions  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def client():

@@ -16,7 +16,6 @@ real worker, is ``tests/hostile/corpus_forged_replies.py`` and the last tests he
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import textwrap
@@ -30,11 +29,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.course import Course
-from autograder.exceptions import MissingName, ProtocolError, StudentCodeError
+from autograder.exceptions import MissingName, ProtocolError, StudentCodeError, WorkerDied, WorkerTimeout
 from autograder.execution import run as run_module
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
-from autograder.execution.zygote import WorkerDied, WorkerTimeout
 from autograder.formats.result_json import to_dict
 from autograder.grading import loop as loop_module
 from autograder.grading.grader import grade
@@ -43,6 +41,7 @@ from autograder.report.feedback import render_feedback
 from autograder.submission import Submission
 from autograder.testing.student import Student, check_reply
 from autograder.worker.codec import dumps_message, loads_message
+
 
 def notebook_bytes(*cells: str) -> bytes:
     nb = nbformat.v4.new_notebook()
@@ -113,7 +112,7 @@ def frames(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
 class HostileWorker:
     """Stands where the sandboxed worker stands (``Worker.request``): every reply is drawn."""
 
-    def __init__(self, hostile: "HostileSlot") -> None:
+    def __init__(self, hostile: HostileSlot) -> None:
         self.hostile = hostile
         self.dead = False
 
@@ -142,7 +141,7 @@ class HostileSlot:
         self.boots = 0
         self.tests_started = False
 
-    def start(self) -> "HostileSlot":
+    def start(self) -> HostileSlot:
         return self
 
     def spawn(self, limits: Limits | None = None) -> HostileWorker:
@@ -265,7 +264,7 @@ def test_a_patched_worker_cannot_name_what_is_missing(slot: ZygoteSlot):
             assert "HIDDEN" not in str(caught.value)
             assert describe_failure(caught.value).reason == "your code's answer could not be read as plain data"
         with pytest.raises(MissingName) as missing:  # the name the test asked for, the worker agreeing
-            student.HIDDEN
+            student.HIDDEN  # noqa: B018 - the lookup itself must raise
         assert missing.value.feedback() == "your notebook does not define `HIDDEN`"
     finally:
         run.close()

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.exceptions import ProtocolError
+from autograder.exceptions import FrameTimeout, ProtocolError
 from autograder.worker.codec import loads_message
-from autograder.worker.framing import HEADER, FrameTimeout, read_frame, write_frame
+from autograder.worker.framing import HEADER, read_frame, write_frame
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # small frames, and frames larger than a pipe's buffer (a short pattern repeated)

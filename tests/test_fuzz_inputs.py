@@ -354,7 +354,7 @@ def check_submissions(found: list[Submission]) -> None:
     keys = [s.key for s in found]
     assert len(set(keys)) == len(keys)
     for s in found:
-        assert s.key and "/" not in s.key and len(s.key.encode()) <= 120, s.key  # <key>.json.partial fits 255 bytes
+        assert s.key and "/" not in s.key and len(s.key.encode()) <= 120, s.key  # .<key>.json.<hex>.partial fits 255 bytes
         assert (s.content is None) == (s.status is not None), s
         if s.status is not None:
             assert s.message

@@ -46,7 +46,7 @@ MAKE_RESULT = textwrap.dedent(
     """
 )
 namespace: dict = {}
-exec(MAKE_RESULT, namespace)
+exec(MAKE_RESULT, namespace)  # noqa: S102 - the same source the child processes run
 make_result = namespace["make_result"]
 
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import Course
 from autograder.interop import import_nbgrader, import_otter, to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.interop.grades import NBGRADER_COLUMNS
-from autograder.course import Course
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "interop"

@@ -14,6 +14,7 @@ from autograder.grading.parallel import grade_parallel
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 
+
 def sleeping_notebook(seconds: int) -> bytes:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})")]

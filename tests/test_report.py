@@ -14,9 +14,8 @@ import pytest
 from autograder import results as r
 from autograder.exceptions import ReportError
 from autograder.report import render_feedback, summarize, write_report
-from autograder.report.plots import score_groups
 from autograder.report.instructor import PLOTS
-from autograder.report.plots import pass_rates, task_rates
+from autograder.report.plots import pass_rates, score_groups, task_rates
 
 WEEK_TITLE = "Week 1: The Perceptron"
 HOSTILE = "<script>alert('x')</script>"

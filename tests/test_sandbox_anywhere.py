@@ -37,8 +37,7 @@ def private_course(tmp_path: Path) -> Path:
 
 
 def test_a_course_under_a_private_folder_runs_as_nobody_with_its_data(private_course: Path):
-    zygote = Zygote(Limits(), data=private_course / "data", package=private_course / "autograder").start()
-    try:
+    with Zygote(Limits(), data=private_course / "data", package=private_course / "autograder") as zygote:
         assert zygote.info["uid"] == NOBODY and zygote.info["fresh_namespaces"]
         assert not any("unprivileged uid" in m for m in zygote.plan.missing)
         worker = zygote.spawn()
@@ -54,5 +53,3 @@ def test_a_course_under_a_private_folder_runs_as_nobody_with_its_data(private_co
         assert got == {"where": f"{PACKAGE_MOUNT}/autograder", "rows": "1,2\n3,4\n", "data_writable": False,
                        "uid": NOBODY}
         zygote.finish(kill=True)
-    finally:
-        zygote.close()

@@ -84,7 +84,7 @@ def test_missing_names_student_exceptions_and_stubs(run_notebook):
     _, student = run_notebook("def f(x):\n    raise ValueError('bad x')\ndef g():\n    raise NotImplementedError()")
     assert "f" in student and "nope" not in student
     with pytest.raises(MissingName):
-        student.nope
+        student.nope  # noqa: B018 - the lookup itself must raise
     with pytest.raises(StudentCodeError) as info:
         student.f(1)
     assert info.value.ename == "ValueError" and "bad x" in info.value.evalue

@@ -36,6 +36,7 @@ class Cgroup:
 
     @property
     def name(self) -> str:
+        """The cgroup's folder name (the same under every controller)."""
         return self.paths[0].name
 
     def join_argv(self) -> list[str]:

@@ -30,10 +30,13 @@ def staging_root() -> str:
     return STAGING
 
 
+def _encode(text: str | None) -> bytes | None:
+    return text.encode() if text is not None else None
+
+
 def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
            data: str | None = None) -> None:
-    encode = (lambda s: s.encode() if s is not None else None)
-    if libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+    if libc.mount(_encode(source), _encode(target), _encode(fstype), flags, _encode(data)) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"mount {source} on {target}: {os.strerror(errno)}")
 

@@ -13,9 +13,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autograder.exceptions import ProtocolError, SandboxError, StudentTimeout, WorkerCrashed
+from autograder.exceptions import (
+    ProtocolError,
+    SandboxError,
+    StudentTimeout,
+    WorkerCrashed,
+    WorkerDied,
+    WorkerTimeout,
+)
 from autograder.execution.sandbox import Limits
-from autograder.execution.zygote import Worker, WorkerDied, WorkerTimeout, Zygote
+from autograder.execution.zygote import Worker, Zygote
 from autograder.grading.heard import Heard
 
 log = logging.getLogger(__name__)
@@ -57,7 +64,8 @@ class ZygoteSlot:
         self.layers: tuple[str, ...] = ()
         self.missing: tuple[str, ...] = ()
 
-    def start(self) -> "ZygoteSlot":
+    def start(self) -> ZygoteSlot:
+        """Have a live zygote, starting (or restarting) one if needed."""
         if self.zygote is None or not self.zygote.alive:
             if self.zygote is not None:
                 self.zygote.close()
@@ -67,6 +75,7 @@ class ZygoteSlot:
         return self
 
     def spawn(self, limits: Limits | None = None) -> Worker:
+        """A fresh worker; a zygote that fails to fork is replaced once before giving up."""
         for attempt in (1, 2):
             self.start()
             assert self.zygote is not None
@@ -80,6 +89,7 @@ class ZygoteSlot:
         raise AssertionError("unreachable")
 
     def release(self, *, kill: bool) -> None:
+        """Let the zygote clean up after its worker (``kill``: end it first); replace a zygote that cannot."""
         if self.zygote is None:
             return
         try:
@@ -98,6 +108,7 @@ class ZygoteSlot:
                 self.replace()
 
     def replace(self) -> None:
+        """Stop the zygote, logging what it said; the next ``start`` makes a new one."""
         if self.zygote is not None:
             detail = self.zygote.stderr_tail()
             if detail.strip():
@@ -106,7 +117,14 @@ class ZygoteSlot:
         self.zygote = None
 
     def close(self) -> None:
+        """Stop the zygote (and any worker it still holds)."""
         self.replace()
+
+    def __enter__(self) -> ZygoteSlot:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 class SubmissionRun:
@@ -156,7 +174,8 @@ class SubmissionRun:
                 continue
             remaining = self.limits.submission_timeout_s - self._notebook_seconds
             if remaining <= 0:
-                return self._hit_notebook_deadline()
+                self._hit_notebook_deadline()
+                return None
             timeout = min(self.limits.cell_timeout_s, remaining)
             started = time.monotonic()
             try:
@@ -165,7 +184,8 @@ class SubmissionRun:
                 self._notebook_seconds += time.monotonic() - started
                 self._end_worker(kill=True)
                 if timeout < self.limits.cell_timeout_s:
-                    return self._hit_notebook_deadline()
+                    self._hit_notebook_deadline()
+                    return None
                 self.bad_cells.add(index)
                 self.messages.append(
                     f"code cell {index} (`{_snippet(source)}`) did not finish within {timeout:g} s; "
@@ -190,7 +210,6 @@ class SubmissionRun:
         self.timed_out = True
         self.messages.append(f"the notebook did not finish within {self.limits.submission_timeout_s:g} s")
         self._end_worker(kill=True)
-        return None
 
     # -- the channel --------------------------------------------------------------------
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
@@ -231,4 +250,11 @@ class SubmissionRun:
             self.worker = None
 
     def close(self) -> None:
+        """Hand the worker back to the zygote, which cleans up after it."""
         self._end_worker(kill=False)
+
+    def __enter__(self) -> SubmissionRun:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

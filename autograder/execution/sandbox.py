@@ -51,6 +51,7 @@ class Limits:
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
 
     def for_worker(self) -> dict[str, int]:
+        """The limits the zygote applies to each worker it forks, as the fork request carries them."""
         return {"memory_mb": self.memory_mb, "cpu_s": self.cpu_s, "nproc": self.nproc,
                 "nofile": self.nofile, "fsize_mb": self.fsize_mb, "scratch_mb": self.scratch_mb}
 
@@ -235,7 +236,7 @@ def _plan_without_bwrap(ctrl_fd: int, limits: Limits, package: Path, data: Path 
     return SandboxPlan(argv, _worker_env(home), user, group, home, tuple(layers), tuple(missing), group_of_zygote)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
     """bubblewrap's options that forbid user namespaces inside the sandbox (0.8 and later)."""
     try:

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autograder.exceptions import ProtocolError, SandboxError
+from autograder.exceptions import FrameTimeout, ProtocolError, SandboxError, WorkerDied, WorkerTimeout
 from autograder.execution.sandbox import Limits, SandboxPlan, plan
 from autograder.worker.codec import dumps_message, loads_message
-from autograder.worker.framing import FrameTimeout, read_frame, write_frame
+from autograder.worker.framing import read_frame, write_frame
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +32,6 @@ ZYGOTE_START_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 10.0
 CLEANUP_TIMEOUT_S = 60.0  # killing and reaping a fork bomb's thousands of processes takes a while
 MAX_CONTROL_LINE = 1 << 16
-
-
-class WorkerTimeout(TimeoutError):
-    """The worker did not answer within the deadline; it has been killed."""
-
-
-class WorkerDied(RuntimeError):
-    """The worker process ended (crash, ``os._exit``, memory limit, signal)."""
 
 
 class Zygote:
@@ -58,10 +50,11 @@ class Zygote:
         self._cleaning = False  # a worker ended; the zygote's "exited" not read yet
 
     # -- life cycle -------------------------------------------------------------------
-    def start(self) -> "Zygote":
+    def start(self) -> Zygote:
+        """Start the sandboxed zygote and wait until it says it is ready."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, package=self.package)
-        extra = {}
+        extra: dict[str, Any] = {}
         if self.plan.user is not None:
             extra = {"user": self.plan.user, "group": self.plan.group, "extra_groups": []}
         try:
@@ -91,6 +84,7 @@ class Zygote:
 
     @property
     def alive(self) -> bool:
+        """The zygote's process runs and its control socket is open."""
         return self.process is not None and self.process.poll() is None and self.sock is not None
 
     def close(self) -> None:
@@ -111,6 +105,12 @@ class Zygote:
         if self.plan is not None:
             self.plan.release()  # the zygote's cgroup: kill any leftover, remove it
         self._stderr.close()
+
+    def __enter__(self) -> Zygote:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     # -- control channel --------------------------------------------------------------
     def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -145,7 +145,7 @@ class Zygote:
                     raise ProtocolError("zygote control line too long")
 
     # -- workers ----------------------------------------------------------------------
-    def spawn(self, limits: Limits | None = None) -> "Worker":
+    def spawn(self, limits: Limits | None = None) -> Worker:
         """Fork a fresh worker for one submission, with ``limits`` (default: the zygote's)
         for its rlimits and output cap; the cgroup keeps the zygote's own."""
         limits = limits or self.limits
@@ -252,6 +252,7 @@ class Worker:
         return reply
 
     def close_fds(self) -> None:
+        """Close our ends of the worker's pipes."""
         for fd in (self.req_w, self.resp_r):
             try:
                 os.close(fd)

@@ -27,7 +27,7 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
     the messages between grader processes), so this is where text a submission chose
     (an exception message, a file name that is not UTF-8) is scrubbed (``autograder.text``).
     """
-    return scrub_tree({
+    document: dict[str, Any] = scrub_tree({
         "submission": result.submission,
         "key": result.key,
         "week": result.week,
@@ -72,6 +72,7 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
         "duration_s": round(result.duration_s, 4),
         "seed": result.seed,
     })
+    return document
 
 
 def from_dict(data: dict[str, Any]) -> SubmissionResult:

@@ -56,7 +56,9 @@ def find_regions(source: str, *, path: Path | str, cell: int) -> tuple[Region, .
         text = line.strip()
         if text == BEGIN:
             if opened is not None:
-                raise _error(path, cell, index, f"{BEGIN} inside the region opened on line {opened + 1}: regions may not nest")
+                raise _error(
+                    path, cell, index, f"{BEGIN} inside the region opened on line {opened + 1}: regions may not nest"
+                )
             opened = index
         elif text == END:
             if opened is None:

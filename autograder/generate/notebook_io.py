@@ -15,7 +15,7 @@ def read_source(path: Path) -> NotebookNode:
     """The source notebook as written. Not converted: nbformat's upgrade to 4.5 gives
     cells random ids, which would make every generation differ."""
     try:
-        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        nb: NotebookNode = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     except (OSError, ValueError) as error:
         raise GenerationError(f"{path}: cannot read the source notebook: {error}") from error
     if nb.get("nbformat") != 4:
@@ -29,4 +29,5 @@ def to_bytes(nb: NotebookNode, *, path: Path) -> bytes:
         nbformat.validate(nb)
     except ValidationError as error:
         raise GenerationError(f"{path}: the generated notebook is not valid nbformat 4: {error.message}") from error
-    return (nbformat.writes(nb, version=4) + "\n").encode("utf-8")
+    text: str = nbformat.writes(nb, version=4)
+    return (text + "\n").encode("utf-8")

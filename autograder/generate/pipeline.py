@@ -67,8 +67,10 @@ def run(steps: Sequence[Preprocessor], source: NotebookNode, *, path: Path) -> N
 
 
 def student_notebook(source: NotebookNode, *, path: Path) -> NotebookNode:
+    """The student's notebook: solutions become stubs, model answers prompts, outputs cleared."""
     return run(STUDENT_STEPS, source, path=path)
 
 
 def solution_notebook(source: NotebookNode, *, path: Path) -> NotebookNode:
+    """The solution notebook: the code stays, the markers and outputs go."""
     return run(SOLUTION_STEPS, source, path=path)

@@ -13,8 +13,8 @@ from nbformat import NotebookNode
 
 from autograder.authoring import TaskSpec, read_spec
 from autograder.course import Week
-from autograder.exceptions import GenerationError
-from autograder.generate.hidden_tests import collect_marked
+from autograder.exceptions import CourseError, GenerationError
+from autograder.testing.hidden import MISSING, Markers, collect, read_markers
 
 
 def validate_week(week: Week, source: NotebookNode) -> None:
@@ -54,14 +54,25 @@ def validate_week(week: Week, source: NotebookNode) -> None:
         raise GenerationError(f"{week.source_notebook}: nothing was written; fix these and generate again:\n{listing}")
 
 
+def _marked_tests(week: Week) -> list[Markers]:
+    """The markers of every hidden test of ``week``; none when the week has no tests folder."""
+    if not week.tests_dir.is_dir():
+        return []
+    try:
+        items = collect(week.tests_dir)
+    except CourseError:
+        raise GenerationError(f"{week.tests_dir}: the hidden tests do not collect, so nothing was written: "
+                              f"run `pytest {week.tests_dir}` to see why") from None
+    return [read_markers(item) for item in items]
+
+
 def _test_problems(week: Week, tasks: list[TaskSpec]) -> list[str]:
-    tests = collect_marked(week)
     where = week.tests_dir
-    problems = []
-    for test in tests:
-        if test.task is None or test.points is None:
-            problems.append(f"{where / test.nodeid}: every hidden test needs @pytest.mark.task(N) and "
-                            "@pytest.mark.points(P)")
+    tests = _marked_tests(week)
+    problems = [f"{where}/{problem}" for t in tests for problem in t.problems]
+    for t in tests:
+        if not t.problems and (t.task is None or t.points is None):
+            problems.append(f"{where / t.nodeid}: {MISSING}")
     known = {t.number: t for t in tasks}
     for number in sorted({t.task for t in tests if t.task is not None} - set(known)):
         names = ", ".join(t.nodeid for t in tests if t.task == number)

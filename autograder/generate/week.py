@@ -4,7 +4,8 @@ Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each
 week's generated notebook and a copy of the week's ``data/`` folder. Anything else found
 there is ``extra`` (reported by a check, deleted by a write). The source folder holds only
 the notebook, ``tests/``, ``data/`` and ``audit.toml``: any other file is refused, since it
-would otherwise be either copied where the sandbox cannot see it or silently dropped. Hidden files and ``__pycache__`` are never copied, reported or deleted
+would otherwise be either copied where the sandbox cannot see it or silently dropped. Hidden files and ``__pycache__``
+are never copied, reported or deleted
 (Jupyter's ``.ipynb_checkpoints`` lives there).
 """
 
@@ -60,6 +61,7 @@ def generate_course(course: Course, *, weeks: Sequence[str] = (), check: bool = 
 
 
 def generate_week(week: Week, *, check: bool = False) -> list[Difference]:
+    """``generate_weeks`` for one week."""
     return generate_weeks([week], check=check)
 
 
@@ -85,8 +87,12 @@ def plan_week(week: Week) -> Plan:
     validate_week(week, source)
     assignments, solutions = week.assignment_notebook.parent, week.solution_notebook.parent
     files = {
-        week.assignment_notebook: to_bytes(student_notebook(source, path=week.source_notebook), path=week.source_notebook),
-        week.solution_notebook: to_bytes(solution_notebook(source, path=week.source_notebook), path=week.source_notebook),
+        week.assignment_notebook: to_bytes(
+            student_notebook(source, path=week.source_notebook), path=week.source_notebook
+        ),
+        week.solution_notebook: to_bytes(
+            solution_notebook(source, path=week.source_notebook), path=week.source_notebook
+        ),
     }
     for relative in _copied_files(week):
         contents = (week.source_dir / relative).read_bytes()
@@ -96,6 +102,7 @@ def plan_week(week: Week) -> Plan:
 
 
 def compare(plan: Plan) -> list[Difference]:
+    """The files of ``plan`` that differ from what is on disk (and stale ones to delete)."""
     differences = []
     for path, contents in plan.files.items():
         if not path.is_file():
@@ -156,6 +163,7 @@ def _files_under(folder: Path) -> list[Path]:
     return sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
+        if p.is_file()
+        and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
     )
 

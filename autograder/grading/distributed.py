@@ -32,8 +32,8 @@ from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import from_dict, to_dict
+from autograder.grading.judge import lost_result
 from autograder.grading.loop import OnResult
-from autograder.grading.parallel import lost_result
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
@@ -85,7 +85,7 @@ class WarmSession:
         try:
             grade(self.week, self._submissions(), limits=self.limits, on_result=self._report)
             failure: BaseException = GradingError("the grading session ended")
-        except BaseException as exc:  # handed to every waiting task, which re-raises it
+        except BaseException as exc:  # noqa: BLE001 - handed to every waiting task, which re-raises it
             failure = exc
         with self._lock:
             self._closed = failure
@@ -134,7 +134,7 @@ def grade_on_cluster(
     week: Week,
     submissions: Iterable[Submission],
     *,
-    scheduler: "str | Client",
+    scheduler: str | Client,
     limits: Limits | None = None,
     on_result: OnResult | None = None,
 ) -> list[SubmissionResult]:
@@ -166,7 +166,7 @@ def grade_on_cluster(
                 result = from_dict(future.result())
             except AutograderError:
                 raise
-            except Exception as exc:  # the task was lost with its worker or connection
+            except Exception as exc:  # noqa: BLE001 - the task was lost with its worker or connection
                 result = lost_result(week, submission, f"Dask task failed: {type(exc).__name__}: {exc}"[:300])
             results[index] = result
             if on_result is not None:

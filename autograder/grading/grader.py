@@ -20,24 +20,9 @@ from autograder.execution.sandbox import Limits
 from autograder.grading.loop import GradingLoop, OnResult
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
+from autograder.testing.hidden import pytest_args, read_afresh
 
 log = logging.getLogger(__name__)
-
-
-def pytest_args(week: Week) -> list[str]:
-    """How the hidden tests are run: plain asserts (no values in messages), no cache, no
-    terminal output (stdout may carry JSON), test modules imported by path."""
-    return [
-        str(week.tests_dir),
-        "--assert=plain",
-        "-p", "no:cacheprovider",
-        "-p", "no:terminal",
-        "-p", "no:faulthandler",
-        "--import-mode=importlib",
-        f"--confcutdir={week.tests_dir}",
-        f"--rootdir={week.tests_dir}",
-        "-W", "ignore",
-    ]
 
 
 _reported: set[tuple[str, ...]] = set()
@@ -67,19 +52,17 @@ def grade(
         if on_result is not None:
             on_result(result)
 
-    own_slot = slot is None
-    slot = (slot or ZygoteSlot(limits, data=week.data_dir)).start()
-    report_missing_layers(slot.missing)
-    loop = GradingLoop(week, submissions, collect, limits, slot)
     captured = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(captured):
-            code = pytest.main(pytest_args(week), plugins=[loop])
-    finally:
-        if own_slot:
-            slot.close()
+    with contextlib.ExitStack() as cleanup:
+        if slot is None:
+            slot = cleanup.enter_context(ZygoteSlot(limits, data=week.data_dir))
         else:
-            slot.settle()  # the caller's zygote is idle and clean when this returns
+            slot.start()
+            cleanup.callback(slot.settle)  # the caller's zygote is idle and clean when this returns
+        report_missing_layers(slot.missing)
+        loop = GradingLoop(week, submissions, collect, limits, slot)
+        with read_afresh(week.tests_dir), contextlib.redirect_stdout(captured):
+            code = pytest.main(pytest_args(week.tests_dir), plugins=[loop])
     if loop.error is not None:
         raise loop.error
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -26,6 +26,7 @@ class Heard:
         self.overflow = False
 
     def clear(self) -> None:
+        """Forget what the worker said: a new hidden test starts."""
         self.strings.clear()
         self.overflow = False
 

@@ -19,18 +19,10 @@ from autograder.exceptions import (
     StudentTimeout,
 )
 from autograder.grading.heard import Heard
+from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
-
-
-@dataclass(frozen=True)
-class HiddenTest:
-    """What the grader knows of one collected test, read once per batch."""
-
-    nodeid: str
-    name: str
-    task: int
-    points: float
-    description: str  # the docstring's first line: what the test checks
+from autograder.submission import Submission
+from autograder.testing.hidden import HiddenTest
 
 
 @dataclass(frozen=True)
@@ -79,7 +71,8 @@ def build_result(
     for test in tests:
         outcome = outcomes.get(test.nodeid, Outcome(False, "the test did not run"))
         status = "passed" if outcome.passed else "failed"
-        text = f"{test.description}: {status}" + (f" ({outcome.reason})" if outcome.reason and not outcome.passed else "")
+        reason = f" ({outcome.reason})" if outcome.reason and not outcome.passed else ""
+        text = f"{test.description}: {status}{reason}"
         test_results.append(
             TestResult(
                 name=test.name,
@@ -114,6 +107,25 @@ def build_result(
     else:
         base.status = Status.GRADED
     return base
+
+
+def base_result(week: Week, submission: Submission) -> SubmissionResult:
+    """Who and what a result is about (identity, hashes, grader version), status ``error``
+    until grading says otherwise: every result starts here."""
+    return SubmissionResult(
+        submission=submission.origin, key=submission.key, status=Status.ERROR, week=week.name,
+        participant=submission.participant, submission_sha256=submission.sha256,
+        tests_sha256=week.tests_sha256, grader_version=grader_version(),
+    )
+
+
+def lost_result(week: Week, submission: Submission, why: str) -> SubmissionResult:
+    """The result of a submission whose grading process (or cluster worker) was lost: status
+    ``error``, zero for every task, and a message saying it was not graded and why."""
+    base = base_result(week, submission)
+    base.messages.append(f"grading stopped unexpectedly while this submission was graded ({why}); "
+                         "it was not graded: grade it again")
+    return empty_result(week, base)
 
 
 def empty_result(week: Week, base: SubmissionResult) -> SubmissionResult:

@@ -12,49 +12,25 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
-from autograder.provenance import grader_version
 from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution.run import SubmissionRun, ZygoteSlot
 from autograder.execution.sandbox import Limits
-from autograder.grading.judge import HiddenTest, Outcome, build_result, describe_failure, empty_result
+from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
 from autograder.notebook import code_cells, declared_week
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
+from autograder.testing.hidden import HiddenTest, hidden_tests
 from autograder.testing.plugin import CHANNEL_SOURCE
 from autograder.testing.student import Channel
 
 log = logging.getLogger(__name__)
 
 OnResult = Callable[[SubmissionResult], None]
-
-
-def hidden_tests(week: Week, items: list[pytest.Item]) -> list[HiddenTest]:
-    """Read task, points and description of every collected test; refuse a suite whose
-    points do not add up to the week's task points."""
-    tests = []
-    for item in items:
-        task, points = item.get_closest_marker("task"), item.get_closest_marker("points")
-        if task is None or points is None:
-            raise CourseError(f"{item.nodeid}: every hidden test needs @pytest.mark.task(N) and @pytest.mark.points(P)")
-        doc = (getattr(item, "obj", None).__doc__ or "").strip() if hasattr(item, "obj") else ""
-        description = doc.splitlines()[0].strip().rstrip(".") if doc else item.name
-        tests.append(HiddenTest(item.nodeid, item.name, int(task.args[0]), float(points.args[0]), description))
-    for t in week.tasks:
-        total = sum(h.points for h in tests if h.task == t.number)
-        if t.manual and total:
-            raise CourseError(f"{week.name}: task {t.number} is graded by hand but has hidden tests")
-        if not t.manual and abs(total - t.points) > 1e-9:
-            raise CourseError(f"{week.name}: hidden tests of task {t.number} add up to {total:g} points, "
-                              f"the task is worth {t.points:g}")
-    unknown = {h.task for h in tests} - {t.number for t in week.tasks}
-    if unknown:
-        raise CourseError(f"{week.name}: hidden tests name tasks {sorted(unknown)} the notebook does not have")
-    return tests
 
 
 def _flag_wrong_week(result: SubmissionResult, submission: Submission, week: str) -> SubmissionResult:
@@ -84,15 +60,18 @@ class GradingLoop:
         self.seed = 0
 
     def current_seed(self) -> int:
+        """The seed of the submission being graded."""
         return self.seed
 
     # -- the channel source the `student` fixture asks -----------------------------------
     def current_channel(self) -> Channel:
+        """The sandboxed run of the submission being graded."""
         assert self.run is not None
         return self.run
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
+        """Put this loop behind the ``student`` fixture: tests talk to the sandboxed worker."""
         config.stash[CHANNEL_SOURCE] = self
 
     @pytest.hookimpl(tryfirst=True)
@@ -101,6 +80,7 @@ class GradingLoop:
         traceback (parsing the test file's source, ~40 ms a failure) that nobody reads:
         the student sees ``describe_failure``, the instructor the same."""
         excinfo = call.excinfo
+        outcome: Literal["passed", "failed", "skipped"]
         if excinfo is None:
             outcome, longrepr = "passed", None
             if call.when == "call":
@@ -115,11 +95,13 @@ class GradingLoop:
             previous = self.outcomes.get(item.nodeid)
             if previous is None or previous.passed:
                 self.outcomes[item.nodeid] = failure
+        assert call.when != "collect"  # a test item's phases: setup, call, teardown
         return pytest.TestReport(item.nodeid, item.location, {}, outcome, longrepr, call.when,
                                  duration=call.duration, start=call.start, stop=call.stop)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        """Grade every submission with the tests collected once; refuse a suite that does not collect."""
         if session.testsfailed:
             raise CourseError(f"{self.week.name}: the hidden tests do not collect; run "
                               f"`pytest {self.week.tests_dir}` to see why")
@@ -143,16 +125,12 @@ class GradingLoop:
         that submission's ``error`` result, and the batch goes on."""
         started = time.monotonic()
         log.debug("grading %s", submission.key)
-        base = SubmissionResult(
-            submission=submission.origin, key=submission.key, status=Status.ERROR, week=self.week.name,
-            participant=submission.participant, submission_sha256=submission.sha256,
-            tests_sha256=self.week.tests_sha256, grader_version=grader_version(),
-        )
+        base = base_result(self.week, submission)
         try:
             return self._grade_into(base, submission, items, tests)
         except (CourseError, SandboxError, GradingError):
             raise
-        except Exception as exc:  # noqa: BLE001 - the boundary: one submission never stops the batch
+        except Exception as exc:  # the boundary: one submission never stops the batch
             log.warning("grading %s failed (%s); it gets an error result", submission.key, type(exc).__name__,
                         exc_info=True)
             base.status, base.tests = Status.ERROR, []
@@ -173,25 +151,25 @@ class GradingLoop:
         except SubmissionError as exc:
             base.messages.append(str(exc))
             return empty_result(self.week, base)
-        self.run = SubmissionRun(self.slot, cells, self.limits)
         self.seed = base.seed = submission.seed if submission.seed is not None else secrets.randbits(63)
         self.outcomes = {}
-        try:
-            self.run.execute()
-            base.messages.extend(self.run.messages)
-            if self.run.timed_out:
-                return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
-            for index, item in enumerate(items):
-                # Session- and module-scoped data fixtures stay up for the next
-                # submission; pytest_sessionfinish tears them down after the last.
-                nextitem = items[index + 1] if index + 1 < len(items) else items[0]
-                if nextitem is item:  # a one-test suite: tear the test's own fixtures down, keep the module's
-                    nextitem = item.parent
-                self.run.heard.clear()  # what the worker said to this test only
-                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-            base.messages.extend(m for m in self.run.messages if m not in base.messages)
-            result = build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
-            return _flag_wrong_week(result, submission, self.week.name)
-        finally:
-            self.run.close()
-            self.run = None
+        with SubmissionRun(self.slot, cells, self.limits) as run:
+            self.run = run
+            try:
+                run.execute()
+                base.messages.extend(run.messages)
+                if run.timed_out:
+                    return build_result(week=self.week, tests=tests, outcomes={}, base=base, timed_out=True)
+                for index, item in enumerate(items):
+                    # Session- and module-scoped data fixtures stay up for the next
+                    # submission; pytest_sessionfinish tears them down after the last.
+                    nextitem = items[index + 1] if index + 1 < len(items) else items[0]
+                    if nextitem is item:  # a one-test suite: tear the test's own fixtures down, keep the module's
+                        nextitem = item.parent
+                    run.heard.clear()  # what the worker said to this test only
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                base.messages.extend(m for m in run.messages if m not in base.messages)
+                result = build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
+                return _flag_wrong_week(result, submission, self.week.name)
+            finally:
+                self.run = None

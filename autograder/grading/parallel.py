@@ -24,37 +24,23 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Final
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution.sandbox import Limits
 from autograder.formats.result_json import from_dict, to_dict
-from autograder.grading.judge import empty_result
+from autograder.grading.judge import lost_result
 from autograder.grading.loop import OnResult
-from autograder.provenance import grader_version
-from autograder.results import Status, SubmissionResult
+from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
-START_METHOD = "spawn"
+START_METHOD: Final = "spawn"
 # Writable memory of one grader process (RLIMIT_DATA). Measured on weeks 1 and 6 with
 # --jobs 2: a grader peaks at ~255 MB VmData, ~160 MB resident (and grades the same at 1024).
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
 GRADER_MEMORY_MB = 2048
 MAX_IDLE_DEATHS = 3  # processes in a row that die holding no submission: the grader cannot start
-
-
-def lost_result(week: Week, submission: Submission, why: str) -> SubmissionResult:
-    """The result of a submission whose grading process (or cluster worker) was lost: status
-    ``error``, zero for every task, and a message saying it was not graded and why."""
-    base = SubmissionResult(
-        submission=submission.origin, key=submission.key, status=Status.ERROR, week=week.name,
-        participant=submission.participant, submission_sha256=submission.sha256,
-        tests_sha256=week.tests_sha256, grader_version=grader_version(),
-        messages=[f"grading stopped unexpectedly while this submission was graded ({why}); "
-                  "it was not graded: grade it again"],
-    )
-    return empty_result(week, base)
 
 
 # -- the grader process ---------------------------------------------------------------------
@@ -245,7 +231,9 @@ class _Batch:
                 break
             self.start_grader()
         while self.graders:
-            waiting = {g.conn: g for g in self.graders} | {g.process.sentinel: g for g in self.graders}
+            # keyed by what `wait` hands back: a pipe end or a process sentinel
+            waiting: dict[Any, _Grader] = {g.conn: g for g in self.graders}
+            waiting |= {g.process.sentinel: g for g in self.graders}
             for ready in wait(list(waiting)):
                 grader = waiting[ready]
                 if grader not in self.graders:

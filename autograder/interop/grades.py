@@ -17,18 +17,21 @@ import csv
 from collections.abc import Iterable
 from pathlib import Path
 
+from autograder.formats.atomic import atomic_path
 from autograder.results import Status, SubmissionResult
 
 NBGRADER_COLUMNS = (
     "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
     "raw_score", "late_submission_penalty", "score", "max_score",
 )
-OTTER_FILE, OTTER_TOTAL, OTTER_PERCENT, OTTER_STATUS = "file", "total_points_earned", "percent_correct", "grading_status"
+OTTER_FILE, OTTER_TOTAL = "file", "total_points_earned"
+OTTER_PERCENT, OTTER_STATUS = "percent_correct", "grading_status"
 OTTER_POINTS_ROW = "points-per-question"
 FAILED = (Status.ERROR, Status.TIMEOUT)  # otter's "catastrophic failure": zero everywhere
 
 
 def question_name(task: int) -> str:
+    """A task's column name in otter's grade spreadsheet."""
     return f"task{task}"
 
 
@@ -46,7 +49,7 @@ def _student_id(result: SubmissionResult) -> str:
 def to_nbgrader_grades_csv(results: Iterable[SubmissionResult], path: Path, *, duedate: str = "") -> Path:
     """Write ``grades.csv`` as ``nbgrader export`` does. A submission that is missing
     scores 0 with an empty timestamp, as nbgrader scores a student who submitted nothing."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as partial, partial.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(NBGRADER_COLUMNS)
         for result in results:
@@ -69,7 +72,7 @@ def to_otter_final_grades_csv(results: Iterable[SubmissionResult], path: Path) -
                 possible[question_name(task.task)] = float(task.max_score)
     questions = sorted(possible)
     total_possible = sum(possible.values())
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as partial, partial.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow([OTTER_FILE, *questions, OTTER_TOTAL, OTTER_PERCENT, OTTER_STATUS])
         if questions:

@@ -17,34 +17,22 @@ from typing import Any
 
 import pytest
 
+from autograder.execution.local import LocalChannel
 from autograder.grading.judge import describe_failure
+from autograder.testing.hidden import pytest_args
 from autograder.testing.plugin import CHANNEL_SOURCE
-from autograder.worker.codec import dumps_message, loads_message
-from autograder.worker.core import WorkerCore
 
 TESTS_FOLDER = "hidden_tests"  # <folder>/<week>/ holds the copy of source/<week>/tests/
 
 
-class _Namespace:
-    """What ``WorkerCore`` needs of a shell when it only looks names up: ``user_ns``."""
+class _KernelSource:
+    """The ``student`` fixture's channel source: the kernel's own namespace, in-process."""
 
     def __init__(self, namespace: dict[str, Any]) -> None:
-        self.user_ns = namespace
+        self.channel = LocalChannel.onto(namespace)
 
-    def run_cell(self, *_: Any, **__: Any) -> Any:
-        raise RuntimeError("running cells is not available when the notebook's own kernel is the student")
-
-
-class NamespaceChannel:
-    """The ``student`` channel onto a live namespace (a kernel's globals)."""
-
-    generation = 0
-
-    def __init__(self, namespace: dict[str, Any]) -> None:
-        self.core = WorkerCore(_Namespace(namespace))  # type: ignore[arg-type]
-
-    def current_channel(self) -> "NamespaceChannel":
-        return self
+    def current_channel(self) -> LocalChannel:
+        return self.channel
 
     def current_seed(self) -> int:
         """The base seed of the hidden tests' data. nbgrader and otter run each test on its
@@ -52,21 +40,18 @@ class NamespaceChannel:
         as the in-process reference run uses by default."""
         return 0
 
-    def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
-        return loads_message(dumps_message(self.core.handle(loads_message(dumps_message(message)))))
-
 
 class _Binding:
     """A pytest plugin: binds ``student`` to the namespace and keeps the test's outcome."""
 
     def __init__(self, namespace: dict[str, Any]) -> None:
-        self.channel = NamespaceChannel(namespace)
+        self.source = _KernelSource(namespace)
         self.failure: BaseException | None = None
         self.ran = False
         self.doc = ""
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.stash[CHANNEL_SOURCE] = self.channel
+        config.stash[CHANNEL_SOURCE] = self.source
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         self.ran = True
@@ -95,27 +80,14 @@ def run_hidden_test(week: str, test_file: str, test_name: str, namespace: dict[s
     """
     tests = find_tests(week)
     binding = _Binding(namespace)
-    args = [
-        f"{tests / test_file}::{test_name}",
-        f"--rootdir={tests}",
-        "--confcutdir",
-        str(tests),
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "--assert=plain",
-        "--capture=no",
-        "-p",
-        "no:terminal",
-        "-p",
-        "no:faulthandler",
-        "-W",
-        "ignore",
-    ]
+    args = pytest_args(tests, f"{tests / test_file}::{test_name}", capture=False)
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         code = pytest.main(args, plugins=[binding])
     if not binding.ran:
-        raise RuntimeError(f"hidden test {test_file}::{test_name} was not run (pytest exit code {int(code)}):\n{sink.getvalue()[-2000:]}")
+        raise RuntimeError(
+            f"hidden test {test_file}::{test_name} was not run (pytest exit code {int(code)}):\n"
+            f"{sink.getvalue()[-2000:]}"
+        )
     if binding.failure is not None:
         raise AssertionError(f"{binding.doc}: failed ({describe_failure(binding.failure).reason})")

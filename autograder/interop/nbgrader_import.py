@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
@@ -32,8 +33,9 @@ SOLUTION_MARKER = re.compile(r"^(\s*)#+\s*(BEGIN|END) SOLUTION\s*$")
 STUB = re.compile(r"^\s*#\s*YOUR CODE HERE\s*$|^\s*raise NotImplementedError\(\)\s*$", re.IGNORECASE)
 
 
-def _meta(cell: NotebookNode) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+def _meta(cell: NotebookNode) -> dict[str, Any]:
+    meta: dict[str, Any] = cell.get("metadata", {}).get("nbgrader", {})
+    return meta
 
 
 def solution_source(source: str, where: str) -> str:

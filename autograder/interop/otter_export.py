@@ -31,9 +31,9 @@ from nbformat import NotebookNode
 from autograder.course import Week
 from autograder.generate.markers import BEGIN, END, find_regions
 from autograder.generate.notebook_io import read_source, to_bytes
+from autograder.interop.grades import question_name
 from autograder.interop.kernel import TESTS_FOLDER
 from autograder.interop.suite import ExportedTest, collect
-from autograder.interop.grades import question_name
 
 _MARKER = re.compile(rf"^(\s*)({re.escape(BEGIN)}|{re.escape(END)})\s*$", re.MULTILINE)
 
@@ -44,7 +44,9 @@ def yaml_lines(config: dict[str, object]) -> str:
 
 
 def raw(text: str, config: dict[str, object] | None = None) -> NotebookNode:
-    return nbformat.v4.new_raw_cell(text if config is None else f"{text}\n{yaml_lines(config)}")
+    """A raw cell holding an otter directive, with its YAML config if any."""
+    cell: NotebookNode = nbformat.v4.new_raw_cell(text if config is None else f"{text}\n{yaml_lines(config)}")
+    return cell
 
 
 def otter_markers(source: str) -> str:
@@ -53,6 +55,7 @@ def otter_markers(source: str) -> str:
 
 
 def test_case_source(week: str, test: ExportedTest) -> str:
+    """An otter test cell that runs one of our hidden tests in the student's kernel."""
     config = yaml_lines({"points": test.points, "hidden": True})
     return "\n".join([
         '""" # BEGIN TEST CONFIG',
@@ -106,7 +109,7 @@ def master_notebook(week: Week, tests: list[ExportedTest]) -> NotebookNode:
                 out += [nbformat.v4.new_code_cell(test_case_source(week.name, t)) for t in cases]
                 out.append(raw("# END TESTS"))
             out.append(raw("# END QUESTION"))
-    nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(source.metadata))
+    nb: NotebookNode = nbformat.v4.new_notebook(metadata=copy.deepcopy(source.metadata))
     nb.nbformat_minor = 4  # no cell ids: otter assigns its own
     nb.cells = out
     for cell in nb.cells:

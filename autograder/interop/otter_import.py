@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import yaml
@@ -35,6 +36,7 @@ CONFIG_END = re.compile(r'^"""?\s*#\s*END\s*TEST\s*CONFIG', re.IGNORECASE)
 
 
 def solution_source(source: str) -> str:
+    """An otter solution cell with our ``### BEGIN/END SOLUTION`` markers."""
     lines = source.split("\n")
     if not any(MARKER.match(line) or LINE_SOLUTION.match(line) for line in lines):
         return wrap_solution(source)
@@ -59,7 +61,7 @@ def recorded_output(cell: NotebookNode) -> str:
     return text
 
 
-def parse_test(source: str) -> tuple[dict, str]:
+def parse_test(source: str) -> tuple[dict[str, Any], str]:
     """(config, test code) of one otter test cell."""
     lines = source.split("\n")
     if lines and CONFIG_BEGIN.match(lines[0]):
@@ -71,7 +73,7 @@ def parse_test(source: str) -> tuple[dict, str]:
     return {"hidden": hidden}, "\n".join(lines[1:] if hidden else lines)
 
 
-def _points(question: dict, configs: list[dict]) -> list[float]:
+def _points(question: dict[str, Any], configs: list[dict[str, Any]]) -> list[float]:
     """Each test case's points, resolved as otter does from the question's ``points``."""
     total = question.get("points")
     if isinstance(total, list):
@@ -93,7 +95,7 @@ def import_otter(master_notebook: Path, *, week: str, out_root: Path) -> Path:
     tests: list[CellTest] = []
     plain_code: list[NotebookNode] = []
     number, question, block = 0, None, None
-    pending: list[tuple[dict, str, str | None]] = []
+    pending: list[tuple[dict[str, Any], str, str | None]] = []
     heading_at = 0
     for index, original in enumerate(nb.cells):
         cell = copy.deepcopy(original)
@@ -116,7 +118,7 @@ def import_otter(master_notebook: Path, *, week: str, out_root: Path) -> Path:
                 manual = bool(question.get("manual"))
                 points = _points(question, [c for c, _, _ in pending])
                 name = str(question["name"])
-                for k, ((config, code, expected), p) in enumerate(zip(pending, points), start=1):
+                for k, ((_config, code, expected), p) in enumerate(zip(pending, points), start=1):
                     tests.append(CellTest(f"{name}_{k}", number, p, f"otter test {k} of {name} passes", code, expected))
                 total = sum(points) if pending else float(question.get("points") or 0)
                 cells.insert(heading_at, task_cell(number, total, name, manual=manual))

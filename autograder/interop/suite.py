@@ -5,12 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import pytest
-
 from autograder.course import Week
-from autograder.exceptions import CourseError
-from autograder.grading.grader import pytest_args
-from autograder.grading.loop import hidden_tests
+from autograder.testing.hidden import collect as collect_items
+from autograder.testing.hidden import hidden_tests
 
 
 @dataclass(frozen=True)
@@ -27,22 +24,10 @@ class ExportedTest:
         return re.sub(r"[^A-Za-z0-9_-]+", "_", self.name).strip("_")
 
 
-class _Collector:
-    def __init__(self) -> None:
-        self.items: list[pytest.Item] = []
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.items = list(session.items)
-
-
 def collect(week: Week) -> list[ExportedTest]:
-    """Collect the week's hidden tests (nothing runs) and check their points add up."""
-    collector = _Collector()
-    code = pytest.main([*pytest_args(week), "--collect-only"], plugins=[collector])
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-        raise CourseError(f"{week.name}: the hidden tests cannot be collected (pytest exit code {int(code)})")
+    """Collect the week's hidden tests (nothing runs) and check their markers and points."""
     tests = []
-    for test in hidden_tests(week, collector.items):
+    for test in hidden_tests(week, collect_items(week.tests_dir)):
         file, _, name = test.nodeid.partition("::")
         tests.append(ExportedTest(file, name, test.task, test.points, test.description))
     return tests

@@ -27,8 +27,9 @@ class CellTest:
 
 
 def task_cell(number: int, points: float, title: str, *, manual: bool = False) -> NotebookNode:
+    """The markdown cell that opens a task: heading and metadata agree."""
     kind = f"{points:g} points, graded by hand" if manual else f"{points:g} points"
-    cell = nbformat.v4.new_markdown_cell(f"## Task {number} ({kind}): {title}")
+    cell: NotebookNode = nbformat.v4.new_markdown_cell(f"## Task {number} ({kind}): {title}")
     cell.metadata["autograder"] = {"task": number, "points": points, **({"manual": True} if manual else {})}
     return cell
 
@@ -55,6 +56,7 @@ def notebook_imports(cells: list[NotebookNode]) -> str:
 
 
 def python_name(text: str) -> str:
+    """``text`` as a Python identifier, for a test function's name."""
     name = re.sub(r"\W+", "_", text).strip("_").lower()
     return name if name and not name[0].isdigit() else f"cell_{name}"
 

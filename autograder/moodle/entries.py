@@ -41,6 +41,7 @@ class Entry:
 
     @property
     def name(self) -> str:
+        """The entry's file name (its path's last part), as Moodle wrote it."""
         return self.path.rsplit("/", 1)[-1]
 
     @property
@@ -57,7 +58,7 @@ class Entry:
             raise SubmissionError(too_large(self.path, self.size, max_bytes))
         try:
             data = self._read(max_bytes + 1)
-        except Exception as err:  # noqa: BLE001 - any decompressor (zlib, bz2, lzma) fails its own way on bad bytes
+        except Exception as err:  # any decompressor (zlib, bz2, lzma) fails its own way on bad bytes
             source = "archive" if self.where.endswith("!") else "folder"
             raise SubmissionError(f"{self.path}: cannot be read from the {source} "
                                   f"({type(err).__name__}: {str(err)[:200]})") from err
@@ -67,6 +68,7 @@ class Entry:
 
 
 def too_large(path: str, size: int, max_bytes: int) -> str:
+    """The message for a file over the size cap."""
     return f"{path} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit: not read"
 
 

@@ -136,7 +136,7 @@ def _submission(hand_in: _HandIn, *, week: str | None, teams: bool, max_bytes: i
         content = notebook_bytes(entry, inside, max_bytes=max_bytes)
     except SubmissionError as err:
         return outcome(Status.ERROR, str(err))
-    except Exception as err:  # noqa: BLE001 - see above
+    except Exception as err:  # any decompressor fails its own way on bad bytes (see entries.py)
         log.warning("reading the hand-in %s failed", origin, exc_info=True)
         return outcome(Status.ERROR, f"this hand-in could not be read ({type(err).__name__}): upload it again")
     return Submission(origin=entry.origin, key=key, content=content, participant=participant)
@@ -184,7 +184,7 @@ def _stray(entry: Entry) -> Submission:
 def safe_key(text: str) -> str:
     """A file-system-safe key from any text: word characters (any script), dots and dashes."""
     key = re.sub(r"[^\w.-]+", "-", unicodedata.normalize("NFC", text)).strip("-.")[:80]
-    # at most 100 bytes: ``<key>.json.partial`` must fit a file name (255 bytes) in any script
+    # at most 100 bytes: the partial ``.<key>.json.<8 hex>.partial`` must fit a file name (255 bytes)
     key = key.encode("utf-8")[:100].decode("utf-8", "ignore").strip("-.")
     return key or "submission"
 

@@ -9,13 +9,13 @@ importer's own parsing rule before it is written; a result Moodle could not map 
 
 from __future__ import annotations
 
-import os
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from autograder.formats.atomic import atomic_path
 from autograder.moodle.names import SUBMISSION_PLUGIN_TYPE, importer_target
 from autograder.results import Participant
 
@@ -29,7 +29,8 @@ class Placed(Protocol):
     participant: Participant | None
 
 
-FeedbackPages = Mapping[str, str] | Callable[[Placed], str | None]
+P = TypeVar("P", bound=Placed)
+FeedbackPages = Mapping[str, str] | Callable[[P], str | None]
 
 
 @dataclass
@@ -41,7 +42,7 @@ class FeedbackZip:
 
 
 def write_feedback_zip(
-    *, results: Iterable[Placed], pages: FeedbackPages, out: Path, filename: str = "feedback.html"
+    *, results: Iterable[P], pages: FeedbackPages[P], out: Path, filename: str = "feedback.html"
 ) -> FeedbackZip:
     """Write ``out`` with one ``<participant folder>/<filename>`` per result that has a page.
 
@@ -84,11 +85,9 @@ def _member_name(result: Placed, filename: str) -> tuple[str, str | None]:
 
 
 def _write_atomically(path: Path, contents: dict[str, str]) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with atomic_path(path) as partial, zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(contents):
             info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, contents[name].encode("utf-8"))
-    os.replace(partial, path)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import csv
 import html
 import io
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.exceptions import WorksheetError
+from autograder.formats.atomic import write_text
+from autograder.formats.points import format_points
 from autograder.moodle.names import loose_name
 from autograder.results import Participant, Status, SubmissionResult
 
@@ -85,7 +86,7 @@ def fill_worksheet(
             if sheet.has(FEEDBACK):
                 sheet.set(row, FEEDBACK, render(result))
         report.filled[result.key] = [sheet.value(r, IDENTIFIER) for r in rows]
-    _write_atomically(Path(out), sheet.serialise())
+    write_text(Path(out), sheet.serialise())
     return report
 
 
@@ -127,7 +128,7 @@ def write_worksheet(
             report.filled[result.key] = [identifier]
     text = io.StringIO()
     csv.writer(text, lineterminator="\n").writerows(rows)
-    _write_atomically(Path(out), text.getvalue())
+    write_text(Path(out), text.getvalue())
     return report
 
 
@@ -135,7 +136,7 @@ def feedback_comment(result: SubmissionResult, *, decimal: str = ".") -> str:
     """A short HTML summary for the Feedback comments cell: the total and each task's points."""
 
     def points(value: float) -> str:
-        return f"{value:.2f}".rstrip("0").rstrip(".").replace(".", decimal)
+        return format_points(value, decimal)
 
     notes = {
         Status.NOT_ATTEMPTED: "<p>Not attempted: the tasks still hold the original stubs.</p>",
@@ -155,6 +156,9 @@ def feedback_comment(result: SubmissionResult, *, decimal: str = ".") -> str:
     return total + notes.get(result.status, "") + (f"<ul>{''.join(items)}</ul>" if items else "")
 
 
+NO_PARTICIPANT = "not from a Moodle export: no participant to match"
+
+
 def _not_gradable(result: SubmissionResult, allow_pending: bool = False) -> str | None:
     if result.status not in GRADED_STATUSES:
         return f"status {result.status.value}: the row is left as downloaded"
@@ -163,7 +167,7 @@ def _not_gradable(result: SubmissionResult, allow_pending: bool = False) -> str 
         return (f"task {tasks} ({result.pending_points:g} points) not marked by hand yet: the grade is left blank "
                 "until `merge-manual` brings the marks (or pass --allow-pending)")
     if result.participant is None:
-        return "not from a Moodle export: no participant to match"
+        return NO_PARTICIPANT
     return None
 
 
@@ -190,7 +194,7 @@ class _Sheet:
                 self.by_id.setdefault(match.group(1), row)
 
     @classmethod
-    def parse(cls, path: Path) -> "_Sheet":
+    def parse(cls, path: Path) -> _Sheet:
         try:
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as err:
@@ -251,8 +255,10 @@ class _Sheet:
         except ValueError:
             return None
 
-    def rows_for(self, participant: Participant) -> list[int] | str:
+    def rows_for(self, participant: Participant | None) -> list[int] | str:
         """The rows a participant's (or team's) result goes to, or why there are none."""
+        if participant is None:
+            return NO_PARTICIPANT
         by_group = self._group_rows(participant)
         if participant.participant_id is not None:
             row = self.by_id.get(participant.participant_id)
@@ -263,7 +269,7 @@ class _Sheet:
             )
             # A 4.1 team export read without a "Default group" folder looks individual: its
             # number is the group id, its name the group's. The Group column tells them apart.
-            if same_name or (row is not None and not by_group):
+            if row is not None and (same_name or not by_group):
                 return [row]
             if by_group:
                 return by_group
@@ -338,8 +344,3 @@ def _quote_style(header: list[str]) -> str:
     return "minimal"
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 without translating line endings, replacing ``path`` in one step."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(text.encode("utf-8"))
-    os.replace(partial, path)

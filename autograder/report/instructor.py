@@ -8,14 +8,13 @@ together with its ``feedback/`` folder.
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.exceptions import ReportError
+from autograder.formats.atomic import write_text
 from autograder.report import plots
 from autograder.report.feedback import render_feedback
 from autograder.report.similarity import Pair
@@ -71,18 +70,6 @@ def _check_keys(results: Sequence[SubmissionResult]) -> None:
         seen.add(key)
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a page."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def display_name(result: SubmissionResult) -> str:
     """The name the instructor knows the submission by: Moodle's full name, else its key."""
     participant = result.participant
@@ -100,7 +87,7 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
     feedback_dir = Path(out_dir) / FEEDBACK_DIR
     feedback_dir.mkdir(parents=True, exist_ok=True)
     for result in results:
-        _write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title))
+        write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title))
 
     images = [
         (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
@@ -117,8 +104,8 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
         images=images,
         feedback_dir=FEEDBACK_DIR,
         grader_versions=sorted({r.grader_version for r in results if r.grader_version}),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     report = Path(out_dir) / REPORT_NAME
-    _write_text(report, html)
+    write_text(report, html)
     return report

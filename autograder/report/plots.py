@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from autograder.results import Status, SubmissionResult
 
@@ -96,7 +97,9 @@ def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
     )
     ax.set_xlabel(f"score (of {top:g})")
     ax.set_ylabel("submissions")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    locator = ax.yaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
+        locator.set_params(integer=True)
     ax.legend(frameon=False, fontsize="small")
     return _png(fig)
 
@@ -148,7 +151,8 @@ def pass_rates_by_test(results: Sequence[SubmissionResult]) -> bytes:
     if not rates:
         _nothing(ax, "hidden tests")
         return _png(fig)
-    ax.barh(range(len(rates)), [r.percent for r in rates], color=[TASK_COLOURS[r.task % len(TASK_COLOURS)] for r in rates])
+    colours = [TASK_COLOURS[r.task % len(TASK_COLOURS)] for r in rates]
+    ax.barh(range(len(rates)), [r.percent for r in rates], color=colours)
     ax.set_yticks(range(len(rates)), [f"T{r.task}  {r.label}" for r in rates], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlim(0, 100)

@@ -52,7 +52,7 @@ def own_code(content: bytes | None, given: nbformat.NotebookNode | None) -> str:
     return "\n\n".join(s for s in cells if s.strip() and s.strip() not in handed_out)
 
 
-def _fingerprint(code: str, boilerplate: list | None = None) -> CodeFingerprint:
+def _fingerprint(code: str, boilerplate: list[str] | None = None) -> CodeFingerprint:
     return CodeFingerprint("code.py", K, WINDOW, boilerplate=boilerplate, fp=io.StringIO(code))
 
 

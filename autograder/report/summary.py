@@ -45,12 +45,13 @@ class TestBreakdown:
 
     @property
     def percent(self) -> float:
+        """The pass rate, 0 to 100."""
         return 100 * self.passed / self.ran if self.ran else 0.0
 
 
 def test_breakdown(results: Sequence[SubmissionResult], *, top: int = 3) -> list[TestBreakdown]:
     """Per hidden test, in task order: pass rate and the ``top`` commonest failure messages."""
-    runs: dict[str, list] = {}
+    runs: dict[str, list[Any]] = {}
     for result in results:
         for test in result.tests:
             runs.setdefault(test.name, []).append(test)

@@ -10,6 +10,7 @@ from functools import cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from autograder.formats.points import format_points
 from autograder.results import Status
 
 # What each status means, in words a student and an instructor both understand.
@@ -24,13 +25,9 @@ STATUS_TEXT: dict[Status, str] = {
 }
 
 
-def points(value: float) -> str:
-    """7.0 -> "7", 7.25 -> "7.25", 2/3 -> "0.67": points as a person writes them."""
-    return f"{round(value, 2):g}"
-
-
 @cache
 def environment() -> Environment:
+    """The shared Jinja environment (built once)."""
     env = Environment(
         loader=PackageLoader("autograder.report", "templates"),
         autoescape=True,
@@ -38,6 +35,6 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["points"] = points
+    env.filters["points"] = format_points
     env.globals["status_text"] = STATUS_TEXT
     return env

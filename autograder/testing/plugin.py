@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pytest
 
 from autograder.notebook import code_cells
+from autograder.testing.hidden import MARKERS, marker_problems, read_markers, reference_notebook
 from autograder.testing.student import Channel, Student
 
 
@@ -29,10 +30,11 @@ class ChannelSource(Protocol):
 
 
 CHANNEL_SOURCE = pytest.StashKey["ChannelSource"]()
-_LOCAL = pytest.StashKey[dict[Path, Any]]()
+_LOCAL = pytest.StashKey[dict[Path, "Channel"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--submission`` and ``--seed`` for in-process runs of the hidden tests."""
     group = parser.getgroup("autograder", "hidden tests of an autograded week")
     group.addoption(
         "--submission",
@@ -52,35 +54,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "task(n): the task a hidden test belongs to")
-    config.addinivalue_line("markers", "points(p): the points a hidden test is worth")
-    config.addinivalue_line("markers", "call_timeout(s): wall-time limit for each call into student code")
+    """Register the hidden tests' markers (declared in ``autograder.testing.hidden``)."""
+    for spec in MARKERS.values():
+        config.addinivalue_line("markers", spec.help)
 
 
-def reference_notebook(test_path: Path) -> Path:
-    """``source/weekNN/tests/test_x.py`` -> ``source/weekNN/weekNN.ipynb``."""
-    week_dir = test_path.resolve().parent
-    while week_dir.name == "tests" or week_dir.name.startswith("test"):
-        week_dir = week_dir.parent
-    return week_dir / f"{week_dir.name}.ipynb"
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse a bad or missing marker before a hidden test runs in-process (``pytest source``).
+
+    Grading, generation and the exporters collect with their own checks, which say the same
+    in their own error (``autograder.testing.hidden``); so do ``--collect-only`` runs.
+    """
+    if config.stash.get(CHANNEL_SOURCE, None) is not None or config.option.collectonly:
+        return
+    problems = marker_problems(items)
+    if problems:
+        raise pytest.UsageError("hidden tests with a bad marker:\n  " + "\n  ".join(problems))
 
 
 def _local_channel(config: pytest.Config, notebook: Path) -> Channel:
     """One in-process notebook at a time (the IPython shell is a singleton)."""
     from autograder.execution.local import LocalChannel
 
-    cache = config.stash.setdefault(_LOCAL, {})
+    cache: dict[Path, Channel] = config.stash.setdefault(_LOCAL, {})
     if notebook not in cache:
         cache.clear()
-        cache[notebook] = LocalChannel(code_cells(notebook.read_bytes()), folder=notebook.parent)
+        cache[notebook] = LocalChannel.run_notebook(code_cells(notebook.read_bytes()), folder=notebook.parent)
     return cache[notebook]
 
 
 @pytest.fixture
 def student(request: pytest.FixtureRequest) -> Student:
     """The submission under test (see docs/AUTHORING.md)."""
-    marker = request.node.get_closest_marker("call_timeout")
-    timeout = float(marker.args[0]) if marker else None
+    timeout = read_markers(request.node).call_timeout
     source = request.config.stash.get(CHANNEL_SOURCE, None)
     if source is not None:
         return Student(source.current_channel(), call_timeout=timeout)

@@ -14,11 +14,12 @@ from typing import Any, Protocol
 from autograder.exceptions import (
     MissingName,
     NotAttempted,
+    NotPlain,
     NotPlainData,
     ProtocolError,
     StudentCodeError,
 )
-from autograder.worker.codec import HandleRef, NotPlain, decode, encode
+from autograder.worker.codec import HandleRef, decode, encode
 
 MAX_NAME = 100  # characters of an exception type name
 MAX_TEXT = 500  # characters of an exception message or a warning
@@ -39,8 +40,11 @@ class Remote:
     as data: comparing it or turning it into an array raises ``NotPlainData``."""
 
     __slots__ = ("_student", "_ref", "_generation")
+    _student: Student
+    _ref: HandleRef
+    _generation: int
 
-    def __init__(self, student: "Student", ref: HandleRef, generation: int) -> None:
+    def __init__(self, student: Student, ref: HandleRef, generation: int) -> None:
         object.__setattr__(self, "_student", student)
         object.__setattr__(self, "_ref", ref)
         object.__setattr__(self, "_generation", generation)
@@ -62,7 +66,7 @@ class Remote:
     def _not_data(self, *_: Any, **__: Any) -> Any:
         raise NotPlainData(self._ref.typename)
 
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _not_data  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _not_data
     __array__ = __iter__ = __len__ = __float__ = __int__ = __index__ = __getitem__ = _not_data
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __neg__ = _not_data
     __hash__ = object.__hash__
@@ -115,7 +119,9 @@ class Student:
                 if obj._generation != self._channel.generation:
                     raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
                 return obj._ref
-            raise TypeError(f"only plain data and remote objects can be passed to student code, not {type(obj).__name__}")
+            raise TypeError(
+                f"only plain data and remote objects can be passed to student code, not {type(obj).__name__}"
+            )
 
         try:
             return encode(value, handle_for=handle_for)

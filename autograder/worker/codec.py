@@ -20,12 +20,13 @@ import base64
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from autograder.exceptions import ProtocolError
+from autograder.exceptions import NotPlain, ProtocolError
 from autograder.text import scrub_tree
 
 MAX_DEPTH = 32
@@ -46,10 +47,6 @@ class HandleRef:
     id: int
     typename: str
     callable: bool
-
-
-class NotPlain(Exception):
-    """Raised while encoding: the value is not plain data (the worker then sends a handle)."""
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -186,7 +183,7 @@ def _decode(node: Any, depth: int, budget: list[int], resolve: Callable[[HandleR
     raise ProtocolError("unknown tag in a value")
 
 
-def _hashable_tuple(key: tuple) -> bool:
+def _hashable_tuple(key: tuple[object, ...]) -> bool:
     return all(
         item is None or type(item) in (bool, int, float, str) or (isinstance(item, tuple) and _hashable_tuple(item))
         for item in key

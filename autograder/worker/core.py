@@ -14,7 +14,8 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from autograder.worker.codec import HandleRef, NotPlain, decode, encode
+from autograder.exceptions import NotPlain
+from autograder.worker.codec import HandleRef, decode, encode
 
 MAX_MESSAGE_TEXT = 500
 MAX_WARNINGS = 20
@@ -46,6 +47,9 @@ class GradingShell(InteractiveShell):
     def enable_gui(self, gui: str | None = None) -> None:
         """There is no event loop to integrate with; plots render on Agg."""
 
+    # `!cmd`, `x = !cmd` and the shell-running methods IPython's magics call
+    system = system_raw = system_piped = getoutput = staticmethod(_no_shell)
+
 
 def make_shell() -> InteractiveShell:
     """An IPython shell configured for grading: no history file, no shell escapes, no input."""
@@ -56,10 +60,6 @@ def make_shell() -> InteractiveShell:
     config.InteractiveShell.colors = "nocolor"
     config.InteractiveShell.xmode = "Plain"
     shell = GradingShell.instance(config=config)
-    shell.system = _no_shell
-    shell.system_raw = _no_shell
-    shell.system_piped = _no_shell
-    shell.getoutput = _no_shell
     cell_magics = shell.magics_manager.magics["cell"]
     line_magics = shell.magics_manager.magics["line"]
     for name in DISABLED_CELL_MAGICS:
@@ -84,7 +84,9 @@ class WorkerCore:
     # -- the student's namespace --------------------------------------------------------
     @property
     def namespace(self) -> dict[str, Any]:
-        return self.shell.user_ns
+        """The student's global namespace."""
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
 
     def run_cell(self, source: str) -> dict[str, Any]:
         """Run one cell with IPython semantics; errors are reported, never raised."""
@@ -175,7 +177,7 @@ def _builtin_base(exc: BaseException) -> str:
     try:
         for klass in type(exc).__mro__:
             if getattr(builtins, klass.__name__, None) is klass:
-                return klass.__name__
+                return str(klass.__name__)
     except BaseException:  # noqa: BLE001 - a hostile metaclass
         pass
     return "Exception"

@@ -13,14 +13,10 @@ import select
 import struct
 import time
 
-from autograder.exceptions import ProtocolError
+from autograder.exceptions import FrameTimeout, ProtocolError
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 64 << 20  # 64 MiB: larger than any legitimate answer
-
-
-class FrameTimeout(TimeoutError):
-    """The peer did not send or accept a whole frame before the deadline."""
 
 
 def _wait(fd: int, deadline: float | None, *, write: bool) -> None:

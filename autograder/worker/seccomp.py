@@ -29,6 +29,8 @@ import functools
 import os
 import platform
 
+from autograder.exceptions import SeccompUnavailable
+
 SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_NE = 1
 SCMP_CMP_MASKED_EQ = 7
@@ -55,15 +57,13 @@ NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0
 
 
 class _ArgCmp(ctypes.Structure):
-    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
+    _fields_ = [
+        ("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)
+    ]
 
 
 def _errno_action(code: int) -> int:
     return 0x00050000 | (code & 0xFFFF)
-
-
-class SeccompUnavailable(OSError):
-    """libseccomp is missing, the architecture is not covered, or the kernel refused."""
 
 
 @functools.lru_cache(maxsize=1)

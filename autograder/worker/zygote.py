@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
 import json
 import os
 import resource
@@ -33,8 +34,9 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Callable
 from typing import Any
+
+from autograder.libraries import PRELOADED_MODULES
 
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
@@ -54,18 +56,8 @@ def preload() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
-    import numpy  # noqa: F401
-    import scipy.optimize  # noqa: F401
-    import scipy.special  # noqa: F401
-    import sklearn.datasets  # noqa: F401
-    import sklearn.feature_extraction.text  # noqa: F401
-    import sklearn.linear_model  # noqa: F401
-    import sklearn.metrics  # noqa: F401
-    import sklearn.model_selection  # noqa: F401
-    import sklearn.naive_bayes  # noqa: F401
-    import sklearn.neighbors  # noqa: F401
-    import sklearn.preprocessing  # noqa: F401
+    for module in PRELOADED_MODULES:
+        importlib.import_module(module)
 
     from autograder.worker.core import make_shell
 
@@ -80,7 +72,7 @@ def preload() -> Any:
 def _non_dumpable() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
     except OSError:
         return False
 
@@ -294,9 +286,11 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
 
     def send(self, message: dict[str, Any]) -> None:
+        """One JSON line to the grader."""
         self.ctrl.sendall(json.dumps(message).encode() + b"\n")
 
     def run(self) -> None:
+        """Serve the grader: fork workers on request, reap them, until it hangs up."""
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "pid_namespace": self.in_pid_namespace,
                    "non_dumpable": _non_dumpable(), "seccomp_rules": self.seccomp_rules,
                    "fresh_namespaces": self.fresh_namespaces})
@@ -304,7 +298,8 @@ class Zygote:
         import select
 
         while True:
-            readable, _, _ = select.select([self.ctrl, self.wake_r], [], [])
+            watched: list[socket.socket | int] = [self.ctrl, self.wake_r]
+            readable, _, _ = select.select(watched, [], [])
             if self.wake_r in readable:
                 os.read(self.wake_r, 512)
                 self._reap()

@@ -18,12 +18,15 @@ class AnswerPrompts(Preprocessor):
     prompt = "*Write your answer to task {task} here.*"
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Replace a model answer with the prompt the student answers."""
         meta = cell.get("metadata", {}).get("autograder", {})
         if "answer" not in meta:
             return
         if cell.cell_type != "markdown":
             raise GenerationError.at(
-                context.path, index + 1, f"an answer cell (metadata autograder.answer) must be markdown, not {cell.cell_type}"
+                context.path,
+                index + 1,
+                f"an answer cell (metadata autograder.answer) must be markdown, not {cell.cell_type}",
             )
         task = meta["answer"]
         if not isinstance(task, int) or isinstance(task, bool):

@@ -25,6 +25,7 @@ class Preprocessor:
     """
 
     def preprocess(self, nb: NotebookNode, context: Context) -> NotebookNode:
+        """Apply ``preprocess_cell`` to every cell, in order; a step that needs the whole notebook overrides this."""
         for index, cell in enumerate(nb.cells):
             self.preprocess_cell(cell, context, index)
         return nb

@@ -13,6 +13,7 @@ class CheckMarkers(Preprocessor):
     cell holds marker text. Runs first, so its messages point at the author's own lines."""
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Refuse a cell whose solution markers do not pair up."""
         if cell.cell_type == "code":
             find_regions(cell.source, path=context.path, cell=index)
         else:

@@ -15,6 +15,7 @@ class ClearOutputs(Preprocessor):
     timing_keys: tuple[str, ...] = ("execution", "ExecuteTime")
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Drop the cell's outputs, execution count and timing metadata."""
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None

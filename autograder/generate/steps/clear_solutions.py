@@ -14,6 +14,7 @@ class ClearSolutions(Preprocessor):
     stub: tuple[str, ...] = ("# your code here", "raise NotImplementedError()")
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Replace each solution region with a stub."""
         if cell.cell_type != "code":
             return
         regions = find_regions(cell.source, path=context.path, cell=index)

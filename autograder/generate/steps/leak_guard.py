@@ -37,6 +37,7 @@ class LeakGuard(Preprocessor):
         self.generated = frozenset(_key(line) for line in generated)
 
     def preprocess(self, nb: NotebookNode, context: Context) -> NotebookNode:
+        """Refuse a student notebook that still carries a solution line or a reference output."""
         public: set[str] = set()
         hidden: set[str] = set()
         for index, cell in enumerate(context.source.cells):
@@ -46,13 +47,16 @@ class LeakGuard(Preprocessor):
         secret = hidden - public - self.generated
         for index, cell in enumerate(nb.cells):
             if cell.get("outputs"):
-                raise GenerationError.at(context.path, index + 1, "the student notebook would carry the reference's outputs")
+                raise GenerationError.at(
+                    context.path, index + 1, "the student notebook would carry the reference's outputs"
+                )
             for number, line in enumerate(lines_of(cell.source), start=1):
                 if _key(line) in secret:
                     raise GenerationError.at(
                         context.path,
                         index + 1,
-                        f"refusing to write the student notebook: it repeats a line of a solution or model answer: {line.strip()!r}",
+                        "refusing to write the student notebook: it repeats a line of a solution or model answer: "
+                        f"{line.strip()!r}",
                         line=number,
                     )
         return nb

@@ -14,6 +14,7 @@ class MarkerGuard(Preprocessor):
     means a region was not processed, whatever the reason."""
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Refuse a cell in which marker text survived."""
         for number, line in enumerate(lines_of(cell.source), start=1):
             if has_marker_text(line):
                 raise GenerationError.at(

@@ -13,6 +13,7 @@ class StableIds(Preprocessor):
     never nbformat's random ids. Writes nbformat 4.5, the first minor with ids."""
 
     def preprocess(self, nb: NotebookNode, context: Context) -> NotebookNode:
+        """Give every cell an id derived from the source, so regeneration is byte-identical."""
         nb.nbformat = 4
         nb.nbformat_minor = max(int(nb.get("nbformat_minor", 0)), 5)
         seen: set[str] = set()

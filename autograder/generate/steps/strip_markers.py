@@ -12,6 +12,7 @@ class StripMarkers(Preprocessor):
     """Delete the two marker lines of every region and keep what they wrap."""
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
+        """Keep the solution code, drop the marker lines."""
         if cell.cell_type != "code":
             return
         regions = find_regions(cell.source, path=context.path, cell=index)
