@@ -24,8 +24,8 @@ from autograder.provenance import grader_version
 
 if TYPE_CHECKING:
     from autograder.batch import Outputs
-    from autograder.moodle.sync import SyncReport
     from autograder.course import Week
+    from autograder.moodle.sync import SyncReport
     from autograder.results import SubmissionResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -291,7 +291,8 @@ def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None)
     _write(convert, _locate(week, course, None)[0], out_dir)
 
 
-moodle_app = typer.Typer(no_args_is_help=True, help="Grade Moodle Assignments where they are, over Moodle's web services.")
+moodle_app = typer.Typer(
+    no_args_is_help=True, help="Grade Moodle Assignments where they are, over Moodle's web services.")
 app.add_typer(moodle_app, name="moodle")
 
 
@@ -300,18 +301,24 @@ def moodle_sync(
     week: WeekArg,
     url: Annotated[str, typer.Option("--url", help="the Moodle site, e.g. https://moodle.example.edu")],
     assignment: Annotated[int, typer.Option("--assignment", help="the assignment's id (mod_assign instance)")],
-    watch: Annotated[Optional[float], typer.Option("--watch", min=10, help="sync again every SECONDS until stopped")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="grade, but push nothing: show what would be pushed")] = False,
-    token_file: Annotated[Optional[Path], typer.Option("--token-file", help=(
+    watch: Annotated[float | None, typer.Option(
+        "--watch", min=10, help="sync again every SECONDS until stopped")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="grade, but push nothing: show what would be pushed")] = False,
+    token_file: Annotated[Path | None, typer.Option("--token-file", help=(
         "a file holding the token, readable only by you (default: the MOODLE_TOKEN environment variable)"))] = None,
     allow_pending: AllowPendingOption = False,
-    jobs: Annotated[int, typer.Option("--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="the results folder (default: results/WEEK-moodle-ID in the course)")] = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", min=0, help="submissions graded at once (0, the default: the number of cores)")] = 0,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="a Dask scheduler address, tcp://HOST:PORT")] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", help="the results folder (default: results/WEEK-moodle-ID in the course)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Pull new hand-ins from a Moodle Assignment, grade them, push grades and feedback back."""
-    from autograder.moodle.sync import read_token, sync, watch as keep_watching
+    from autograder.moodle.sync import read_token, sync
+    from autograder.moodle.sync import watch as keep_watching
     from autograder.moodle.sync_report import print_report
     from autograder.moodle.webservice import MoodleClient
 
@@ -327,7 +334,7 @@ def moodle_sync(
                       TimeElapsedColumn(), console=err, transient=True) as progress:
             bar = progress.add_task(the_week.name, total=None)
             return sync(the_week, client, assignment, out_dir=folder, dry_run=dry_run, allow_pending=allow_pending,
-                        jobs=jobs or os.cpu_count() or 1, scheduler=scheduler,
+                        jobs=jobs, scheduler=scheduler,
                         on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar))
 
     with client:
@@ -427,7 +434,7 @@ def audit(
 
     the_week, default_out = _locate(week, course, None)
     try:
-        passed = run(the_week, jobs=jobs or os.cpu_count() or 1, budget_s=budget, seed=seed,
+        passed = run(the_week, jobs=jobs, budget_s=budget, seed=seed,
                      html=html or default_out.parent / "audit" / f"{the_week.name}.html", out=out, err=err)
     except AutograderError as exc:
         _fail(exc)

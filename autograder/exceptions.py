@@ -108,7 +108,7 @@ class MoodleServiceError(AutograderError):
         self.errorcode = errorcode
 
     @classmethod
-    def unreachable(cls, url: str, why: object) -> "MoodleServiceError":
+    def unreachable(cls, url: str, why: object) -> MoodleServiceError:
         return cls(f"Moodle at {url} could not be reached ({why}): nothing was lost; "
                    "run the sync again when the network is back", retryable=True)
 

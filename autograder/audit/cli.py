@@ -19,7 +19,7 @@ from autograder.course import Week
 
 def run(week: Week, *, jobs: int, budget_s: float, seed: int, html: Path, out: Console, err: Console) -> bool:
     """Audit ``week`` and print what was found; True when every survivor is explained."""
-    err.print(f"{week.name}: auditing with seed {seed} (reproduce: --seed {seed}), {jobs} job(s), "
+    err.print(f"{week.name}: auditing with seed {seed} (reproduce: --seed {seed}), {jobs or 'one per core'} job(s), "
               f"budget {budget_s:g} s", highlight=False)
     with Progress(TextColumn("grading mutants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:

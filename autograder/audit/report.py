@@ -13,7 +13,7 @@ from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
 from autograder.audit.equivalents import entry_text
 from autograder.audit.run import Audit, Outcome
-from autograder.report.templating import points
+from autograder.formats.points import format_points
 
 
 @cache
@@ -23,7 +23,7 @@ def _environment() -> Environment:
                              PackageLoader("autograder.report", "templates")]),  # style.css is shared
         autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters["points"] = points
+    env.filters["points"] = format_points
     return env
 
 

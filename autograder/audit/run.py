@@ -11,6 +11,7 @@ the rest are counted as skipped, never silently dropped.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -77,12 +78,14 @@ class Audit:
         return not self.unexplained
 
 
-def run_audit(week: Week, *, jobs: int = 1, budget_s: float = DEFAULT_BUDGET_S, seed: int = DEFAULT_SEED,
+def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, seed: int = DEFAULT_SEED,
               limits: Limits = AUDIT_LIMITS, on_start: Callable[[int], None] | None = None,
               on_result: Callable[[SubmissionResult], None] | None = None) -> Audit:
     """Generate the week's mutants, grade as many as the budget allows, and judge them.
-    ``on_start`` learns how many notebooks there are to grade (the mutants and the reference)."""
+    ``on_start`` learns how many notebooks there are to grade (the mutants and the reference);
+    ``jobs`` 0 grades one mutant per core."""
     started = time.monotonic()
+    jobs = jobs or os.cpu_count() or 1
     generated = generate_mutants(week)
     equivalents = read_equivalents(week.source_dir / FILENAME)
     order = grading_order(generated.mutants, seed)

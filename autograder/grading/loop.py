@@ -163,7 +163,8 @@ class GradingLoop:
                 for index, item in enumerate(items):
                     # Session- and module-scoped data fixtures stay up for the next
                     # submission; pytest_sessionfinish tears them down after the last.
-                    nextitem = items[index + 1] if index + 1 < len(items) else items[0]
+                    # (pytest's teardown reads only the next node's chain, so a collector will do)
+                    nextitem: pytest.Item | pytest.Collector | None = items[(index + 1) % len(items)]
                     if nextitem is item:  # a one-test suite: tear the test's own fixtures down, keep the module's
                         nextitem = item.parent
                     run.heard.clear()  # what the worker said to this test only

@@ -103,7 +103,7 @@ def sync(
     out_dir: Path,
     dry_run: bool = False,
     allow_pending: bool = False,
-    jobs: int = 1,
+    jobs: int = 0,
     scheduler: str | None = None,
     limits: Limits | None = None,
     on_start: Callable[[int], None] | None = None,

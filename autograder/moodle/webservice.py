@@ -275,8 +275,9 @@ class MoodleClient:
                                                                "format": COMMENTS_FORMAT_HTML}
             if update.draft_itemid is not None:
                 plugindata["files_filemanager"] = update.draft_itemid
-            grades.append({"userid": update.userid, "grade": update.grade, "attemptnumber": update.attemptnumber,
-                           "addattempt": False, "workflowstate": "", **({"plugindata": plugindata} if plugindata else {})})
+            grade = {"userid": update.userid, "grade": update.grade, "attemptnumber": update.attemptnumber,
+                     "addattempt": False, "workflowstate": ""}
+            grades.append({**grade, "plugindata": plugindata} if plugindata else grade)
         self.call("mod_assign_save_grades", {"assignmentid": assignment.id, "applytoall": False, "grades": grades},
                   where=_course(assignment))
 
