@@ -85,7 +85,7 @@ def test_errors_is_a_list_of_ints_per_epoch(student, iris, separable_sets):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 def test_iris_run(student, iris):
     """The classic run: Iris setosa vs versicolor, eta=0.1, n_iter=10 (updates per epoch and final predictions)."""
     X, y = iris
@@ -109,6 +109,16 @@ def test_net_input_and_predict(student, iris, rng):
     assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should equal X @ w_[1:] + w_[0]"
     clear = np.abs(expected) > 1e-9
     assert (labels(ppn, probes)[clear] == np.where(expected >= 0, 1, -1)[clear]).all(), "predict(X) should be +1 where net_input(X) >= 0 and -1 elsewhere"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, separable_sets):
+    """fit, net_input and predict leave the caller's X and y as they were (no in-place scaling or relabelling)."""
+    X, y = separable_sets[0]
+    ppn = unchanged_inputs("fit", student.Perceptron(eta=0.1, n_iter=10).fit, X=X, y=y)
+    unchanged_inputs("net_input", ppn.net_input, X=X)
+    unchanged_inputs("predict", ppn.predict, X=X)
 
 
 @pytest.mark.task(1)

@@ -112,7 +112,17 @@ def test_stopping_rule(student, separable_sets, noisy_sets):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(15)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, noisy_sets):
+    """fit, net_input and predict leave the caller's X and y as they were (no in-place scaling or relabelling)."""
+    X, y = noisy_sets[2]
+    model = unchanged_inputs("fit", student.Pocket(eta=0.3, n_iter=5, random_state=1).fit, X=X, y=y)
+    unchanged_inputs("net_input", model.net_input, X=X)
+    unchanged_inputs("predict", model.predict, X=X)
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(13)
 def test_pocket_keeps_the_best(student, noisy_sets):
     """On non-separable data, w_ has the lowest E_in of all epochs and error_in_sample_ is E_in of w_."""
     for X, y in noisy_sets:

@@ -51,7 +51,17 @@ def test_first_steps(student, random_problem):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(8)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
+    """gradient_descent, predict_proba and predict leave the caller's arrays as they were."""
+    X, y, weights = random_problem
+    unchanged_inputs("gradient_descent", student.gradient_descent, X=X, y=y, alpha=0.1, n_iter=5)
+    unchanged_inputs("predict_proba", student.predict_proba, w=weights[2], X=X)
+    unchanged_inputs("predict", student.predict, w=weights[2], X=X)
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(6)
 def test_agrees_with_scikit_learn(student, iris_sepal, random_problem):
     """On standardised data, gradient descent reaches the probabilities of scikit-learn's unregularised LogisticRegression."""
     X, y = iris_sepal

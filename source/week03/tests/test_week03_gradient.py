@@ -40,7 +40,15 @@ def test_gradient_formula(student, random_problem):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(10)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
+    """gradient leaves the caller's w, X and y as they were."""
+    X, y, weights = random_problem
+    unchanged_inputs("gradient", student.gradient, w=weights[1], X=X, y=y)
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(8)
 def test_gradient_matches_finite_differences(student, random_problem):
     """The gradient is the slope of the mean cross-entropy, measured numerically by central differences."""
     X, y, weights = random_problem

@@ -123,7 +123,7 @@ def test_worked_example(student, worked_example):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 def test_nearest_matches_sklearn_kdtree(student, float_sets):
     """nearest_neighbor finds the same distance as sklearn's KDTree on random data with duplicates (2-D and 3-D), and the smallest index among equally near copies."""
     for (X, queries), leaf_size in zip(float_sets, (2, 3)):
@@ -135,6 +135,16 @@ def test_nearest_matches_sklearn_kdtree(student, float_sets):
             assert math.isclose(distance, float(sklearn_distance), rel_tol=1e-9, abs_tol=1e-12), "nearest_neighbor's distance differs from sklearn's KDTree: the search misses the nearest point (check the pruning condition)"
             assert math.isclose(distance, float(np.sqrt(((X[index] - query) ** 2).sum())), rel_tol=1e-9, abs_tol=1e-12), "the distance returned should be the Euclidean distance from the query to the point returned"
             assert index == int(order[0]), "among equally near points (duplicates), nearest_neighbor should return the smallest index"
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, float_sets):
+    """nearest_neighbor and k_nearest leave the caller's X and query as they were."""
+    X, queries = float_sets[0]
+    tree = send_tree(student, X, 2)
+    unchanged_inputs("nearest_neighbor", student.nearest_neighbor, tree=tree, X=X, query=queries[0])
+    unchanged_inputs("k_nearest", student.k_nearest, tree=tree, X=X, query=queries[1], k=4)
 
 
 @pytest.mark.task(3)

@@ -123,7 +123,15 @@ def test_empty_message_scores_log_prior(student, seed):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(5)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, seed):
+    """train_naive_bayes leaves the caller's lists of messages and labels as they were (no in-place lower-casing or sorting)."""
+    docs, labels = random_corpus(seed=[seed, 55], class_sizes={"left": 4, "right": 5}, mixed_case=True)
+    unchanged_inputs("train_naive_bayes", student.train_naive_bayes, docs=docs, labels=labels)
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(3)
 def test_spam_example_unsmoothed(student):
     """Unsmoothed, "secret is secret" scores 0.004630 (spam) vs 0.000185 (ham), 96.15 % spam, as in the notes."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)

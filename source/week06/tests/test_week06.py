@@ -68,7 +68,7 @@ def perceptron_result(student, X, y, T, theta=None):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(10)
+@pytest.mark.points(8)
 def test_perceptron_from_zeros_follows_definition(student, rng):
     """From zeros, theta and the mistake counts follow the definition: a mistake when y * (theta . x) <= 0."""
     X = rng.integers(-3, 4, size=(12, 3)).astype(float)
@@ -98,6 +98,15 @@ def test_perceptron_starts_from_given_theta(student, rng):
 
 
 @pytest.mark.task(1)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, rng):
+    """perceptron_origin leaves the caller's X, y and starting theta as they were (theta += ... on the given array changes the caller's)."""
+    X = rng.normal(size=(15, 2))
+    y = np.where(X[:, 0] - X[:, 1] >= 0, 1.0, -1.0)
+    unchanged_inputs("perceptron_origin", student.perceptron_origin, X=X, y=y, T=2, theta=np.array([-1.0, 2.0]))
+
+
+@pytest.mark.task(1)
 @pytest.mark.points(5)
 def test_perceptron_separates_with_bounded_mistakes(student, rng):
     """On data separable through the origin, the perceptron separates it within (R / gamma)^2 mistakes."""
@@ -116,13 +125,23 @@ def test_perceptron_separates_with_bounded_mistakes(student, rng):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 def test_hinge_loss_elementwise(student):
     """hinge_loss is max(0, 1 - z), elementwise, keeping the array's shape."""
     z = np.array([[-3.0, -1.0, 0.0, 0.25], [0.999, 1.0, 1.5, 40.0]])
     loss = np.asarray(student.hinge_loss(z), dtype=float)
     assert loss.shape == z.shape, "hinge_loss does not keep the shape of its argument"
     assert np.allclose(loss, np.maximum(0.0, 1.0 - z)), "hinge_loss is not max(0, 1 - z) elementwise"
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged_hinge(unchanged_inputs, student, rng):
+    """hinge_loss and objective leave the caller's arrays as they were."""
+    X = rng.normal(size=(20, 3))
+    y = np.where(rng.random(20) < 0.5, -1.0, 1.0)
+    unchanged_inputs("hinge_loss", student.hinge_loss, z=rng.normal(scale=2.0, size=20))
+    unchanged_inputs("objective", student.objective, theta=np.array([0.8, -0.3, 1.1]), theta0=0.7, X=X, y=y, lam=0.1)
 
 
 @pytest.mark.task(2)
@@ -194,7 +213,15 @@ def test_fit_reaches_optimum_with_offset(student):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(10)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged_fit(unchanged_inputs, student, seed):
+    """fit_hinge leaves the caller's X and y as they were (no in-place centring or relabelling)."""
+    X, y = blobs(seed, [(-1, -1), (1, 1)], 1.2, n=40)
+    unchanged_inputs("fit_hinge", student.fit_hinge, X=X, y=y, lam=0.01, eta=0.1, n_iter=20)
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(8)
 @pytest.mark.call_timeout(20)
 def test_larger_lam_gives_wider_margin(student, seed):
     """A larger lam gives a larger margin 1 / ||theta||."""
