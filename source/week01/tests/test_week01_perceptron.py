@@ -104,7 +104,9 @@ def test_net_input_and_predict(student, iris, rng):
     w = weights(ppn, X.shape[1])
     probes = np.vstack([X, rng.uniform([4.0, 0.5], [7.5, 5.5], size=(50, 2))])
     expected = probes @ w[1:] + w[0]
-    net = np.asarray(ppn.net_input(probes), dtype=float)
+    net = ppn.net_input(probes)
+    assert isinstance(net, np.ndarray), f"net_input(X) returned a {type(net).__name__}; a numpy array is expected"
+    net = net.astype(float)
     assert net.shape == (len(probes),), "net_input(X) should return one value per row of X"
     assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should equal X @ w_[1:] + w_[0]"
     clear = np.abs(expected) > 1e-9

@@ -133,7 +133,9 @@ def test_pocket_keeps_the_best(student, noisy_sets):
         assert abs(in_sample_error(w, X, y) - error) <= EXACT, (
             "error_in_sample_ should be the in-sample error of the returned weights w_ (are w_ the pocketed weights, and a copy?)"
         )
-        net = np.asarray(model.net_input(X), dtype=float)
+        net = model.net_input(X)
+        assert isinstance(net, np.ndarray), f"net_input(X) returned a {type(net).__name__}; a numpy array is expected"
+        net = net.astype(float)
         assert net.shape == (len(X),), "net_input(X) should return one value per row of X"
         expected = X @ w[1:] + w[0]
         assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should be X @ w_[1:] + w_[0]"

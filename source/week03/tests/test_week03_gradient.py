@@ -21,8 +21,8 @@ def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
 
 def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     result = student.gradient(w, X, y)
-    assert isinstance(result, np.ndarray), "gradient should return a numpy array"
-    assert result.shape == w.shape, "gradient should return a vector of the same length as w"
+    assert isinstance(result, np.ndarray), f"gradient returned a {type(result).__name__}; a numpy array is expected"
+    assert result.shape == w.shape, f"gradient should return a vector of the same length as w: shape {w.shape}, not {result.shape}"
     return result.astype(float)
 
 

@@ -13,8 +13,8 @@ from scipy.special import expit
 
 
 def values(result: object, shape: tuple[int, ...], what: str) -> np.ndarray:
-    assert isinstance(result, np.ndarray), f"{what} should return a numpy array"
-    assert result.shape == shape, f"{what} should return an array of the same shape as its input"
+    assert isinstance(result, np.ndarray), f"{what} returned a {type(result).__name__}; a numpy array is expected"
+    assert result.shape == shape, f"{what} should return an array of the same shape as its input: {shape}, not {result.shape}"
     return result.astype(float)
 
 

@@ -55,7 +55,7 @@ def class_counts(docs: list[str], labels: list[str]) -> dict[str, Counter]:
 def exp_scores(student, model, text: str, smoothing: bool) -> dict[str, float]:
     """The student's scores as probabilities (exp of their log scores)."""
     scores = student.log_scores(model, text, smoothing=smoothing)
-    assert isinstance(scores, dict), "log_scores does not return a dictionary {label: log score}"
+    assert isinstance(scores, dict), f"log_scores returned a {type(scores).__name__}; a dictionary {{label: log score}} is expected"
     return {label: math.exp(score) for label, score in scores.items()}
 
 
@@ -114,7 +114,8 @@ def test_empty_message_scores_log_prior(student, seed):
     model = student.train_naive_bayes(docs, labels)
     for smoothing in (True, False):
         scores = student.log_scores(model, "", smoothing=smoothing)
-        assert isinstance(scores, dict) and set(scores) == set(labels), "log_scores does not return one score per class"
+        assert isinstance(scores, dict), f"log_scores returned a {type(scores).__name__}; a dictionary {{label: log score}} is expected"
+        assert set(scores) == set(labels), "log_scores does not return one score per class (its keys should be the training labels)"
         for label in set(labels):
             prior = labels.count(label) / len(labels)
             assert math.isclose(scores[label], math.log(prior), rel_tol=1e-9), (
@@ -210,9 +211,8 @@ def test_posteriors_follow_log_scores(student):
     for text in ["secret is secret", "today is secret", "play sports today", "click link money"]:
         label, posteriors = student.predict(model, text)
         expected = softmax(student.log_scores(model, text))
-        assert isinstance(posteriors, dict) and set(posteriors) == set(expected), (
-            "predict does not return a dictionary with one posterior per class"
-        )
+        assert isinstance(posteriors, dict), f"predict's posteriors are a {type(posteriors).__name__}; a dictionary {{label: posterior}} is expected"
+        assert set(posteriors) == set(expected), "predict's posteriors should have one entry per class (its keys should be the training labels)"
         assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), "the posteriors do not add up to 1"
         for c in expected:
             assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), (

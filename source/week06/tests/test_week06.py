@@ -48,9 +48,13 @@ def optimal_objective(X: np.ndarray, y: np.ndarray, lam: float) -> float:
 def fitted(student, X: np.ndarray, y: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
     """The student's (theta, theta0), checked for shape and finiteness."""
     result = student.fit_hinge(X, y, **kwargs)
-    assert isinstance(result, tuple) and len(result) == 2, "fit_hinge does not return a pair (theta, theta0)"
-    theta, theta0 = np.asarray(result[0], dtype=float), float(np.asarray(result[1], dtype=float))
-    assert theta.shape == (X.shape[1],), "fit_hinge's theta does not have one weight per feature"
+    assert isinstance(result, tuple) and len(result) == 2, "fit_hinge does not return a tuple (theta, theta0)"
+    assert isinstance(result[0], np.ndarray), f"fit_hinge's theta is a {type(result[0]).__name__}; a numpy array is expected"
+    assert isinstance(result[1], (int, float)) and not isinstance(result[1], bool), (
+        f"fit_hinge's theta0 is a {type(result[1]).__name__}; a number is expected"
+    )
+    theta, theta0 = result[0].astype(float), float(result[1])
+    assert theta.shape == (X.shape[1],), f"fit_hinge's theta should have one weight per feature: shape ({X.shape[1]},), not {theta.shape}"
     assert np.all(np.isfinite(theta)) and np.isfinite(theta0), "fit_hinge returns infinite or nan weights (diverged?)"
     return theta, theta0
 
@@ -62,9 +66,14 @@ def perceptron_result(student, X, y, T, theta=None):
     """The student's (theta, n_mistakes, mistakes_per_example) as arrays and an int."""
     result = student.perceptron_origin(X, y, T) if theta is None else student.perceptron_origin(X, y, T, theta=theta)
     assert isinstance(result, tuple) and len(result) == 3, (
-        "perceptron_origin does not return (theta, n_mistakes, mistakes_per_example)"
+        "perceptron_origin does not return a tuple (theta, n_mistakes, mistakes_per_example)"
     )
-    return np.asarray(result[0], dtype=float), result[1], np.asarray(result[2])
+    for value, name in ((result[0], "theta"), (result[2], "mistakes_per_example")):
+        assert isinstance(value, np.ndarray), f"perceptron_origin's {name} is a {type(value).__name__}; a numpy array is expected"
+    assert isinstance(result[1], (int, np.integer)) and not isinstance(result[1], bool), (
+        f"perceptron_origin's n_mistakes is a {type(result[1]).__name__}; an int is expected"
+    )
+    return result[0].astype(float), int(result[1]), result[2]
 
 
 @pytest.mark.task(1)
@@ -129,8 +138,10 @@ def test_perceptron_separates_with_bounded_mistakes(student, rng):
 def test_hinge_loss_elementwise(student):
     """hinge_loss is max(0, 1 - z), elementwise, keeping the array's shape."""
     z = np.array([[-3.0, -1.0, 0.0, 0.25], [0.999, 1.0, 1.5, 40.0]])
-    loss = np.asarray(student.hinge_loss(z), dtype=float)
-    assert loss.shape == z.shape, "hinge_loss does not keep the shape of its argument"
+    loss = student.hinge_loss(z)
+    assert isinstance(loss, np.ndarray), f"hinge_loss returned a {type(loss).__name__}; a numpy array is expected"
+    assert loss.shape == z.shape, f"hinge_loss does not keep the shape of its argument: {z.shape} in, {loss.shape} out"
+    loss = loss.astype(float)
     assert np.allclose(loss, np.maximum(0.0, 1.0 - z)), "hinge_loss is not max(0, 1 - z) elementwise"
 
 
