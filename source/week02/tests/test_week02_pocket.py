@@ -72,7 +72,7 @@ def fitted(student, X: np.ndarray, y: np.ndarray, **params: float) -> tuple[obje
         f"w_ should hold float64 numbers (NumPy's default), not {w.dtype}: lower precision changes the run"
     )
     errors = model.errors_
-    assert isinstance(errors, (list, tuple, np.ndarray)), "errors_ should be a list with E_in after each epoch"
+    assert isinstance(errors, list), f"errors_ is a {type(errors).__name__}; a list with E_in after each epoch is expected"
     errors = [float(e) for e in np.asarray(errors, dtype=float).ravel()]
     error = model.error_in_sample_
     assert isinstance(error, (int, float)), "error_in_sample_ should be a number (the pocketed weights' E_in)"
