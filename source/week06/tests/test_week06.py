@@ -208,7 +208,39 @@ def test_fit_with_defaults_reaches_optimum(student):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(15)
+@pytest.mark.points(5)
+def test_fit_takes_the_asked_for_steps(student, seed):
+    """fit_hinge takes n_iter full-batch subgradient steps of size eta from zeros: its result is the last iterate (or the best one seen) of that very run, for several eta and n_iter."""
+    X, y = blobs(seed, [(0, 0), (2, 1)], 1.0, n=40)
+    for eta, n_iter, lam in ((0.05, 1, 0.1), (0.3, 3, 0.1), (0.2, 7, 0.05)):
+        theta, theta0 = fitted(student, X, y, lam=lam, eta=eta, n_iter=n_iter)
+        iterates = subgradient_iterates(X, y, lam, eta, n_iter)
+        values = [objective(t, t0, X, y, lam) for t, t0 in iterates]
+        allowed = [iterates[-1], iterates[int(np.argmin(values))], iterates[int(np.argmin(values[:-1]))]]
+        assert any(max(float(np.max(np.abs(theta - t))), abs(theta0 - t0)) <= 1e-9 * (1 + float(np.max(np.abs(t))))
+                   for t, t0 in allowed), (
+            f"with eta={eta} and n_iter={n_iter}, fit_hinge should return the result of n_iter steps "
+            "theta -= eta * (subgradient of the objective) from zeros: use the eta and n_iter it is given, "
+            "a fixed step and the full batch"
+        )
+
+
+def subgradient_iterates(X: np.ndarray, y: np.ndarray, lam: float, eta: float, n_iter: int) -> list[tuple[np.ndarray, float]]:
+    """Every iterate of full-batch subgradient descent from zeros, the start included. On
+    these random float data no margin is ever exactly 1 after the first step, so the
+    convention at the kink (< 1 or <= 1) does not matter."""
+    theta, theta0 = np.zeros(X.shape[1]), 0.0
+    iterates = [(theta, theta0)]
+    for _ in range(n_iter):
+        inside = y * (X @ theta + theta0) < 1
+        theta = theta - eta * (-(y[inside] @ X[inside]) / len(y) + lam * theta)
+        theta0 = theta0 - eta * (-np.sum(y[inside]) / len(y))
+        iterates.append((theta, float(theta0)))
+    return iterates
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(12)
 @pytest.mark.call_timeout(30)
 def test_fit_reaches_optimum_with_offset(student):
     """fit_hinge reaches the minimum of the objective on data far from the origin, where theta0 matters."""
@@ -232,7 +264,7 @@ def test_leaves_its_inputs_unchanged_fit(unchanged_inputs, student, seed):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 @pytest.mark.call_timeout(20)
 def test_larger_lam_gives_wider_margin(student, seed):
     """A larger lam gives a larger margin 1 / ||theta||."""
