@@ -143,7 +143,29 @@ def test_pocket_keeps_the_best(student, noisy_sets):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(15)
+@pytest.mark.points(2)
+def test_leaves_the_global_random_state_alone(student, noisy_sets):
+    """fit draws its start from its own RandomState(random_state) and leaves NumPy's global random generator alone (no np.random.seed)."""
+    X, y = noisy_sets[2]
+    if "np" not in student:  # a notebook without ``np`` cannot have seeded it through ``np``
+        return
+    before = student.np.random.get_state()
+    student.Pocket(eta=0.3, n_iter=3, random_state=7).fit(X, y)
+    after = student.np.random.get_state()
+    assert state_key(after) == state_key(before), (
+        "fit changed NumPy's global random state (np.random.seed or a draw from np.random): "
+        "draw the starting weights from np.random.RandomState(random_state), which leaves the caller's random numbers alone"
+    )
+
+
+def state_key(state: object) -> tuple:
+    """``np.random.get_state()`` as comparable plain values."""
+    assert isinstance(state, tuple) and len(state) == 5 and isinstance(state[1], np.ndarray), "np.random.get_state() did not answer as NumPy's does"
+    return (state[0], state[1].tobytes(), *state[2:])
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(13)
 def test_matches_the_pocket_run(student, noisy_sets):
     """Perceptron passes in order, E_in after each pass, and pocketing only on a strict improvement, epoch by epoch."""
     for X, y in noisy_sets:
