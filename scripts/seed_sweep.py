@@ -8,7 +8,9 @@ the reference notebook or on a trusted fixture notebook (``--submission``), and 
 
 - on the reference: every (test, seed) that fails (there must be none);
 - on a fixture (``--verdicts``): every test whose verdict is not the same on every seed
-  (a wrong answer must lose the same tests whatever the draw).
+  (a wrong answer must lose the same tests whatever the draw);
+- with ``--fixtures``: that check for every graded fixture of the week in
+  ``tests/fixtures/WEEK/expectations.json``, each in its own process.
 
 The seed of run ``N`` is the one grading derives from a submission seed ``N`` (the same
 hash of the base seed, file and test name), so ``pytest source/weekNN --seed N -k TEST``
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -59,12 +62,12 @@ class SweepPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            test, _, base = report.nodeid.rpartition("[")
-            self.outcomes[test.rpartition("::")[2]][int(base.rstrip("]"))] = report.outcome
+            test, _, base = report.nodeid.rpartition("[")  # path/test_x.py::test_y[12]
+            self.outcomes[test.rpartition("/")[2]][int(base.rstrip("]"))] = report.outcome
 
 
 def sweep(week: str, bases: range, submission: Path | None = None) -> dict[str, dict[int, str]]:
-    """{test name: {submission seed: "passed" | "failed"}} for the week's fresh-data tests."""
+    """{"test_file.py::test_name": {submission seed: "passed" | "failed"}} for the week's fresh-data tests."""
     plugin = SweepPlugin(bases)
     args = [str(ROOT / "source" / week / "tests"), "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
             "--no-header", "-rN", "--tb=no", "-o", "console_output_style=classic"]
@@ -76,6 +79,29 @@ def sweep(week: str, bases: range, submission: Path | None = None) -> dict[str, 
     return plugin.outcomes
 
 
+def sweep_fixtures(week: str, seeds: int, start: int) -> int:
+    """Check every graded fixture of ``week`` has one verdict per test on every seed; the
+    number of fixtures that do not."""
+    folder = ROOT / "tests" / "fixtures" / week
+    expectations = json.loads((folder / "expectations.json").read_text())
+    mixed = 0
+    for name, expected in expectations.items():
+        if "status" in expected:  # not graded (untouched stub, another week's notebook)
+            continue
+        run = subprocess.run([sys.executable, __file__, week, "--seeds", str(seeds), "--start", str(start),
+                              "--submission", str(folder / name), "--verdicts"],
+                             capture_output=True, text=True, timeout=900)
+        summary = [line for line in run.stdout.splitlines() if ": passes (" in line or ": fails (" in line
+                   or ": mixed (" in line]
+        failing = [line.split(":")[0] for line in summary if ": passes (" not in line]
+        print(f"{name}: {'MIXED' if run.returncode else 'same on every seed'}; failing fresh-data tests: {failing or 'none'}")
+        for line in summary:
+            if ": mixed (" in line:
+                print(f"    {line}")
+        mixed += run.returncode != 0
+    return mixed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("week", help="e.g. week04")
@@ -84,8 +110,12 @@ def main() -> int:
     parser.add_argument("--submission", type=Path, help="a trusted fixture notebook instead of the reference")
     parser.add_argument("--verdicts", action="store_true",
                         help="check each test has one verdict on every seed (for wrong-answer fixtures)")
+    parser.add_argument("--fixtures", action="store_true",
+                        help="run --verdicts on every graded fixture of the week, each in its own process")
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
     args = parser.parse_args()
+    if args.fixtures:
+        return 1 if sweep_fixtures(args.week, args.seeds, args.start) else 0
     outcomes = sweep(args.week, range(args.start, args.start + args.seeds), args.submission)
     if args.json:
         args.json.write_text(json.dumps(outcomes, indent=1, sort_keys=True))
