@@ -15,8 +15,14 @@ from sklearn.linear_model import LogisticRegression
 
 
 def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
-    p = expit(X @ w)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    """The mean cross-entropy, with log p and log(1 - p) computed without forming 1 - p.
+
+    ``np.log(1 - expit(z))`` loses about 1e-16 / (1 - p) of relative precision when p is near 1
+    (z of 10 or more), and a central difference divides that error by 2h = 2e-6: on about 3 %
+    of random draws the slope measured that way missed a correct gradient by more than the
+    tolerance. ``-logaddexp(0, -z)`` and ``-logaddexp(0, z)`` are exact to rounding."""
+    z = X @ w
+    return float(np.mean(y * np.logaddexp(0.0, -z) + (1 - y) * np.logaddexp(0.0, z)))
 
 
 def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
