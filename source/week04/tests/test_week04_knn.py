@@ -56,9 +56,9 @@ def as_label(value: object) -> object:
 
 def as_number(value: object, what: str) -> float:
     if isinstance(value, np.ndarray):
-        assert value.size == 1, f"{what} should return a single number"
+        assert value.size == 1, f"{what} should return a single number, not an array of {value.size}"
         value = value.item()
-    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{what} should return a number"
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{what} returned a {type(value).__name__}; a number is expected"
     return float(value)
 
 

@@ -94,17 +94,19 @@ def neighbour_order(X: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def search_result(result: object, n: int) -> tuple[int, float, int]:
     """``nearest_neighbor``'s answer, after checking its shape: (index, distance, count)."""
-    assert isinstance(result, (tuple, list)) and len(result) == 3, "nearest_neighbor should return a tuple (index, distance, n_distance_computations)"
+    assert isinstance(result, tuple), f"nearest_neighbor returned a {type(result).__name__}; a tuple (index, distance, n_distance_computations) is expected"
+    assert len(result) == 3, f"nearest_neighbor returned a tuple of {len(result)}; three values (index, distance, n_distance_computations) are expected"
     index, distance, count = (value.item() if isinstance(value, np.ndarray) and value.size == 1 else value for value in result)
-    assert isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n, "the first element should be a row index of X"
-    assert isinstance(distance, (int, float)) and not isinstance(distance, bool), "the second element should be a distance (a number)"
-    assert isinstance(count, int) and not isinstance(count, bool), "the third element should be the number of distances computed (an int)"
+    assert isinstance(index, int) and not isinstance(index, bool), f"nearest_neighbor's first element (the index) is a {type(index).__name__}; an int is expected"
+    assert 0 <= index < n, "nearest_neighbor's first element should be a row index of X (0 to n - 1)"
+    assert isinstance(distance, (int, float)) and not isinstance(distance, bool), f"nearest_neighbor's second element (the distance) is a {type(distance).__name__}; a number is expected"
+    assert isinstance(count, int) and not isinstance(count, bool), f"nearest_neighbor's third element (the number of distances computed) is a {type(count).__name__}; an int is expected"
     return index, float(distance), count
 
 
 def index_list(result: object, what: str) -> list[int]:
     """A returned sequence of indices as a list of ints."""
-    assert isinstance(result, (list, tuple, np.ndarray)), f"{what} should return a list or array of indices"
+    assert isinstance(result, (list, np.ndarray)), f"{what} returned a {type(result).__name__}; a list or a 1-D numpy array of indices is expected"
     values = np.asarray(result)
     assert values.ndim == 1 and (values.size == 0 or np.issubdtype(values.dtype, np.integer)), f"{what} should return a 1-D sequence of integer indices"
     return [int(v) for v in values]

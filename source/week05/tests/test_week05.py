@@ -59,6 +59,24 @@ def exp_scores(student, model, text: str, smoothing: bool) -> dict[str, float]:
     return {label: math.exp(score) for label, score in scores.items()}
 
 
+def probability(value: object) -> float:
+    """``word_probability``'s answer, after checking it is a number."""
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), (
+        f"word_probability returned a {type(value).__name__}; a number is expected"
+    )
+    return float(value)
+
+
+def predicted(result: object) -> tuple[object, dict]:
+    """``predict``'s answer, after checking it is a tuple (label, {label: posterior})."""
+    assert isinstance(result, tuple) and len(result) == 2, (
+        f"predict returned a {type(result).__name__}; a tuple (label, {{label: posterior}}) is expected"
+    )
+    label, posteriors = result
+    assert isinstance(posteriors, dict), f"predict's posteriors are a {type(posteriors).__name__}; a dictionary {{label: posterior}} is expected"
+    return label, posteriors
+
+
 def softmax(scores: dict[str, float]) -> dict[str, float]:
     """Posteriors from log scores, computed stably here in the grader."""
     largest = max(scores.values())
@@ -87,7 +105,9 @@ def test_tokenize(student):
         "": [],
     }
     for text, expected in cases.items():
-        assert list(student.tokenize(text)) == expected, "tokenize does not give the lower-cased words split on white space"
+        tokens = student.tokenize(text)
+        assert isinstance(tokens, list), f"tokenize returned a {type(tokens).__name__}; a list of words is expected"
+        assert tokens == expected, "tokenize does not give the lower-cased words split on white space"
 
 
 @pytest.mark.task(1)
@@ -100,7 +120,7 @@ def test_unsmoothed_probability_is_relative_count(student, seed):
     for label, counter in counts.items():
         total = sum(counter.values())
         for word in sorted(counter)[:6]:
-            p = student.word_probability(model, word, label, smoothing=False)
+            p = probability(student.word_probability(model, word, label, smoothing=False))
             assert math.isclose(p, counter[word] / total, rel_tol=1e-9), (
                 "unsmoothed word_probability is not count(word, c) / N(c) on a training set with mixed-case messages"
             )
@@ -157,7 +177,7 @@ def test_smoothed_probability_formula(student, seed):
     for label, counter in counts.items():
         denominator = sum(counter.values()) + len(counter) + 1
         for word in [*sorted(counter)[:5], "zucchini", *[w for w in WORDS if w not in counter][:1]]:
-            p = student.word_probability(model, word, label)
+            p = probability(student.word_probability(model, word, label))
             assert math.isclose(p, (counter[word] + 1) / denominator, rel_tol=1e-9), (
                 "smoothed word_probability is not (count(word, c) + 1) / (N(c) + V(c) + 1)"
             )
@@ -171,8 +191,8 @@ def test_smoothed_probabilities_sum_to_one(student, seed):
     counts = class_counts(docs, labels)
     model = student.train_naive_bayes(docs, labels)
     for label, counter in counts.items():
-        total = sum(student.word_probability(model, word, label) for word in counter)
-        total += student.word_probability(model, "neverseenword", label)
+        total = sum(probability(student.word_probability(model, word, label)) for word in counter)
+        total += probability(student.word_probability(model, "neverseenword", label))
         assert math.isclose(total, 1.0, rel_tol=1e-9), (
             "smoothed probabilities over the class's vocabulary plus the unknown word do not sum to 1"
         )
@@ -209,9 +229,8 @@ def test_posteriors_follow_log_scores(student):
     """predict returns the class with the largest log score and posteriors proportional to exp(log score), summing to 1."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     for text in ["secret is secret", "today is secret", "play sports today", "click link money"]:
-        label, posteriors = student.predict(model, text)
+        label, posteriors = predicted(student.predict(model, text))
         expected = softmax(student.log_scores(model, text))
-        assert isinstance(posteriors, dict), f"predict's posteriors are a {type(posteriors).__name__}; a dictionary {{label: posterior}} is expected"
         assert set(posteriors) == set(expected), "predict's posteriors should have one entry per class (its keys should be the training labels)"
         assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), "the posteriors do not add up to 1"
         for c in expected:
@@ -232,7 +251,7 @@ def test_long_message_does_not_underflow(student, rng):
     for text in (balanced, one_sided):
         scores = student.log_scores(model, text)
         assert all(math.isfinite(s) for s in scores.values()), "smoothed log scores of a long message are not finite"
-        label, posteriors = student.predict(model, text)
+        label, posteriors = predicted(student.predict(model, text))
         values = list(posteriors.values())
         assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in values), (
             "posteriors of a 10,000-word message are not finite probabilities (underflow?)"
@@ -279,7 +298,7 @@ def test_agrees_with_multinomial_nb(student, seed):
     log_odds = np.abs(log_proba[:, 0] - log_proba[:, 1])
 
     model = student.train_naive_bayes(train_docs, train_labels)
-    predicted = np.array([student.predict(model, doc)[0] for doc in test_docs])
+    labels = np.array([predicted(student.predict(model, doc))[0] for doc in test_docs])
 
     # MultinomialNB(alpha=1) smooths with (count + 1) / (N(c) + |vocabulary|), the course
     # with (count + 1) / (N(c) + V(c) + 1). On this corpus every word occurs in both classes
@@ -288,7 +307,7 @@ def test_agrees_with_multinomial_nb(student, seed):
     # scikit-learn's log-odds exceed 0.1, and may differ only on near-ties; at least 95 %
     # must agree overall.
     clear = log_odds > 0.1
-    assert np.all(predicted[clear] == reference[clear]), (
+    assert np.all(labels[clear] == reference[clear]), (
         "predict disagrees with MultinomialNB on messages whose class is clear"
     )
-    assert np.mean(predicted == reference) >= 0.95, "predict agrees with MultinomialNB on fewer than 95 % of messages"
+    assert np.mean(labels == reference) >= 0.95, "predict agrees with MultinomialNB on fewer than 95 % of messages"
