@@ -184,7 +184,27 @@ def test_smoothed_probability_formula(student, seed):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(10)
+@pytest.mark.points(2)
+def test_scoring_leaves_the_model_unchanged(student):
+    """Asking for the probability of an unseen word, or scoring a message, does not change the model: the probabilities asked before and after agree."""
+    model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
+    questions = [(word, label, smoothing) for word in ("secret", "sports", "today")
+                 for label in ("spam", "ham") for smoothing in (True, False)]
+    before = [probability(student.word_probability(model, *question)) for question in questions]
+    for label in ("spam", "ham"):
+        student.word_probability(model, "zucchini", label)
+        student.word_probability(model, "quokka", label, smoothing=False)
+    student.log_scores(model, "never heard such words")
+    student.predict(model, "unheard of offers today")
+    after = [probability(student.word_probability(model, *question)) for question in questions]
+    assert after == before, (
+        "asking about unseen words changed the model: the same probabilities differ afterwards "
+        "(look a word up without adding it: counts.get(word, 0); a defaultdict adds every key it is asked for)"
+    )
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(8)
 def test_smoothed_probabilities_sum_to_one(student, seed):
     """The smoothed probabilities of a class's words plus that of the unknown word add up to 1."""
     docs, labels = random_corpus(seed=[seed, 54], class_sizes={"up": 5, "down": 5}, mixed_case=False)
