@@ -8,8 +8,8 @@ During grading, ``autograder.grading.loop`` puts a sandboxed submission behind i
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np

@@ -227,14 +227,12 @@ def unchanged(sent: Any, now: Any) -> bool:
     if isinstance(sent, np.ndarray):
         return isinstance(now, np.ndarray) and now.shape == sent.shape and now.dtype == sent.dtype \
             and now.tobytes() == sent.tobytes()
-    if isinstance(sent, (list, tuple, dict)):
-        if type(now) is not type(sent) or len(now) != len(sent):
-            return False
-        if isinstance(sent, dict):
-            return sent.keys() == now.keys() and all(unchanged(v, now[k]) for k, v in sent.items())
-        return all(unchanged(a, b) for a, b in zip(sent, now))
-    # scalars: the codec may turn numpy scalars into Python ones, so compare values
+    if isinstance(sent, dict):
+        return isinstance(now, dict) and sent.keys() == now.keys() and all(unchanged(v, now[k]) for k, v in sent.items())
+    if isinstance(sent, (list, tuple)):
+        return type(now) is type(sent) and len(now) == len(sent) and all(unchanged(a, b) for a, b in zip(sent, now))
+    # scalars: the codec may turn numpy scalars into Python ones, so compare values (NaN equals NaN)
     try:
-        return bool(sent == now) or bool(sent != sent and now != now)
+        return bool(sent == now) or bool(np.isnan(sent) and np.isnan(now))
     except (TypeError, ValueError):
         return False
