@@ -93,7 +93,7 @@ def sweep_fixtures(week: str, seeds: int, start: int) -> int:
                              check=False, capture_output=True, text=True, timeout=900)
         summary = [line for line in run.stdout.splitlines() if ": passes (" in line or ": fails (" in line
                    or ": mixed (" in line]
-        failing = [line.split(":")[0] for line in summary if ": passes (" not in line]
+        failing = [line.split(": ")[0] for line in summary if ": passes (" not in line]
         print(f"{name}: {'MIXED' if run.returncode else 'same on every seed'}; failing fresh-data tests: {failing or 'none'}")
         for line in summary:
             if ": mixed (" in line:
