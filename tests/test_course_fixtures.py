@@ -2,7 +2,8 @@
 
 ``tests/fixtures/weekNN/expectations.json`` says what each must get: correct-but-different
 variants full marks, each plausible wrong answer a loss on the right task and full marks
-on the others, the untouched stub ``not_attempted``.
+on the others (and, under ``fails``, the hidden tests that must be the ones to catch it),
+the untouched stub ``not_attempted``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def test_fixture_gets_its_expected_outcome(course: Course, slot: ZygoteSlot, wee
         assert autograded[task].score < autograded[task].max_score, f"task {task} should lose points"
     for task in expected.get("keeps", []):
         assert autograded[task].score == autograded[task].max_score, (task, failing)
+    failed = {t.name for t in result.tests if not t.passed}
+    for test in expected.get("fails", []):  # the check that must catch it, not only some check of the task
+        assert test in failed, f"{test} should fail; failed: {sorted(failed)}"
 
 
 def test_feedback_never_reveals_hidden_test_source(course: Course, slot: ZygoteSlot):

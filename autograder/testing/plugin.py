@@ -8,6 +8,7 @@ During grading, ``autograder.grading.loop`` puts a sandboxed submission behind i
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -117,3 +118,22 @@ def seed(request: pytest.FixtureRequest) -> int:
 def rng(seed: int) -> np.random.Generator:
     """A numpy generator on this test's ``seed``: the way hidden tests draw their data."""
     return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def unchanged_inputs(student: Student) -> Callable[..., Any]:
+    """``unchanged_inputs("fit", model.fit, X=X, y=y)``: call with those arguments (in that
+    order, positionally), return the value, and fail the test, naming the arguments, if
+    the call changed any of them in place. The instructions promise students that their
+    functions' inputs are theirs to read, not to change; see ``Student.call_checking_inputs``."""
+
+    def check(what: str, function: Any, **arguments: Any) -> Any:
+        names = list(arguments)
+        value, changed = student.call_checking_inputs(function, *arguments.values())
+        if changed:
+            named = [names[int(c.removeprefix("argument ")) - 1] for c in changed]
+            raise AssertionError(f"{what} changed its argument{'s' if len(named) > 1 else ''} {' and '.join(named)} "
+                                 "in place: it must not modify the data it is given (work on a copy)")
+        return value
+
+    return check

@@ -11,6 +11,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, Protocol
 
+import numpy as np
+
 from autograder.exceptions import (
     MissingName,
     NotAttempted,
@@ -107,6 +109,31 @@ class Student:
         value = self._ask(message, function, reply_out=reply)
         return value, list(reply.get("warnings", []))
 
+    def call_checking_inputs(self, function: Remote, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+        """Call ``function`` and also say which of its arguments it changed.
+
+        The arguments are copied into the worker, so the caller's arrays here can never
+        change; a function that modifies its inputs in place (``X -= X.mean(0)``) would
+        go unnoticed. The worker sends the arguments back as the call left them and they
+        are compared here, bit for bit, with what was sent. Returns the call's value and
+        the changed arguments, named ``"argument 2"`` (positional, from 1) or ``"y"``.
+        """
+        if not isinstance(function, Remote):
+            raise TypeError("call_checking_inputs needs a remote callable, such as student.gradient")
+        message = {"op": "call", "obj": function._ref.id, "inputs": True,
+                   "args": self._encode_args(args), "kwargs": self._encode_args(kwargs)}
+        reply: dict[str, Any] = {}
+        value = self._ask(message, function, reply_out=reply)
+        generation = self._channel.generation
+        after_args, after_kwargs = (decode(tree, resolve=lambda ref: Remote(self, ref, generation))
+                                    for tree in reply["inputs"])
+        if type(after_args) is not tuple or len(after_args) != len(args) \
+                or type(after_kwargs) is not dict or set(after_kwargs) != set(kwargs):
+            raise ProtocolError("the worker sent back arguments that do not match the call")
+        changed = [f"argument {i}" for i, (sent, now) in enumerate(zip(args, after_args), start=1) if not unchanged(sent, now)]
+        changed += [name for name, sent in kwargs.items() if not unchanged(sent, after_kwargs[name])]
+        return value, changed
+
     def same(self, a: Any, b: Any) -> bool:
         """Whether two remote objects are the same object in the worker (``a is b``)."""
         return isinstance(a, Remote) and isinstance(b, Remote) and a._ref.id == b._ref.id \
@@ -168,6 +195,11 @@ def check_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any
             if type(caught) is not list or len(caught) > MAX_WARNINGS or any(type(w) is not str for w in caught):
                 raise ProtocolError("the worker's warnings are not a short list of strings")
             checked["warnings"] = [w[:MAX_TEXT] for w in caught]
+        if request.get("inputs"):
+            inputs = reply.get("inputs")
+            if type(inputs) is not list or len(inputs) != 2:
+                raise ProtocolError("the worker did not send back the call's arguments")
+            checked["inputs"] = inputs
         return checked
     if ok is not False:
         raise ProtocolError("the worker's reply is neither a value nor an error")
@@ -189,3 +221,24 @@ def check_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any
         return {"ok": False, "kind": "exception", "ename": ename, "evalue": evalue[:MAX_TEXT], "not_implemented": stub,
                 "builtin": base if known else None}
     raise ProtocolError("the worker's reply is of an unknown kind")
+
+
+def unchanged(sent: Any, now: Any) -> bool:
+    """Whether an argument came back from a call as it was sent: same type, same shape and
+    dtype, same values bit for bit (NaN equals NaN); containers compared item by item.
+    Remote objects (a tree the test built in the worker) are not data and always count as
+    unchanged."""
+    if isinstance(sent, Remote):
+        return True
+    if isinstance(sent, np.ndarray):
+        return isinstance(now, np.ndarray) and now.shape == sent.shape and now.dtype == sent.dtype \
+            and now.tobytes() == sent.tobytes()
+    if isinstance(sent, dict):
+        return isinstance(now, dict) and sent.keys() == now.keys() and all(unchanged(v, now[k]) for k, v in sent.items())
+    if isinstance(sent, (list, tuple)):
+        return type(now) is type(sent) and len(now) == len(sent) and all(unchanged(a, b) for a, b in zip(sent, now))
+    # scalars: the codec may turn numpy scalars into Python ones, so compare values (NaN equals NaN)
+    try:
+        return bool(sent == now) or bool(np.isnan(sent) and np.isnan(now))
+    except (TypeError, ValueError):
+        return False

@@ -158,12 +158,18 @@ class WorkerCore:
                 args = decode(request.get("args", {"t": []}), resolve=self._resolve)
                 kwargs = decode(request.get("kwargs", {"d": []}), resolve=self._resolve)
                 if not request.get("warnings"):
-                    return self._value(target(*args, **kwargs))
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
                     reply = self._value(target(*args, **kwargs))
-                reply["warnings"] = [f"{w.category.__name__}: {_safe_text(w.message)}"[:MAX_MESSAGE_TEXT]
-                                     for w in caught[:MAX_WARNINGS]]
+                else:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        reply = self._value(target(*args, **kwargs))
+                    reply["warnings"] = [f"{w.category.__name__}: {_safe_text(w.message)}"[:MAX_MESSAGE_TEXT]
+                                         for w in caught[:MAX_WARNINGS]]
+                if request.get("inputs"):
+                    # the arguments as the call left them: the grader compares them with what
+                    # it sent, to tell whether the student's code changed its caller's data
+                    reply["inputs"] = [encode(args, handle_for=self._handle_for),
+                                       encode(kwargs, handle_for=self._handle_for)]
                 return reply
             return {"ok": False, "kind": "protocol", "evalue": f"unknown op {str(op)[:30]!r}"}
         except BaseException as exc:  # noqa: BLE001 - the student's code may raise anything

@@ -85,7 +85,7 @@ def test_errors_is_a_list_of_ints_per_epoch(student, iris, separable_sets):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 def test_iris_run(student, iris):
     """The classic run: Iris setosa vs versicolor, eta=0.1, n_iter=10 (updates per epoch and final predictions)."""
     X, y = iris
@@ -104,11 +104,23 @@ def test_net_input_and_predict(student, iris, rng):
     w = weights(ppn, X.shape[1])
     probes = np.vstack([X, rng.uniform([4.0, 0.5], [7.5, 5.5], size=(50, 2))])
     expected = probes @ w[1:] + w[0]
-    net = np.asarray(ppn.net_input(probes), dtype=float)
+    net = ppn.net_input(probes)
+    assert isinstance(net, np.ndarray), f"net_input(X) returned a {type(net).__name__}; a numpy array is expected"
+    net = net.astype(float)
     assert net.shape == (len(probes),), "net_input(X) should return one value per row of X"
     assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should equal X @ w_[1:] + w_[0]"
     clear = np.abs(expected) > 1e-9
     assert (labels(ppn, probes)[clear] == np.where(expected >= 0, 1, -1)[clear]).all(), "predict(X) should be +1 where net_input(X) >= 0 and -1 elsewhere"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, separable_sets):
+    """fit, net_input and predict leave the caller's X and y as they were (no in-place scaling or relabelling)."""
+    X, y = separable_sets[0]
+    ppn = unchanged_inputs("fit", student.Perceptron(eta=0.1, n_iter=10).fit, X=X, y=y)
+    unchanged_inputs("net_input", ppn.net_input, X=X)
+    unchanged_inputs("predict", ppn.predict, X=X)
 
 
 @pytest.mark.task(1)

@@ -38,7 +38,15 @@ def test_shape_and_intensity(student, digit_images, rng):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(12)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, rng):
+    """intensity_symmetry leaves the caller's images as they were (no in-place scaling or flipping)."""
+    images = rng.integers(0, 17, size=(12, 8, 8)).astype(float)
+    unchanged_inputs("intensity_symmetry", student.intensity_symmetry, images=images)
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(10)
 def test_top_bottom_symmetry(student, digit_images, rng):
     """Column 1 is minus the mean |image - image upside down|: 0 for a top-bottom mirror image, below 0 otherwise."""
     top = rng.integers(0, 17, size=(4, 8)).astype(float)

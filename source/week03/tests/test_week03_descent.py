@@ -27,9 +27,18 @@ def descend(gradient, X: np.ndarray, y: np.ndarray, alpha: float, n_iter: int) -
 
 def student_weights(student, X: np.ndarray, y: np.ndarray, **params: float) -> np.ndarray:
     w = student.gradient_descent(X, y, **params)
-    assert isinstance(w, np.ndarray), "gradient_descent should return the weights as a numpy array"
-    assert w.shape == (X.shape[1],), "gradient_descent should return one weight per column of X"
+    assert isinstance(w, np.ndarray), f"gradient_descent returned a {type(w).__name__}; the weights as a numpy array are expected"
+    assert w.shape == (X.shape[1],), f"gradient_descent should return one weight per column of X: shape ({X.shape[1]},), not {w.shape}"
     return w.astype(float)
+
+
+def label_vector(result: object, n: int) -> np.ndarray:
+    """``predict``'s labels as an array, after checking it is a list or a 1-D array with one label per row."""
+    assert isinstance(result, (list, np.ndarray)), f"predict returned a {type(result).__name__}; a list or a 1-D numpy array of labels is expected"
+    labels = np.asarray(result)
+    assert labels.ndim == 1, f"predict should return a list or a 1-D numpy array, not an array of shape {labels.shape}"
+    assert labels.shape == (n,), f"predict should return one label per row of X: {n} labels, not {labels.shape[0]}"
+    return labels
 
 
 def close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
@@ -51,7 +60,17 @@ def test_first_steps(student, random_problem):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(8)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
+    """gradient_descent, predict_proba and predict leave the caller's arrays as they were."""
+    X, y, weights = random_problem
+    unchanged_inputs("gradient_descent", student.gradient_descent, X=X, y=y, alpha=0.1, n_iter=5)
+    unchanged_inputs("predict_proba", student.predict_proba, w=weights[2], X=X)
+    unchanged_inputs("predict", student.predict, w=weights[2], X=X)
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(6)
 def test_agrees_with_scikit_learn(student, iris_sepal, random_problem):
     """On standardised data, gradient descent reaches the probabilities of scikit-learn's unregularised LogisticRegression."""
     X, y = iris_sepal
@@ -87,12 +106,12 @@ def test_predict_proba_and_predict(student, random_problem):
     w = weights[2]
     p = expit(X @ w)
     proba = student.predict_proba(w, X)
-    assert isinstance(proba, np.ndarray) and proba.shape == (len(X),), "predict_proba should return one probability per row of X"
+    assert isinstance(proba, np.ndarray), f"predict_proba returned a {type(proba).__name__}; a numpy array is expected"
+    assert proba.shape == (len(X),), f"predict_proba should return one probability per row of X: shape ({len(X)},), not {proba.shape}"
     assert float(np.max(np.abs(proba.astype(float) - p))) <= 1e-12, "predict_proba(w, X) should be sigmoid(X @ w)"
     for threshold in (0.5, 0.8, 0.2):
-        labels = student.predict(w, X, threshold=threshold)
-        assert isinstance(labels, np.ndarray) and labels.shape == (len(X),), "predict should return one label per row of X"
+        labels = label_vector(student.predict(w, X, threshold=threshold), len(X))
         assert set(np.unique(labels).tolist()) <= {0, 1}, "predict should return labels 0 and 1"
         assert (labels.astype(int) == (p >= threshold)).all(), "predict should return 1 where the probability is >= threshold, else 0"
-    labels = student.predict(np.zeros(X.shape[1]), X)
-    assert (np.asarray(labels).astype(int) == 1).all(), "a probability exactly equal to the threshold (0.5 at w = 0) should give label 1"
+    labels = label_vector(student.predict(np.zeros(X.shape[1]), X), len(X))
+    assert (labels.astype(int) == 1).all(), "a probability exactly equal to the threshold (0.5 at w = 0) should give label 1"

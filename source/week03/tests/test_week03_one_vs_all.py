@@ -26,7 +26,7 @@ def close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
 
 
 @pytest.mark.task(4)
-@pytest.mark.points(12)
+@pytest.mark.points(10)
 def test_one_vs_all_rows(student, iris_relabelled):
     """one_vs_all returns one row per class, in np.unique(y) order, each the fit of that class (1) against the rest (0)."""
     X, y, classes = iris_relabelled
@@ -41,6 +41,15 @@ def test_one_vs_all_rows(student, iris_relabelled):
         assert isinstance(theirs, np.ndarray) and close(W[k], theirs.astype(float), 1e-6), (
             "row k of W should be gradient descent (same alpha and n_iter) on labels 1 for the k-th class of np.unique(y), 0 for the others"
         )
+
+
+@pytest.mark.task(4)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, iris_relabelled, rng):
+    """one_vs_all and predict_one_vs_all leave the caller's arrays as they were (no in-place relabelling of y)."""
+    X, y, _ = iris_relabelled
+    unchanged_inputs("one_vs_all", student.one_vs_all, X=X, y=y, alpha=ALPHA, n_iter=5)
+    unchanged_inputs("predict_one_vs_all", student.predict_one_vs_all, W=rng.normal(size=(3, X.shape[1])), X=X)
 
 
 @pytest.mark.task(4)

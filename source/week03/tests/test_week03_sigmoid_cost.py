@@ -13,8 +13,8 @@ from scipy.special import expit
 
 
 def values(result: object, shape: tuple[int, ...], what: str) -> np.ndarray:
-    assert isinstance(result, np.ndarray), f"{what} should return a numpy array"
-    assert result.shape == shape, f"{what} should return an array of the same shape as its input"
+    assert isinstance(result, np.ndarray), f"{what} returned a {type(result).__name__}; a numpy array is expected"
+    assert result.shape == shape, f"{what} should return an array of the same shape as its input: {shape}, not {result.shape}"
     return result.astype(float)
 
 
@@ -24,13 +24,23 @@ def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(5)
+@pytest.mark.points(4)
 def test_sigmoid_values(student, rng):
     """sigmoid(z) is the logistic function 1 / (1 + e^-z), elementwise, on an array of z."""
     z = np.concatenate([np.linspace(-30.0, 30.0, 121), rng.normal(scale=4.0, size=40)])
     result = values(student.sigmoid(z), z.shape, "sigmoid")
     assert np.isfinite(result).all(), "sigmoid should return finite values"
     assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, "sigmoid(z) should equal 1 / (1 + exp(-z)) for every element"
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(1)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
+    """sigmoid and cost leave the caller's arrays as they were (no in-place clipping of z or of the data)."""
+    X, y, weights = random_problem
+    z = np.concatenate([np.linspace(-1000.0, 1000.0, 11), X @ weights[2]])
+    unchanged_inputs("sigmoid", student.sigmoid, z=z)
+    unchanged_inputs("cost", student.cost, w=weights[2], X=X, y=y)
 
 
 @pytest.mark.task(1)

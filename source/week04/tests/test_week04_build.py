@@ -98,7 +98,15 @@ def test_worked_example(student, worked_example):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(12)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, float_sets):
+    """build_kdtree leaves the caller's X as it was (no in-place sorting of the points)."""
+    X = float_sets[0][0][:30]
+    unchanged_inputs("build_kdtree", student.build_kdtree, X=X, leaf_size=2)
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(10)
 def test_building_rules(student, float_sets, grid_sets, rng):
     """On random data with duplicates (1 to 3 features, leaf_size 1 to 3): alternating dimensions, median splits, left < split <= right, leaf sizes."""
     cases = [

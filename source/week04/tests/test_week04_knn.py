@@ -56,9 +56,9 @@ def as_label(value: object) -> object:
 
 def as_number(value: object, what: str) -> float:
     if isinstance(value, np.ndarray):
-        assert value.size == 1, f"{what} should return a single number"
+        assert value.size == 1, f"{what} should return a single number, not an array of {value.size}"
         value = value.item()
-    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{what} should return a number"
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{what} returned a {type(value).__name__}; a number is expected"
     return float(value)
 
 
@@ -99,6 +99,18 @@ def test_knn_classify_matches_scikit_learn(student, float_sets, seed):
 
 
 @pytest.mark.task(1)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, float_sets, seed):
+    """euclidean_distance, knn_classify and knn_regress leave the caller's arrays as they were (no in-place differences or sorting)."""
+    X, queries = float_sets[0]
+    y = labelled(X, seed=[seed, 50])
+    unchanged_inputs("euclidean_distance", student.euclidean_distance, a=X[0], b=queries[0])
+    unchanged_inputs("knn_classify", student.knn_classify, X_train=X, y_train=y, x=queries[0], k=3)
+    targets = np.random.default_rng([seed, 70]).normal(size=len(X))
+    unchanged_inputs("knn_regress", student.knn_regress, X_train=X, y_train=targets, x=queries[1], k=3)
+
+
+@pytest.mark.task(1)
 @pytest.mark.points(4)
 def test_knn_classify_tie_rules(student):
     """A tied vote goes to the tied class with the nearest member, and equally distant points go to the smaller index."""
@@ -127,7 +139,7 @@ def test_knn_classify_tie_rules(student):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(6)
+@pytest.mark.points(4)
 def test_knn_regress_matches_scikit_learn(student, float_sets, seed):
     """knn_regress agrees with KNeighborsRegressor on random data with duplicates (k = 1, 3, 6), and takes the smaller indices where distances tie."""
     for i, (X, queries) in enumerate(float_sets):

@@ -94,17 +94,19 @@ def neighbour_order(X: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def search_result(result: object, n: int) -> tuple[int, float, int]:
     """``nearest_neighbor``'s answer, after checking its shape: (index, distance, count)."""
-    assert isinstance(result, (tuple, list)) and len(result) == 3, "nearest_neighbor should return a tuple (index, distance, n_distance_computations)"
+    assert isinstance(result, tuple), f"nearest_neighbor returned a {type(result).__name__}; a tuple (index, distance, n_distance_computations) is expected"
+    assert len(result) == 3, f"nearest_neighbor returned a tuple of {len(result)}; three values (index, distance, n_distance_computations) are expected"
     index, distance, count = (value.item() if isinstance(value, np.ndarray) and value.size == 1 else value for value in result)
-    assert isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n, "the first element should be a row index of X"
-    assert isinstance(distance, (int, float)) and not isinstance(distance, bool), "the second element should be a distance (a number)"
-    assert isinstance(count, int) and not isinstance(count, bool), "the third element should be the number of distances computed (an int)"
+    assert isinstance(index, int) and not isinstance(index, bool), f"nearest_neighbor's first element (the index) is a {type(index).__name__}; an int is expected"
+    assert 0 <= index < n, "nearest_neighbor's first element should be a row index of X (0 to n - 1)"
+    assert isinstance(distance, (int, float)) and not isinstance(distance, bool), f"nearest_neighbor's second element (the distance) is a {type(distance).__name__}; a number is expected"
+    assert isinstance(count, int) and not isinstance(count, bool), f"nearest_neighbor's third element (the number of distances computed) is a {type(count).__name__}; an int is expected"
     return index, float(distance), count
 
 
 def index_list(result: object, what: str) -> list[int]:
     """A returned sequence of indices as a list of ints."""
-    assert isinstance(result, (list, tuple, np.ndarray)), f"{what} should return a list or array of indices"
+    assert isinstance(result, (list, np.ndarray)), f"{what} returned a {type(result).__name__}; a list or a 1-D numpy array of indices is expected"
     values = np.asarray(result)
     assert values.ndim == 1 and (values.size == 0 or np.issubdtype(values.dtype, np.integer)), f"{what} should return a 1-D sequence of integer indices"
     return [int(v) for v in values]
@@ -123,7 +125,7 @@ def test_worked_example(student, worked_example):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 def test_nearest_matches_sklearn_kdtree(student, float_sets):
     """nearest_neighbor finds the same distance as sklearn's KDTree on random data with duplicates (2-D and 3-D), and the smallest index among equally near copies."""
     for (X, queries), leaf_size in zip(float_sets, (2, 3)):
@@ -138,10 +140,20 @@ def test_nearest_matches_sklearn_kdtree(student, float_sets):
 
 
 @pytest.mark.task(3)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, float_sets):
+    """nearest_neighbor and k_nearest leave the caller's X and query as they were."""
+    X, queries = float_sets[0]
+    tree = send_tree(student, X, 2)
+    unchanged_inputs("nearest_neighbor", student.nearest_neighbor, tree=tree, X=X, query=queries[0])
+    unchanged_inputs("k_nearest", student.k_nearest, tree=tree, X=X, query=queries[1], k=4)
+
+
+@pytest.mark.task(3)
 @pytest.mark.points(5)
-def test_ties_go_to_the_smaller_index(student, grid_sets):
+def test_ties_go_to_the_smaller_index(student, grid_sets, fixed_grid_sets):
     """On integer grid data, where distinct points in different leaves tie exactly, nearest_neighbor and k_nearest put the smaller index first."""
-    for (X, queries), leaf_size in zip(grid_sets, (1, 2)):
+    for (X, queries), leaf_size in zip([*fixed_grid_sets, *grid_sets], (1, 2, 1, 2)):
         tree = send_tree(student, X, leaf_size)
         for query in queries:
             order, _ = neighbour_order(X, query)

@@ -55,8 +55,26 @@ def class_counts(docs: list[str], labels: list[str]) -> dict[str, Counter]:
 def exp_scores(student, model, text: str, smoothing: bool) -> dict[str, float]:
     """The student's scores as probabilities (exp of their log scores)."""
     scores = student.log_scores(model, text, smoothing=smoothing)
-    assert isinstance(scores, dict), "log_scores does not return a dictionary {label: log score}"
+    assert isinstance(scores, dict), f"log_scores returned a {type(scores).__name__}; a dictionary {{label: log score}} is expected"
     return {label: math.exp(score) for label, score in scores.items()}
+
+
+def probability(value: object) -> float:
+    """``word_probability``'s answer, after checking it is a number."""
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), (
+        f"word_probability returned a {type(value).__name__}; a number is expected"
+    )
+    return float(value)
+
+
+def predicted(result: object) -> tuple[object, dict]:
+    """``predict``'s answer, after checking it is a tuple (label, {label: posterior})."""
+    assert isinstance(result, tuple) and len(result) == 2, (
+        f"predict returned a {type(result).__name__}; a tuple (label, {{label: posterior}}) is expected"
+    )
+    label, posteriors = result
+    assert isinstance(posteriors, dict), f"predict's posteriors are a {type(posteriors).__name__}; a dictionary {{label: posterior}} is expected"
+    return label, posteriors
 
 
 def softmax(scores: dict[str, float]) -> dict[str, float]:
@@ -87,7 +105,9 @@ def test_tokenize(student):
         "": [],
     }
     for text, expected in cases.items():
-        assert list(student.tokenize(text)) == expected, "tokenize does not give the lower-cased words split on white space"
+        tokens = student.tokenize(text)
+        assert isinstance(tokens, list), f"tokenize returned a {type(tokens).__name__}; a list of words is expected"
+        assert tokens == expected, "tokenize does not give the lower-cased words split on white space"
 
 
 @pytest.mark.task(1)
@@ -100,7 +120,7 @@ def test_unsmoothed_probability_is_relative_count(student, seed):
     for label, counter in counts.items():
         total = sum(counter.values())
         for word in sorted(counter)[:6]:
-            p = student.word_probability(model, word, label, smoothing=False)
+            p = probability(student.word_probability(model, word, label, smoothing=False))
             assert math.isclose(p, counter[word] / total, rel_tol=1e-9), (
                 "unsmoothed word_probability is not count(word, c) / N(c) on a training set with mixed-case messages"
             )
@@ -114,7 +134,8 @@ def test_empty_message_scores_log_prior(student, seed):
     model = student.train_naive_bayes(docs, labels)
     for smoothing in (True, False):
         scores = student.log_scores(model, "", smoothing=smoothing)
-        assert isinstance(scores, dict) and set(scores) == set(labels), "log_scores does not return one score per class"
+        assert isinstance(scores, dict), f"log_scores returned a {type(scores).__name__}; a dictionary {{label: log score}} is expected"
+        assert set(scores) == set(labels), "log_scores does not return one score per class (its keys should be the training labels)"
         for label in set(labels):
             prior = labels.count(label) / len(labels)
             assert math.isclose(scores[label], math.log(prior), rel_tol=1e-9), (
@@ -123,7 +144,15 @@ def test_empty_message_scores_log_prior(student, seed):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(5)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, seed):
+    """train_naive_bayes leaves the caller's lists of messages and labels as they were (no in-place lower-casing or sorting)."""
+    docs, labels = random_corpus(seed=[seed, 55], class_sizes={"left": 4, "right": 5}, mixed_case=True)
+    unchanged_inputs("train_naive_bayes", student.train_naive_bayes, docs=docs, labels=labels)
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(3)
 def test_spam_example_unsmoothed(student):
     """Unsmoothed, "secret is secret" scores 0.004630 (spam) vs 0.000185 (ham), 96.15 % spam, as in the notes."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
@@ -148,22 +177,42 @@ def test_smoothed_probability_formula(student, seed):
     for label, counter in counts.items():
         denominator = sum(counter.values()) + len(counter) + 1
         for word in [*sorted(counter)[:5], "zucchini", *[w for w in WORDS if w not in counter][:1]]:
-            p = student.word_probability(model, word, label)
+            p = probability(student.word_probability(model, word, label))
             assert math.isclose(p, (counter[word] + 1) / denominator, rel_tol=1e-9), (
                 "smoothed word_probability is not (count(word, c) + 1) / (N(c) + V(c) + 1)"
             )
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(10)
+@pytest.mark.points(2)
+def test_scoring_leaves_the_model_unchanged(student):
+    """Asking for the probability of an unseen word, or scoring a message, does not change the model: the probabilities asked before and after agree."""
+    model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
+    questions = [(word, label, smoothing) for word in ("secret", "sports", "today")
+                 for label in ("spam", "ham") for smoothing in (True, False)]
+    before = [probability(student.word_probability(model, *question)) for question in questions]
+    for label in ("spam", "ham"):
+        student.word_probability(model, "zucchini", label)
+        student.word_probability(model, "quokka", label, smoothing=False)
+    student.log_scores(model, "never heard such words")
+    student.predict(model, "unheard of offers today")
+    after = [probability(student.word_probability(model, *question)) for question in questions]
+    assert after == before, (
+        "asking about unseen words changed the model: the same probabilities differ afterwards "
+        "(look a word up without adding it: counts.get(word, 0); a defaultdict adds every key it is asked for)"
+    )
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(8)
 def test_smoothed_probabilities_sum_to_one(student, seed):
     """The smoothed probabilities of a class's words plus that of the unknown word add up to 1."""
     docs, labels = random_corpus(seed=[seed, 54], class_sizes={"up": 5, "down": 5}, mixed_case=False)
     counts = class_counts(docs, labels)
     model = student.train_naive_bayes(docs, labels)
     for label, counter in counts.items():
-        total = sum(student.word_probability(model, word, label) for word in counter)
-        total += student.word_probability(model, "neverseenword", label)
+        total = sum(probability(student.word_probability(model, word, label)) for word in counter)
+        total += probability(student.word_probability(model, "neverseenword", label))
         assert math.isclose(total, 1.0, rel_tol=1e-9), (
             "smoothed probabilities over the class's vocabulary plus the unknown word do not sum to 1"
         )
@@ -200,11 +249,9 @@ def test_posteriors_follow_log_scores(student):
     """predict returns the class with the largest log score and posteriors proportional to exp(log score), summing to 1."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     for text in ["secret is secret", "today is secret", "play sports today", "click link money"]:
-        label, posteriors = student.predict(model, text)
+        label, posteriors = predicted(student.predict(model, text))
         expected = softmax(student.log_scores(model, text))
-        assert isinstance(posteriors, dict) and set(posteriors) == set(expected), (
-            "predict does not return a dictionary with one posterior per class"
-        )
+        assert set(posteriors) == set(expected), "predict's posteriors should have one entry per class (its keys should be the training labels)"
         assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), "the posteriors do not add up to 1"
         for c in expected:
             assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), (
@@ -224,7 +271,7 @@ def test_long_message_does_not_underflow(student, rng):
     for text in (balanced, one_sided):
         scores = student.log_scores(model, text)
         assert all(math.isfinite(s) for s in scores.values()), "smoothed log scores of a long message are not finite"
-        label, posteriors = student.predict(model, text)
+        label, posteriors = predicted(student.predict(model, text))
         values = list(posteriors.values())
         assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in values), (
             "posteriors of a 10,000-word message are not finite probabilities (underflow?)"
@@ -271,7 +318,7 @@ def test_agrees_with_multinomial_nb(student, seed):
     log_odds = np.abs(log_proba[:, 0] - log_proba[:, 1])
 
     model = student.train_naive_bayes(train_docs, train_labels)
-    predicted = np.array([student.predict(model, doc)[0] for doc in test_docs])
+    labels = np.array([predicted(student.predict(model, doc))[0] for doc in test_docs])
 
     # MultinomialNB(alpha=1) smooths with (count + 1) / (N(c) + |vocabulary|), the course
     # with (count + 1) / (N(c) + V(c) + 1). On this corpus every word occurs in both classes
@@ -280,7 +327,7 @@ def test_agrees_with_multinomial_nb(student, seed):
     # scikit-learn's log-odds exceed 0.1, and may differ only on near-ties; at least 95 %
     # must agree overall.
     clear = log_odds > 0.1
-    assert np.all(predicted[clear] == reference[clear]), (
+    assert np.all(labels[clear] == reference[clear]), (
         "predict disagrees with MultinomialNB on messages whose class is clear"
     )
-    assert np.mean(predicted == reference) >= 0.95, "predict agrees with MultinomialNB on fewer than 95 % of messages"
+    assert np.mean(labels == reference) >= 0.95, "predict agrees with MultinomialNB on fewer than 95 % of messages"

@@ -48,9 +48,13 @@ def optimal_objective(X: np.ndarray, y: np.ndarray, lam: float) -> float:
 def fitted(student, X: np.ndarray, y: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
     """The student's (theta, theta0), checked for shape and finiteness."""
     result = student.fit_hinge(X, y, **kwargs)
-    assert isinstance(result, tuple) and len(result) == 2, "fit_hinge does not return a pair (theta, theta0)"
-    theta, theta0 = np.asarray(result[0], dtype=float), float(np.asarray(result[1], dtype=float))
-    assert theta.shape == (X.shape[1],), "fit_hinge's theta does not have one weight per feature"
+    assert isinstance(result, tuple) and len(result) == 2, "fit_hinge does not return a tuple (theta, theta0)"
+    assert isinstance(result[0], np.ndarray), f"fit_hinge's theta is a {type(result[0]).__name__}; a numpy array is expected"
+    assert isinstance(result[1], (int, float)) and not isinstance(result[1], bool), (
+        f"fit_hinge's theta0 is a {type(result[1]).__name__}; a number is expected"
+    )
+    theta, theta0 = result[0].astype(float), float(result[1])
+    assert theta.shape == (X.shape[1],), f"fit_hinge's theta should have one weight per feature: shape ({X.shape[1]},), not {theta.shape}"
     assert np.all(np.isfinite(theta)) and np.isfinite(theta0), "fit_hinge returns infinite or nan weights (diverged?)"
     return theta, theta0
 
@@ -62,13 +66,18 @@ def perceptron_result(student, X, y, T, theta=None):
     """The student's (theta, n_mistakes, mistakes_per_example) as arrays and an int."""
     result = student.perceptron_origin(X, y, T) if theta is None else student.perceptron_origin(X, y, T, theta=theta)
     assert isinstance(result, tuple) and len(result) == 3, (
-        "perceptron_origin does not return (theta, n_mistakes, mistakes_per_example)"
+        "perceptron_origin does not return a tuple (theta, n_mistakes, mistakes_per_example)"
     )
-    return np.asarray(result[0], dtype=float), result[1], np.asarray(result[2])
+    for value, name in ((result[0], "theta"), (result[2], "mistakes_per_example")):
+        assert isinstance(value, np.ndarray), f"perceptron_origin's {name} is a {type(value).__name__}; a numpy array is expected"
+    assert isinstance(result[1], (int, np.integer)) and not isinstance(result[1], bool), (
+        f"perceptron_origin's n_mistakes is a {type(result[1]).__name__}; an int is expected"
+    )
+    return result[0].astype(float), int(result[1]), result[2]
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(10)
+@pytest.mark.points(8)
 def test_perceptron_from_zeros_follows_definition(student, rng):
     """From zeros, theta and the mistake counts follow the definition: a mistake when y * (theta . x) <= 0."""
     X = rng.integers(-3, 4, size=(12, 3)).astype(float)
@@ -98,6 +107,15 @@ def test_perceptron_starts_from_given_theta(student, rng):
 
 
 @pytest.mark.task(1)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, rng):
+    """perceptron_origin leaves the caller's X, y and starting theta as they were (theta += ... on the given array changes the caller's)."""
+    X = rng.normal(size=(15, 2))
+    y = np.where(X[:, 0] - X[:, 1] >= 0, 1.0, -1.0)
+    unchanged_inputs("perceptron_origin", student.perceptron_origin, X=X, y=y, T=2, theta=np.array([-1.0, 2.0]))
+
+
+@pytest.mark.task(1)
 @pytest.mark.points(5)
 def test_perceptron_separates_with_bounded_mistakes(student, rng):
     """On data separable through the origin, the perceptron separates it within (R / gamma)^2 mistakes."""
@@ -116,13 +134,25 @@ def test_perceptron_separates_with_bounded_mistakes(student, rng):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
 def test_hinge_loss_elementwise(student):
     """hinge_loss is max(0, 1 - z), elementwise, keeping the array's shape."""
     z = np.array([[-3.0, -1.0, 0.0, 0.25], [0.999, 1.0, 1.5, 40.0]])
-    loss = np.asarray(student.hinge_loss(z), dtype=float)
-    assert loss.shape == z.shape, "hinge_loss does not keep the shape of its argument"
+    loss = student.hinge_loss(z)
+    assert isinstance(loss, np.ndarray), f"hinge_loss returned a {type(loss).__name__}; a numpy array is expected"
+    assert loss.shape == z.shape, f"hinge_loss does not keep the shape of its argument: {z.shape} in, {loss.shape} out"
+    loss = loss.astype(float)
     assert np.allclose(loss, np.maximum(0.0, 1.0 - z)), "hinge_loss is not max(0, 1 - z) elementwise"
+
+
+@pytest.mark.task(2)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged_hinge(unchanged_inputs, student, rng):
+    """hinge_loss and objective leave the caller's arrays as they were."""
+    X = rng.normal(size=(20, 3))
+    y = np.where(rng.random(20) < 0.5, -1.0, 1.0)
+    unchanged_inputs("hinge_loss", student.hinge_loss, z=rng.normal(scale=2.0, size=20))
+    unchanged_inputs("objective", student.objective, theta=np.array([0.8, -0.3, 1.1]), theta0=0.7, X=X, y=y, lam=0.1)
 
 
 @pytest.mark.task(2)
@@ -178,7 +208,39 @@ def test_fit_with_defaults_reaches_optimum(student):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(15)
+@pytest.mark.points(5)
+def test_fit_takes_the_asked_for_steps(student, seed):
+    """fit_hinge takes n_iter full-batch subgradient steps of size eta from zeros: its result is the last iterate (or the best one seen) of that very run, for several eta and n_iter."""
+    X, y = blobs(seed, [(0, 0), (2, 1)], 1.0, n=40)
+    for eta, n_iter, lam in ((0.05, 1, 0.1), (0.3, 3, 0.1), (0.2, 7, 0.05)):
+        theta, theta0 = fitted(student, X, y, lam=lam, eta=eta, n_iter=n_iter)
+        iterates = subgradient_iterates(X, y, lam, eta, n_iter)
+        values = [objective(t, t0, X, y, lam) for t, t0 in iterates]
+        allowed = [iterates[-1], iterates[int(np.argmin(values))], iterates[int(np.argmin(values[:-1]))]]
+        assert any(max(float(np.max(np.abs(theta - t))), abs(theta0 - t0)) <= 1e-9 * (1 + float(np.max(np.abs(t))))
+                   for t, t0 in allowed), (
+            f"with eta={eta} and n_iter={n_iter}, fit_hinge should return the result of n_iter steps "
+            "theta -= eta * (subgradient of the objective) from zeros: use the eta and n_iter it is given, "
+            "a fixed step and the full batch"
+        )
+
+
+def subgradient_iterates(X: np.ndarray, y: np.ndarray, lam: float, eta: float, n_iter: int) -> list[tuple[np.ndarray, float]]:
+    """Every iterate of full-batch subgradient descent from zeros, the start included. On
+    these random float data no margin is ever exactly 1 after the first step, so the
+    convention at the kink (< 1 or <= 1) does not matter."""
+    theta, theta0 = np.zeros(X.shape[1]), 0.0
+    iterates = [(theta, theta0)]
+    for _ in range(n_iter):
+        inside = y * (X @ theta + theta0) < 1
+        theta = theta - eta * (-(y[inside] @ X[inside]) / len(y) + lam * theta)
+        theta0 = theta0 - eta * (-np.sum(y[inside]) / len(y))
+        iterates.append((theta, float(theta0)))
+    return iterates
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(12)
 @pytest.mark.call_timeout(30)
 def test_fit_reaches_optimum_with_offset(student):
     """fit_hinge reaches the minimum of the objective on data far from the origin, where theta0 matters."""
@@ -194,7 +256,15 @@ def test_fit_reaches_optimum_with_offset(student):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(10)
+@pytest.mark.points(2)
+def test_leaves_its_inputs_unchanged_fit(unchanged_inputs, student, seed):
+    """fit_hinge leaves the caller's X and y as they were (no in-place centring or relabelling)."""
+    X, y = blobs(seed, [(-1, -1), (1, 1)], 1.2, n=40)
+    unchanged_inputs("fit_hinge", student.fit_hinge, X=X, y=y, lam=0.01, eta=0.1, n_iter=20)
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(6)
 @pytest.mark.call_timeout(20)
 def test_larger_lam_gives_wider_margin(student, seed):
     """A larger lam gives a larger margin 1 / ||theta||."""
