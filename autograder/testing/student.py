@@ -130,7 +130,8 @@ class Student:
         if type(after_args) is not tuple or len(after_args) != len(args) \
                 or type(after_kwargs) is not dict or set(after_kwargs) != set(kwargs):
             raise ProtocolError("the worker sent back arguments that do not match the call")
-        changed = [f"argument {i}" for i, (sent, now) in enumerate(zip(args, after_args), start=1) if not unchanged(sent, now)]
+        changed = [f"argument {i}" for i, (sent, now) in enumerate(zip(args, after_args), start=1)
+                   if not unchanged(sent, now)]
         changed += [name for name, sent in kwargs.items() if not unchanged(sent, after_kwargs[name])]
         return value, changed
 
@@ -234,7 +235,8 @@ def unchanged(sent: Any, now: Any) -> bool:
         return isinstance(now, np.ndarray) and now.shape == sent.shape and now.dtype == sent.dtype \
             and now.tobytes() == sent.tobytes()
     if isinstance(sent, dict):
-        return isinstance(now, dict) and sent.keys() == now.keys() and all(unchanged(v, now[k]) for k, v in sent.items())
+        return (isinstance(now, dict) and sent.keys() == now.keys()
+                and all(unchanged(v, now[k]) for k, v in sent.items()))
     if isinstance(sent, (list, tuple)):
         return type(now) is type(sent) and len(now) == len(sent) and all(unchanged(a, b) for a, b in zip(sent, now))
     # scalars: the codec may turn numpy scalars into Python ones, so compare values (NaN equals NaN)
