@@ -223,3 +223,44 @@ class NotPlain(Exception):
 
 class SeccompUnavailable(OSError):
     """libseccomp is missing, the architecture is not covered, or the kernel refused."""
+
+
+# -- the grading service (autograder serve) ----------------------------------------------------------
+class PolicyError(CourseError):
+    """``service.toml`` holds a rule that cannot be applied; says the file, table and key."""
+
+
+class AttemptRefused(AutograderError):
+    """An upload the week's policy does not accept; the message says why and what to do."""
+
+
+class ScorePostError(AutograderError):
+    """A score post did not succeed: the HTTP status (None: no answer), whether trying
+    again may help, and what happened."""
+
+    def __init__(self, status: int | None, retryable: bool, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class LaunchRefused(AutograderError):
+    """A login, launch or registration that must not go on; the message says why."""
+
+
+class ScoreNotSent(AutograderError):
+    """Raised inside the sender when a lineitem belongs to no registered platform."""
+
+
+class KeysError(AutograderError):
+    """The key folder cannot be read or written."""
+
+
+class Refused(Exception):
+    """A request the app answers with an error page: status and what to do."""
+
+    def __init__(self, status: int, message: str, back: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.back = back  # the page to go back to, when there is one

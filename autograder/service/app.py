@@ -31,7 +31,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.datastructures import UploadFile
 
 from autograder.course import Course, Week
-from autograder.exceptions import AutograderError, CourseError, SubmissionError
+from autograder.exceptions import AutograderError, CourseError, LaunchRefused, Refused, SubmissionError
 from autograder.manual import _answer as answer_of
 from autograder.notebook import read_notebook
 from autograder.service.keys import ToolKeys, _write_private
@@ -40,7 +40,6 @@ from autograder.service.lti import (
     AgsScoreSender,
     JwksCache,
     Launch,
-    LaunchRefused,
     LaunchValidator,
     LoginStates,
     Platforms,
@@ -136,14 +135,6 @@ class RateLimiter:
             return 0.0
 
 
-class Refused(Exception):
-    """A request the app answers with an error page: status and what to do."""
-
-    def __init__(self, status: int, message: str, back: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.back = back  # the page to go back to, when there is one
 
 
 def _templates() -> Environment:

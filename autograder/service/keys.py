@@ -17,15 +17,13 @@ from typing import Any
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-from autograder.exceptions import AutograderError
+from autograder.exceptions import KeysError
 
 ALGORITHM = "RS256"
 KEY_BITS = 2048
 KEPT_AFTER_ROTATION = 2  # the current key and the one before it stay in the JWKS
 
 
-class KeysError(AutograderError):
-    """The key folder cannot be read or written."""
 
 
 class ToolKeys:

@@ -27,9 +27,8 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
-from autograder.exceptions import AutograderError
+from autograder.exceptions import AutograderError, LaunchRefused, ScoreNotSent, ScorePostError
 from autograder.service.keys import ALGORITHM, ToolKeys
-from autograder.service.outbox import ScorePostError
 
 LTI = "https://purl.imsglobal.org/spec/lti"
 CLAIM = f"{LTI}/claim"
@@ -51,12 +50,8 @@ CLOCK_LEEWAY_S = 30
 JWKS_MAX_AGE_S = 3600
 
 
-class LaunchRefused(AutograderError):
-    """A login, launch or registration that must not go on; the message says why."""
 
 
-class ScoreNotSent(AutograderError):
-    """Raised inside the sender when a lineitem belongs to no registered platform."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Protocol, Self, TextIO
 
-from autograder.exceptions import AutograderError, GradingError
+from autograder.exceptions import GradingError, ScorePostError
 from autograder.service.store import Post, Store, ags_timestamp
 
 log = logging.getLogger(__name__)
@@ -43,14 +43,6 @@ LOCK_FILE = "outbox.lock"  # one sending outbox per data folder
 SENDERS = 4  # posts in flight at once (each to another student)
 
 
-class ScorePostError(AutograderError):
-    """A score post did not succeed: the HTTP status (None: no answer), whether trying
-    again may help, and what happened."""
-
-    def __init__(self, status: int | None, retryable: bool, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retryable = retryable
 
 
 class ScoreSender(Protocol):

@@ -33,14 +33,12 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder.course import normalise_week_name
-from autograder.exceptions import AutograderError, CourseError
+from autograder.exceptions import AutograderError, PolicyError
 
 FILENAME = "service.toml"
 DAY = timedelta(days=1)
 
 
-class PolicyError(CourseError):
-    """``service.toml`` holds a rule that cannot be applied; says the file, table and key."""
 
 
 @dataclass(frozen=True)

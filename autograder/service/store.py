@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, cast
 
-from autograder.exceptions import AutograderError, GradebookError
+from autograder.exceptions import AttemptRefused, GradebookError
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.report import render_feedback
@@ -84,8 +84,6 @@ _SCHEMA = (
 )
 
 
-class AttemptRefused(AutograderError):
-    """An upload the week's policy does not accept; the message says why and what to do."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from autograder.service.outbox import ScorePostError
+from autograder.exceptions import ScorePostError
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from autograder.course import Course
+from autograder.exceptions import ScorePostError
 from autograder.service.lti import AgsScoreSender, Platform, scores_url
-from autograder.service.outbox import ScorePostError
 from tests.service.lms import Lms, register_and_add_week, running_lms
 
 

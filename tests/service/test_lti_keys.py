@@ -11,7 +11,8 @@ from joserfc import jwt
 from joserfc.errors import BadSignatureError
 from joserfc.jwk import KeySet, RSAKey
 
-from autograder.service.keys import KeysError, ToolKeys
+from autograder.exceptions import KeysError
+from autograder.service.keys import ToolKeys
 
 
 def test_keys_are_made_once_private_and_reused(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.exceptions import GradebookError
+from autograder.exceptions import AttemptRefused, GradebookError, PolicyError
 from autograder.results import Status, SubmissionResult, TaskResult
-from autograder.service.policy import PolicyError, WeekPolicy, load_policies, policy_for
-from autograder.service.store import MAX_TRIES, AttemptRefused, Store
+from autograder.service.policy import WeekPolicy, load_policies, policy_for
+from autograder.service.store import MAX_TRIES, Store
 
 T0 = datetime(2026, 9, 10, 12, 0, tzinfo=UTC)
 A, B = "https://moodle.example|3|course-1", "https://moodle.example|3|course-2"  # two courses (contexts)
