@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,6 +119,22 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@contextmanager
+def transaction(db: sqlite3.Connection, lock: AbstractContextManager[Any]) -> Iterator[sqlite3.Connection]:
+    """One write transaction on ``db`` under ``lock`` (the connection is shared by threads).
+    BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on the busy
+    timeout instead of failing when a read would have to become a write, and checks made
+    inside see no other writer in between."""
+    with lock:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+
 class Gradebook:
     """An open gradebook file; use ``Gradebook.open(path)`` as a context manager."""
 
@@ -160,18 +176,8 @@ class Gradebook:
         """Close the database connection."""
         self._db.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on
-        the busy timeout instead of failing when a read would have to become a write."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._db, self._lock)
 
     def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one query under the lock, so it never reads another thread's open transaction."""

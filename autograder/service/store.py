@@ -27,8 +27,8 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,7 +37,7 @@ from typing import Any, Literal, Self, cast
 
 from autograder.exceptions import AttemptRefused, GradebookError
 from autograder.formats.result_json import from_dict, to_dict
-from autograder.gradebook import FILENAME, Gradebook
+from autograder.gradebook import FILENAME, Gradebook, transaction
 from autograder.report import render_feedback
 from autograder.results import SubmissionResult
 from autograder.service.policy import WeekPolicy
@@ -234,18 +234,9 @@ class Store:
                  tb: TracebackType | None) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE: the write lock is taken up front, so checks and writes inside
-        see no other writer in between (two uploads cannot both pass ``max_attempts``)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        # checks and writes inside see no other writer: two uploads cannot both pass ``max_attempts``
+        return transaction(self._db, self._lock)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
