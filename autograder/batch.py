@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
 from autograder.formats.atomic import write_bytes, write_text
@@ -141,7 +139,7 @@ def grade_submissions(
         if on_start is not None:
             on_start(len(submissions))
 
-        given = _handed_out(week)
+        given = week.handed_out()
         by_key = {s.key: s for s in pending}
 
         def record(result: SubmissionResult) -> None:
@@ -173,15 +171,6 @@ def grade_submissions(
             given=given,
         )
     return BatchOutcome(results=results, reused=reused, outputs=outputs)
-
-
-def _handed_out(week: Week) -> nbformat.NotebookNode | None:
-    """The notebook students were given, to tell the cells they added; None if not generated."""
-    try:
-        nb: nbformat.NotebookNode = nbformat.read(week.assignment_notebook, as_version=4)
-        return nb
-    except (OSError, ValueError):
-        return None
 
 
 def _grade(week: Week, submissions: list[Submission], *, jobs: int, scheduler: str | None,
@@ -268,7 +257,7 @@ def _similar(week: Week, results: list[SubmissionResult], out_dir: Path) -> list
         path = out_dir / CODE_DIR / f"{result.key}.py"
         if path.is_file():
             codes[result.key] = path.read_text(encoding="utf-8", errors="replace")
-    given = _handed_out(week)
+    given = week.handed_out()
     given_code = "\n\n".join(c.source for c in given.cells if c.cell_type == "code") if given is not None else ""
     return similar_pairs(codes, given_code=given_code)
 

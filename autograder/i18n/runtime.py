@@ -27,6 +27,11 @@ def _(message: str) -> str:
     return message if translations is None else translations.gettext(message)
 
 
+def untranslated(message: str) -> str:
+    """The source text itself: the translation of the source language."""
+    return message
+
+
 @contextmanager
 def speaking(translations: gettext.NullTranslations | None) -> Iterator[None]:
     """Make ``translations`` the active ones for the block (``None``: the source text)."""

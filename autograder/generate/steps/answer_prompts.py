@@ -31,5 +31,5 @@ class AnswerPrompts(Preprocessor):
         task = meta["answer"]
         if not isinstance(task, int) or isinstance(task, bool):
             raise GenerationError.at(context.path, index + 1, f"autograder.answer must be a task number, not {task!r}")
-        cell.source = self.prompt.format(task=task)
+        cell.source = context.gettext(self.prompt).format(task=task)
         cell.pop("attachments", None)
