@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from autograder.course import Week
 from autograder.exceptions import ReportError
 from autograder.formats.atomic import write_text
 from autograder.report import plots
@@ -77,17 +78,18 @@ def display_name(result: SubmissionResult) -> str:
 
 
 def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_title: str,
-                 similar: Sequence[Pair] = ()) -> Path:
+                 similar: Sequence[Pair] = (), week: Week | None = None) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/feedback/<key>.html``; returns the report's path.
 
     The page works without a server: a sortable, filterable table (plain inline script),
     per-test pass rates with the commonest failure messages, the slowest submissions by
-    name, and ``similar`` pairs of submissions with both listings side by side."""
+    name, and ``similar`` pairs of submissions with both listings side by side. Each feedback
+    page is in its student's language (given the ``week``, its title too)."""
     _check_keys(results)
     feedback_dir = Path(out_dir) / FEEDBACK_DIR
     feedback_dir.mkdir(parents=True, exist_ok=True)
     for result in results:
-        write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title))
+        write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title, week=week))
 
     images = [
         (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
