@@ -15,6 +15,7 @@ import nbformat
 import pytest
 from babel.messages.catalog import Catalog
 
+from autograder import results as r
 from autograder.course import Course, Languages, read_languages
 from autograder.exceptions import CourseError, GenerationError
 from autograder.generate import generate_week
@@ -32,7 +33,6 @@ from autograder.i18n.catalog import (
 from autograder.i18n.languages import framework_catalog_path, framework_template
 from autograder.i18n.units import MARKERS, notebook_messages, translate_code, translate_markdown, translate_notebook
 from autograder.report import plots
-from autograder import results as r
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "source").glob("week*/week*.ipynb"))
