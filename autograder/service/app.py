@@ -537,7 +537,7 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
     from autograder.service.runner import GradingService
     from autograder.service.store import Store
 
-    entries = load_syncs(course)
+    entries = load_syncs(course, service_data=settings.data)
     store = Store(settings.data, course)
     tool = Tool(settings, client)
     with Outbox(store, tool.sender) as outbox, \

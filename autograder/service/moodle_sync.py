@@ -10,6 +10,7 @@ sync`` runs) every ``interval_s`` seconds::
     assignment = 31                       # the assignment's id (mod_assign instance)
     token_file = "secrets/moodle-token"   # relative to the course folder; only its owner may read it
     interval_s = 60                       # the default; at least 10
+    # allow_pending = true                # push a provisional grade while hand marking is pending
     # out = "results/week04-moodle-31"    # the default: the folder `autograder moodle sync` uses
 
 The token is never in service.toml: the file names a file that only its owner can read,
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 10.0  # as `autograder moodle sync --watch`: Moodle is asked at most this often
 STOP_GRACE_S = 10.0  # a run told to stop (the service is stopping) is killed after this
-_KEYS = ("week", "url", "assignment", "token_file", "interval_s", "out")
+_KEYS = ("week", "url", "assignment", "token_file", "interval_s", "allow_pending", "out")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class SyncEntry:
     token_file: Path
     out: Path
     interval_s: float = DEFAULT_INTERVAL_S
+    allow_pending: bool = False  # as --allow-pending
 
     @property
     def title(self) -> str:
@@ -106,9 +108,10 @@ class SyncStatus:
         return None if self.pulled is None else len(self.kept)
 
 
-def load_syncs(course: Course) -> list[SyncEntry]:
+def load_syncs(course: Course, *, service_data: Path | None = None) -> list[SyncEntry]:
     """The ``[[sync]]`` entries of the course's service.toml, each checked; a PolicyError
-    naming the entry and the fix for the first bad one."""
+    naming the entry and the fix for the first bad one. ``service_data`` is the service's
+    own folder, which no entry may sync into."""
     path = course.root / FILENAME
     raw = read_config(course.root).get(SYNC_KEY, [])
     if isinstance(raw, dict):
@@ -119,6 +122,10 @@ def load_syncs(course: Course) -> list[SyncEntry]:
     entries: list[SyncEntry] = []
     for number, table in enumerate(raw, start=1):
         entry = _entry(course, path, number, table)
+        if service_data is not None and entry.out == service_data.resolve():
+            raise PolicyError(f"{path}: [[{SYNC_KEY}]] entry {number}: out is the service's data folder, where the "
+                              "Moodle users would mix with the service's attempts in one report: leave out unset "
+                              f"(results/{entry.week}-moodle-{entry.assignment}) or name another folder")
         for other in entries:
             if (other.url, other.assignment) == (entry.url, entry.assignment) or other.out == entry.out:
                 raise PolicyError(f"{path}: [[{SYNC_KEY}]] entries {other.number} and {number} both sync assignment "
@@ -163,6 +170,9 @@ def _entry(course: Course, path: Path, number: int, table: object) -> SyncEntry:
     if isinstance(interval, bool) or not isinstance(interval, int | float) or interval < MIN_INTERVAL_S:
         raise PolicyError(f"{where}: interval_s must be a number of seconds of at least {MIN_INTERVAL_S:g}, not "
                           f"{interval!r}")
+    allow_pending = table.get("allow_pending", False)
+    if not isinstance(allow_pending, bool):
+        raise PolicyError(f"{where}: allow_pending must be true or false, not {allow_pending!r}")
     paths = {}
     for key in ("token_file", "out"):
         if key in table and (not isinstance(table[key], str) or not table[key].strip()):
@@ -176,7 +186,7 @@ def _entry(course: Course, path: Path, number: int, table: object) -> SyncEntry:
         raise PolicyError(f"{where}: token_file: {exc}") from None
     out = paths.get("out", course.root / "results" / f"{week}-moodle-{assignment}")
     return SyncEntry(number=number, week=week, url=url, assignment=assignment, token_file=paths["token_file"],
-                     out=out.resolve(), interval_s=float(interval))
+                     out=out.resolve(), interval_s=float(interval), allow_pending=allow_pending)
 
 
 class MoodleSyncs:
@@ -302,7 +312,8 @@ def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None
         week = Course.locate(course_root).week(entry.week)
         token = read_token(entry.token_file)  # again each run: a new token written there is used at once
         with MoodleClient(entry.url, token, token_source=str(entry.token_file)) as client:
-            report = sync(week, client, entry.assignment, out_dir=entry.out, jobs=jobs, scheduler=scheduler)
+            report = sync(week, client, entry.assignment, out_dir=entry.out, allow_pending=entry.allow_pending,
+                          jobs=jobs, scheduler=scheduler)
         outcome: dict[str, Any] = {
             "pulled": len(report.fetched), "graded": report.graded, "pushed": len(report.pushed),
             "unchanged": report.unchanged, "kept": report.kept, "left": report.left, "notes": report.notes,

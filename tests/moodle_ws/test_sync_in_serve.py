@@ -179,6 +179,8 @@ BAD = [
      "interval_s must be a number of seconds of at least 10"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "open-token"\n',
      "token_file: {root}/open-token can be read by other users (mode 644): run `chmod 600 {root}/open-token`"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\nallow_pending = "yes"\n',
+     "allow_pending must be true or false"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\nevery = 5\n',
      "unknown key(s) every; known keys: week, url"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\n' * 2,
@@ -195,6 +197,15 @@ def test_a_bad_sync_entry_is_refused_naming_it_and_the_fix(tmp_path: Path, toml:
         load_syncs(course)
     assert str(caught.value).startswith(f"{course.root / 'service.toml'}: ")
     assert says.format(root=course.root) in str(caught.value)
+
+
+def test_no_sync_into_the_services_own_data_folder(tmp_path: Path) -> None:
+    toml = ('[[sync]]\nweek = "week01"\nurl = "https://m.example.edu"\nassignment = 7\ntoken_file = "token"\n'
+            'out = "service-data"\n')
+    course = a_course(tmp_path, toml)
+    token_file(course.root / "token", "t" * 32)
+    with pytest.raises(PolicyError, match="entry 1: out is the service's data folder"):
+        load_syncs(course, service_data=course.root / "service-data")
 
 
 def test_serve_does_not_start_with_a_bad_sync_entry(tmp_path: Path) -> None:
