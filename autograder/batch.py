@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
@@ -34,6 +34,9 @@ from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
 from autograder.sources import collect, holds_export
 from autograder.submission import Submission
+
+if TYPE_CHECKING:
+    import nbformat
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +183,7 @@ def rewrite_outputs(week: Week, submissions: list[Submission], *, out_dir: Path,
     with Gradebook.open(out_dir / FILENAME) as book:
         stored = book.results(week.name)
         marks = book.manual_marks(week.name)
-    return _write_all(week, submissions, out_dir, stored, marks, _handed_out(week), worksheet=worksheet,
+    return _write_all(week, submissions, out_dir, stored, marks, week.handed_out(), worksheet=worksheet,
                       allow_pending=allow_pending)
 
 
