@@ -206,7 +206,7 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
         worksheet = kept
     for result in results:
         _write_json(out_dir / f"{result.key}.json", to_dict(result))
-    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}",
+    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}", week=week,
                                   similar=_similar(week, results, out_dir))
     # the spreadsheets nbgrader and otter-grader users already have formulas for
     to_nbgrader_grades_csv(results, out_dir / NBGRADER_CSV)
@@ -224,7 +224,7 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
     if moodle:
         outputs.feedback_zip = out_dir / FEEDBACK_ZIP
         title = f"{week.name}: {week.title}"
-        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=title),
+        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=title, week=week),
                                      out=outputs.feedback_zip)
         outputs.skipped.update({k: f"feedback.zip: {v}" for k, v in written.skipped.items()})
     return outputs

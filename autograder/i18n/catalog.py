@@ -77,6 +77,9 @@ def extract(week: Week) -> Catalog:
 
     catalog = new_template(f"{week.name} ({week.title})")
     notebook = read_source(week.source_notebook)
+    _add(catalog, week.title, (f"{week.name}.ipynb", 1), "title")  # the feedback page's heading
+    for task in week.tasks:
+        _add(catalog, task.title, (f"{week.name}.ipynb", 1), "title")
     for message in notebook_messages(notebook):
         _add(catalog, message.text, (f"{week.name}.ipynb", message.cell + 1), message.kind)
     for path in week.test_files + tuple(sorted(week.tests_dir.glob("conftest.py"))):

@@ -36,7 +36,7 @@ def framework_template() -> Catalog:
     """The framework's messages, extracted from the package's code and templates."""
     catalog = new_template(f"{FRAMEWORK_DOMAIN} (the autograder's own words)")
     for filename, line, message, comments, _context in extract_from_dir(
-        str(PACKAGE), _METHODS, keywords={"_": None}, comment_tags=("TRANSLATORS:",),
+        str(PACKAGE), _METHODS, keywords={"_": None, "N_": None}, comment_tags=("TRANSLATORS:",),
         options_map={"**/templates/**.j2": {"trim_blocks": "true", "lstrip_blocks": "true"}},
     ):
         if isinstance(message, str) and message:

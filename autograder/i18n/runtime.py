@@ -32,6 +32,11 @@ def untranslated(message: str) -> str:
     return message
 
 
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalog without translating it now (translated where shown)."""
+    return message
+
+
 @contextmanager
 def speaking(translations: gettext.NullTranslations | None) -> Iterator[None]:
     """Make ``translations`` the active ones for the block (``None``: the source text)."""

@@ -529,7 +529,7 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
     from autograder.service.runner import GradingService
     from autograder.service.store import Store
 
-    store = Store(settings.data)
+    store = Store(settings.data, course)
     tool = Tool(settings, client)
     with Outbox(store, tool.sender) as outbox, \
             GradingService(course, store, jobs=jobs, scheduler=scheduler,

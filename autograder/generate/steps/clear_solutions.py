@@ -6,13 +6,14 @@ from nbformat import NotebookNode
 
 from autograder.generate.markers import Region, find_regions, rewrite
 from autograder.generate.steps.base import Context, Preprocessor
+from autograder.i18n.runtime import N_
 
 
 class ClearSolutions(Preprocessor):
     """Replace each region, markers included, by the stub at the BEGIN marker's indentation."""
 
     stub: tuple[str, ...] = ("# your code here", "raise NotImplementedError()")
-    comment = "your code here"  # the stub's first line, in the notebook's language
+    comment = N_("your code here")  # the stub's first line, in the notebook's language
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
         """Replace each solution region with a stub."""
