@@ -17,13 +17,13 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
 from autograder.execution.sandbox import Limits
 from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.result_json import to_dict
-from autograder.gradebook import FILENAME, Gradebook
+from autograder.gradebook import FILENAME, Gradebook, ManualMark
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
 from autograder.moodle.feedback_zip import write_feedback_zip
@@ -34,6 +34,9 @@ from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
 from autograder.sources import collect, holds_export
 from autograder.submission import Submission
+
+if TYPE_CHECKING:
+    import nbformat
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +127,7 @@ def grade_submissions(
         pending: list[Submission] = []
         reused = 0
         for submission in submissions:
-            cached = None if regrade else book.lookup(
-                week.name, submission.key, submission_sha256=submission.sha256,
-                tests_sha256=week.tests_sha256, grader_version=grader_version())
+            cached = None if regrade else _cached(book, week, submission)
             if cached is None:
                 if submission.seed is None:  # same content graded before: same hidden data
                     submission.seed = book.recorded_seed(week.name, submission.key,
@@ -160,7 +161,42 @@ def grade_submissions(
         stored = {r.key: r for r in book.results(week.name)}
         marks = book.manual_marks(week.name)
     results = [stored[s.key] for s in submissions if s.key in stored]
-    outputs = write_outputs(week, list(stored.values()), out_dir, worksheet=worksheet, allow_pending=allow_pending)
+    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, given, worksheet=worksheet,
+                         allow_pending=allow_pending)
+    return BatchOutcome(results=results, reused=reused, outputs=outputs)
+
+
+def all_graded(week: Week, submissions: Sequence[Submission], *, out_dir: Path) -> bool:
+    """Whether the gradebook in ``out_dir`` holds every one of ``submissions`` unchanged, so
+    ``grade_submissions`` would grade nothing (a submission without content is always recorded
+    again). A caller with nothing new, such as a scheduled Moodle sync, skips the outputs."""
+    if not (out_dir / FILENAME).is_file():
+        return not submissions
+    with Gradebook.open(out_dir / FILENAME) as book:
+        return all(_cached(book, week, s) is not None for s in submissions)
+
+
+def rewrite_outputs(week: Week, submissions: list[Submission], *, out_dir: Path, worksheet: Path | None = None,
+                    allow_pending: bool = False) -> Outputs:
+    """Every output ``grade_submissions`` writes, again from the gradebook as it is now
+    (after hand marks stored there directly, for example)."""
+    with Gradebook.open(out_dir / FILENAME) as book:
+        stored = book.results(week.name)
+        marks = book.manual_marks(week.name)
+    return _write_all(week, submissions, out_dir, stored, marks, week.handed_out(), worksheet=worksheet,
+                      allow_pending=allow_pending)
+
+
+def _cached(book: Gradebook, week: Week, submission: Submission) -> SubmissionResult | None:
+    return book.lookup(week.name, submission.key, submission_sha256=submission.sha256,
+                       tests_sha256=week.tests_sha256, grader_version=grader_version())
+
+
+def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored: list[SubmissionResult],
+               marks: dict[str, dict[int, ManualMark]], given: nbformat.NotebookNode | None, *,
+               worksheet: Path | None, allow_pending: bool) -> Outputs:
+    """``write_outputs``, and the marking sheet of ``submissions`` when tasks are graded by hand."""
+    outputs = write_outputs(week, stored, out_dir, worksheet=worksheet, allow_pending=allow_pending)
     if any(t.manual for t in week.tasks):
         outputs.manual_sheet = out_dir / MANUAL_CSV
         write_manual_sheet(
@@ -170,7 +206,7 @@ def grade_submissions(
                    for key, tasks in marks.items()},
             given=given,
         )
-    return BatchOutcome(results=results, reused=reused, outputs=outputs)
+    return outputs
 
 
 def _grade(week: Week, submissions: list[Submission], *, jobs: int, scheduler: str | None,

@@ -325,7 +325,8 @@ def moodle_sync(
     the_week, default_out = _locate(week, course, None)
     folder = out_dir or default_out.with_name(f"{the_week.name}-moodle-{assignment}")
     try:
-        client = MoodleClient(url, read_token(token_file))
+        client = MoodleClient(url, read_token(token_file), token_source=str(token_file) if token_file else
+                              "MOODLE_TOKEN (or a file only you can read, passed as --token-file)")
     except AutograderError as exc:
         _fail(exc)
 
