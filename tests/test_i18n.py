@@ -167,8 +167,10 @@ def test_generate_writes_every_language_and_stamps_it(course: Course):
     en = nbformat.read(week.assignment_notebook_in("en"), as_version=4)
     assert [c.id for c in ja.cells] == [c.id for c in en.cells]
     assert [c.metadata for c in ja.cells] == [c.metadata for c in en.cells]  # the grader finds the same cells
-    markdown = [c.source for c in ja.cells if c.cell_type == "markdown"]
-    assert markdown and all("[ja] " in text for text in markdown)
+    markdown = [c.source for c in ja.cells if c.cell_type == "markdown" and "answer" not in c.metadata.get("autograder", {})]
+    assert markdown and all("[ja] " in text for text in markdown)  # the week's catalog
+    prompt = next(c.source for c in ja.cells if "answer" in c.metadata.get("autograder", {}))
+    assert prompt != next(c.source for c in en.cells if "answer" in c.metadata.get("autograder", {}))  # the autograder's
     stub = "\n".join(c.source for c in ja.cells if c.cell_type == "code")
     assert "raise NotImplementedError()" in stub and "# your code here" not in stub  # the stub comment translated
 
