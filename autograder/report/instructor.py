@@ -16,7 +16,7 @@ from pathlib import Path
 from autograder.course import Week
 from autograder.exceptions import ReportError
 from autograder.formats.atomic import write_text
-from autograder.i18n.languages import FRAMEWORK_SOURCE_LANGUAGE, framework_translations
+from autograder.i18n.languages import FRAMEWORK_SOURCE_LANGUAGE, framework_translations, translations
 from autograder.i18n.runtime import N_, speaking, untranslated
 from autograder.report import plots
 from autograder.report.feedback import render_feedback
@@ -96,7 +96,9 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
         write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title, week=week))
 
     language = week.languages.instructor if week is not None else FRAMEWORK_SOURCE_LANGUAGE
-    active = framework_translations(language)
+    active = translations(week, language) if week is not None else framework_translations(language)
+    if week is not None and active is not None:
+        week_title = f"{week.name}: {active.gettext(week.title)}"
     with speaking(active):  # the plots' labels, in the instructor's language
         images = [
             (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
