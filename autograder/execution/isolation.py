@@ -37,7 +37,7 @@ class Run(Protocol):
     def generation(self) -> int:
         """Bumped whenever the code restarts: handles into an earlier run are stale."""
 
-    def execute(self) -> Any:
+    def execute(self) -> None:
         """Run the notebook's cells."""
 
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:

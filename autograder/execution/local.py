@@ -62,14 +62,13 @@ class LocalRun(CellReport, LocalChannel):
         self.folder = folder  # where the cells run: a notebook runs beside its data/
         self.heard = Heard()
 
-    def execute(self) -> LocalRun:
+    def execute(self) -> None:
         """Run the cells in order; a cell's error is reported as the sandbox reports it."""
         with contextlib.chdir(self.folder) if self.folder is not None else contextlib.nullcontext():
             for index, source in enumerate(self.cells, start=1):
                 error = self.core.run_cell(source).get("error")
                 if isinstance(error, dict):
                     self.raised(index, source, error)
-        return self
 
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Answer as the worker would; remember what was said to the current test."""

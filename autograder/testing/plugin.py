@@ -55,7 +55,9 @@ class InProcessReference:
         notebook = Path(option).resolve() if option else reference_notebook(Path(item.path))
         if notebook not in self.runs:
             self.runs.clear()
-            self.runs[notebook] = LocalRun(code_cells(notebook.read_bytes()), folder=notebook.parent).execute()
+            run = LocalRun(code_cells(notebook.read_bytes()), folder=notebook.parent)
+            run.execute()
+            self.runs[notebook] = run
         return self.runs[notebook]
 
     def current_seed(self) -> int:
