@@ -17,9 +17,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError
@@ -28,7 +26,7 @@ from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.formats.result_json import to_dict
 from autograder.formats.worksheet import fill_worksheet, write_worksheet
-from autograder.gradebook import FILENAME, Gradebook
+from autograder.gradebook import FILENAME, Gradebook, ManualMark
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
 from autograder.provenance import grader_version
@@ -37,6 +35,9 @@ from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
 from autograder.sources import collect, holds_export
 from autograder.submission import Submission
+
+if TYPE_CHECKING:
+    import nbformat
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +124,7 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
         pending: list[Submission] = []
         reused = 0
         for submission in submissions:
-            cached = None if options.regrade else book.lookup(
-                week.name, submission.key, submission_sha256=submission.sha256,
-                tests_sha256=week.tests_sha256, grader_version=grader_version())
+            cached = None if options.regrade else _cached(book, week, submission)
             if cached is None:
                 if submission.seed is None:  # same content graded before: same hidden data
                     submission.seed = book.recorded_seed(week.name, submission.key,
@@ -138,7 +137,7 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
         if options.on_start is not None:
             options.on_start(len(submissions))
 
-        given = _handed_out(week)
+        given = week.handed_out()
         by_key = {s.key: s for s in pending}
 
         def record(result: SubmissionResult) -> None:
@@ -159,8 +158,42 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
         stored = {r.key: r for r in book.results(week.name)}
         marks = book.manual_marks(week.name)
     results = [stored[s.key] for s in submissions if s.key in stored]
-    outputs = write_outputs(week, list(stored.values()), out_dir, worksheet=options.worksheet,
-                            allow_pending=options.allow_pending)
+    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, given,
+                         worksheet=options.worksheet, allow_pending=options.allow_pending)
+    return BatchOutcome(results=results, reused=reused, outputs=outputs)
+
+
+def all_graded(week: Week, submissions: Sequence[Submission], *, out_dir: Path) -> bool:
+    """Whether the gradebook in ``out_dir`` holds every one of ``submissions`` unchanged, so
+    ``grade_submissions`` would grade nothing (a submission without content is always recorded
+    again). A caller with nothing new, such as a scheduled Moodle sync, skips the outputs."""
+    if not (out_dir / FILENAME).is_file():
+        return not submissions
+    with Gradebook.open(out_dir / FILENAME) as book:
+        return all(_cached(book, week, s) is not None for s in submissions)
+
+
+def rewrite_outputs(week: Week, submissions: list[Submission], *, out_dir: Path, worksheet: Path | None = None,
+                    allow_pending: bool = False) -> Outputs:
+    """Every output ``grade_submissions`` writes, again from the gradebook as it is now
+    (after hand marks stored there directly, for example)."""
+    with Gradebook.open(out_dir / FILENAME) as book:
+        stored = book.results(week.name)
+        marks = book.manual_marks(week.name)
+    return _write_all(week, submissions, out_dir, stored, marks, week.handed_out(), worksheet=worksheet,
+                      allow_pending=allow_pending)
+
+
+def _cached(book: Gradebook, week: Week, submission: Submission) -> SubmissionResult | None:
+    return book.lookup(week.name, submission.key, submission_sha256=submission.sha256,
+                       tests_sha256=week.tests_sha256, grader_version=grader_version())
+
+
+def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored: list[SubmissionResult],
+               marks: dict[str, dict[int, ManualMark]], given: nbformat.NotebookNode | None, *,
+               worksheet: Path | None, allow_pending: bool) -> Outputs:
+    """``write_outputs``, and the marking sheet of ``submissions`` when tasks are graded by hand."""
+    outputs = write_outputs(week, stored, out_dir, worksheet=worksheet, allow_pending=allow_pending)
     if any(t.manual for t in week.tasks):
         outputs.manual_sheet = out_dir / MANUAL_CSV
         write_manual_sheet(
@@ -170,16 +203,7 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
                    for key, tasks in marks.items()},
             given=given,
         )
-    return BatchOutcome(results=results, reused=reused, outputs=outputs)
-
-
-def _handed_out(week: Week) -> nbformat.NotebookNode | None:
-    """The notebook students were given, to tell the cells they added; None if not generated."""
-    try:
-        nb: nbformat.NotebookNode = nbformat.read(week.assignment_notebook, as_version=4)
-        return nb
-    except (OSError, ValueError):
-        return None
+    return outputs
 
 
 def _grade(week: Week, submissions: list[Submission], options: GradingOptions,
@@ -217,7 +241,7 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
         worksheet = kept
     for result in results:
         _write_json(out_dir / f"{result.key}.json", to_dict(result))
-    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}",
+    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}", week=week,
                                   similar=_similar(week, results, out_dir))
     # the spreadsheets nbgrader and otter-grader users already have formulas for
     to_nbgrader_grades_csv(results, out_dir / NBGRADER_CSV)
@@ -235,7 +259,7 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
     if moodle:
         outputs.feedback_zip = out_dir / FEEDBACK_ZIP
         title = f"{week.name}: {week.title}"
-        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=title),
+        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=title, week=week),
                                      out=outputs.feedback_zip)
         outputs.skipped.update({k: f"feedback.zip: {v}" for k, v in written.skipped.items()})
     return outputs
@@ -268,7 +292,7 @@ def _similar(week: Week, results: list[SubmissionResult], out_dir: Path) -> list
         path = out_dir / CODE_DIR / f"{result.key}.py"
         if path.is_file():
             codes[result.key] = path.read_text(encoding="utf-8", errors="replace")
-    given = _handed_out(week)
+    given = week.handed_out()
     given_code = "\n\n".join(c.source for c in given.cells if c.cell_type == "code") if given is not None else ""
     return similar_pairs(codes, given_code=given_code)
 

@@ -326,7 +326,8 @@ def moodle_sync(
     the_week, default_out = _locate(week, course, None)
     folder = out_dir or default_out.with_name(f"{the_week.name}-moodle-{assignment}")
     try:
-        client = MoodleClient(url, read_token(token_file))
+        client = MoodleClient(url, read_token(token_file), token_source=str(token_file) if token_file else
+                              "MOODLE_TOKEN (or a file only you can read, passed as --token-file)")
     except AutograderError as exc:
         _fail(exc)
 
@@ -441,6 +442,50 @@ def audit(
     except AutograderError as exc:
         _fail(exc)
     if not passed:
+        raise typer.Exit(1)
+
+
+i18n_app = typer.Typer(no_args_is_help=True, help="The course's translations (gettext catalogs, Babel).")
+app.add_typer(i18n_app, name="i18n")
+
+
+@i18n_app.command("update")
+def i18n_update(
+    weeks: Annotated[list[str] | None, typer.Argument(help="weeks to extract (default: all)")] = None,
+    course: CourseOption = None,
+) -> None:
+    """Extract the .pot templates again and merge every offered language's .po catalog."""
+    from autograder.i18n.update import update_catalogs
+
+    try:
+        found = Course.locate(course)
+        written = update_catalogs(found, weeks=weeks or ())
+    except AutograderError as exc:
+        _fail(exc)
+    for path in written:
+        out.print(f"wrote {path.relative_to(found.root) if path.is_relative_to(found.root) else path}",
+                  highlight=False)
+
+
+@i18n_app.command("status")
+def i18n_status(
+    weeks: Annotated[list[str] | None, typer.Argument(help="weeks to check (default: all)")] = None,
+    course: CourseOption = None,
+) -> None:
+    """How many strings each language still lacks, per week (exit 1 while any does)."""
+    from autograder.i18n.status import catalog_status
+
+    try:
+        found = Course.locate(course)
+        rows = catalog_status(found, weeks=weeks or ())
+    except AutograderError as exc:
+        _fail(exc)
+    table = Table("catalog", "language", "messages", "lacking")
+    for row in rows:
+        table.add_row(row.catalog, row.language, str(row.messages),
+                      f"[red]{row.lacking}[/]" if row.lacking else "0")
+    out.print(table)
+    if any(row.lacking for row in rows):
         raise typer.Exit(1)
 
 

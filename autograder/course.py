@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +23,50 @@ from autograder.authoring import WeekSpec, read_spec
 from autograder.exceptions import CourseError
 
 WEEK_PATTERN = re.compile(r"^week\d{2}$")
+LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
+SETTINGS_FILE = "course.toml"
+
+
+@dataclass(frozen=True)
+class Languages:
+    """The course's languages, from ``[languages]`` in ``course.toml`` at the course root.
+
+    ``source`` is the language the reference notebooks and hidden tests are written in;
+    ``offered`` the languages students get notebooks and feedback in (``autograder
+    generate`` writes one folder each); ``instructor`` the language of the report and the
+    Moodle worksheet. A course without the file is a one-language course in English.
+    """
+
+    source: str = "en"
+    offered: tuple[str, ...] = ("en",)
+    instructor: str = "en"
+
+    def pick(self, language: object) -> str:
+        """``language`` if the course offers it, else the source language: a notebook's
+        metadata is the student's to edit, and an unknown value must not break feedback."""
+        return language if isinstance(language, str) and language in self.offered else self.source
+
+
+def read_languages(root: Path) -> Languages:
+    """The ``[languages]`` table of ``root/course.toml``; CourseError naming the fix."""
+    path = root / SETTINGS_FILE
+    if not path.is_file():
+        return Languages()
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("languages", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise CourseError(f"{path}: not valid TOML ({error}); fix the file") from error
+    source = table.get("source", "en")
+    offered = table.get("offered", [source])
+    instructor = table.get("instructor", source)
+    codes = [source, instructor, *offered] if isinstance(offered, list) else None
+    if codes is None or not all(isinstance(c, str) and LANGUAGE_PATTERN.match(c) for c in codes):
+        raise CourseError(f"{path}: [languages] takes language codes such as \"en\", \"ja\" or \"pt_BR\": "
+                          "source = \"en\", offered = [\"en\", \"ja\"], instructor = \"en\"")
+    if source not in offered or instructor not in offered or len(set(offered)) != len(offered):
+        raise CourseError(f"{path}: [languages] offered = {offered} must list each language once, "
+                          f"the source ({source!r}) and the instructor's ({instructor!r}) among them")
+    return Languages(source=source, offered=tuple(offered), instructor=instructor)
 
 
 @dataclass(frozen=True)
@@ -59,15 +104,39 @@ class Week:
         """The week's data files: read-only in every worker as ``./data`` (see docs/AUTHORING.md)."""
         return self.source_dir / "data"
 
+    @cached_property
+    def languages(self) -> Languages:
+        """The course's languages (``course.toml``)."""
+        return read_languages(self.root)
+
+    def assignment_notebook_in(self, language: str) -> Path:
+        """The generated student notebook in ``language`` (``autograder generate``)."""
+        return self.root / "assignments" / self.name / language / f"{self.name}.ipynb"
+
+    def solution_notebook_in(self, language: str) -> Path:
+        """The generated solution notebook in ``language``, released after the deadline."""
+        return self.root / "solutions" / self.name / language / f"{self.name}.ipynb"
+
     @property
     def assignment_notebook(self) -> Path:
-        """The generated student notebook (``autograder generate``)."""
-        return self.root / "assignments" / self.name / f"{self.name}.ipynb"
+        """The generated student notebook in the source language."""
+        return self.assignment_notebook_in(self.languages.source)
 
     @property
     def solution_notebook(self) -> Path:
-        """The generated solution notebook, released after the deadline."""
-        return self.root / "solutions" / self.name / f"{self.name}.ipynb"
+        """The generated solution notebook in the source language."""
+        return self.solution_notebook_in(self.languages.source)
+
+    def handed_out(self) -> nbformat.NotebookNode | None:
+        """Every cell students were given, in any language, as one notebook: what tells the
+        cells a student added (``autograder.manual``); None when nothing is generated yet."""
+        cells = []
+        for language in self.languages.offered:
+            try:
+                cells += nbformat.read(self.assignment_notebook_in(language), as_version=4).cells
+            except (OSError, ValueError):
+                continue
+        return nbformat.v4.new_notebook(cells=cells) if cells else None
 
     @cached_property
     def notebook(self) -> nbformat.NotebookNode:
@@ -141,6 +210,11 @@ class Course:
             if (candidate / "source").is_dir():
                 return cls(candidate.resolve())
         raise CourseError("no course found: run inside a course folder or pass --course DIR")
+
+    @property
+    def languages(self) -> Languages:
+        """The course's languages (``course.toml``)."""
+        return read_languages(self.root)
 
     def week_names(self) -> list[str]:
         """Every ``source/weekNN`` folder: adding a week is adding a folder."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import builtins
 from pathlib import Path
 
+from autograder.i18n.runtime import _
+
 
 class AutograderError(Exception):
     """Base class: the CLI prints these as a clear message instead of a traceback."""
@@ -136,7 +138,7 @@ class StudentCodeError(AutograderError):
         """What the student is told: the error's kind and own message."""
         builtin = getattr(builtins, self.ename, None)
         known = isinstance(builtin, type) and issubclass(builtin, BaseException)
-        return f"your code raised {self.ename}" if known else "your code raised an exception"
+        return _("your code raised {name}").format(name=self.ename) if known else _("your code raised an exception")
 
 
 class NotAttempted(StudentCodeError):
@@ -144,7 +146,7 @@ class NotAttempted(StudentCodeError):
 
     def feedback(self) -> str:
         """What the student is told."""
-        return "not attempted: your code still raises NotImplementedError"
+        return _("not attempted: your code still raises NotImplementedError")
 
 
 class StudentTimeout(StudentCodeError):
@@ -156,7 +158,7 @@ class StudentTimeout(StudentCodeError):
 
     def feedback(self) -> str:
         """What the student is told."""
-        return f"your code did not finish within {self.seconds:g} s"
+        return _("your code did not finish within {seconds} s").format(seconds=f"{self.seconds:g}")
 
 
 class WorkerCrashed(StudentCodeError):
@@ -167,7 +169,7 @@ class WorkerCrashed(StudentCodeError):
 
     def feedback(self) -> str:
         """What the student is told."""
-        return "your code ended the process running it (a crash, os._exit, or the memory limit)"
+        return _("your code ended the process running it (a crash, os._exit, or the memory limit)")
 
 
 class MissingName(AutograderError, AttributeError):
@@ -179,7 +181,7 @@ class MissingName(AutograderError, AttributeError):
 
     def feedback(self) -> str:
         """What the student is told."""
-        return f"your notebook does not define `{self.name}`"
+        return _("your notebook does not define `{name}`").format(name=self.name)
 
 
 class NotPlainData(AutograderError, TypeError):
@@ -192,7 +194,7 @@ class NotPlainData(AutograderError, TypeError):
     def feedback(self) -> str:
         # not the type's name: the student chooses it, so it could carry hidden inputs
         """What the student is told."""
-        return "your code returned an object where plain data (numbers, strings, arrays, lists) was expected"
+        return _("your code returned an object where plain data (numbers, strings, arrays, lists) was expected")
 
 
 class InteropError(AutograderError):

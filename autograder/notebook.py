@@ -151,3 +151,14 @@ def declared_week(content: bytes) -> str | None:
         return None
     match = re.fullmatch(r"\s*week\s*0*(\d{1,3})\s*", str(week), flags=re.IGNORECASE) if week is not None else None
     return f"week{int(match.group(1)):02d}" if match else None
+
+
+def declared_language(content: bytes) -> str | None:
+    """The language the notebook's metadata names (``autograder.language``, written by
+    ``autograder generate``), or None. The caller checks it against the course's languages:
+    the metadata is the student's to edit."""
+    try:
+        language = read_notebook(content).metadata.get("autograder", {}).get("language")
+    except (SubmissionError, AttributeError):
+        return None
+    return language if isinstance(language, str) and len(language) <= 16 else None

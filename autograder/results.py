@@ -107,6 +107,7 @@ class SubmissionResult:
     messages: list[str] = field(default_factory=list)  # student-safe notes: cell errors, limits hit
     duration_s: float = 0.0
     seed: int | None = None  # behind the hidden tests' fresh data; a regrade with it reproduces the score
+    language: str = ""  # the feedback's language (the notebook's, if the course offers it); "" = the source's
 
     @property
     def score(self) -> float:

@@ -78,13 +78,13 @@ def test_data_files_are_copied_to_both_outputs_and_hidden_tests_are_not(course: 
     week = course.week("week99")
     written = generate_week(week)
     for folder in ("assignments", "solutions"):
-        out = course.root / folder / "week99"
+        out = course.root / folder / "week99" / "en"
         assert (out / "data" / "points.csv").read_text() == "x,y\n1,2\n"
         assert (out / "data" / "notes.txt").read_text() == "small data\n"
         assert not (out / "tests").exists()
         assert not (out / ".ipynb_checkpoints").exists()
     assert written == sorted(
-        Difference(Path(folder, "week99", name), "missing")
+        Difference(Path(folder, "week99", "en", name), "missing")
         for folder in ("assignments", "solutions")
         for name in ("week99.ipynb", "data/points.csv", "data/notes.txt")
     )
@@ -95,6 +95,7 @@ def test_the_student_notebook_keeps_metadata_and_answer_cells_for_the_grader(cou
     generate_week(week)
     student = nbformat.read(week.assignment_notebook, as_version=4)
     source = nbformat.read(SOURCE, as_version=4)
+    source.metadata.autograder["language"] = "en"  # the one key generation adds: feedback's language
     assert student.metadata == source.metadata
     assert [c.id for c in student.cells] == [c.id for c in source.cells]
     answer = student.cells[-1]
@@ -346,7 +347,7 @@ def test_a_source_without_cell_ids_gets_stable_ones(course: Course) -> None:
 # --- check mode --------------------------------------------------------------------------
 
 ALL_FILES = [
-    Path(folder, "week99", name)
+    Path(folder, "week99", "en", name)
     for folder in ("assignments", "solutions")
     for name in ("week99.ipynb", "data/points.csv", "data/notes.txt")
 ]
@@ -375,26 +376,26 @@ def test_check_reports_stale_missing_and_extra_files_and_a_write_fixes_them(cour
     nbformat.write(source, week.source_notebook)
     (week.source_dir / "data" / "points.csv").unlink()  # its copies are now extra
     (week.source_dir / "data" / "new.csv").write_text("a\n")  # its copies are missing
-    (course.root / "solutions" / "week99" / "stray.txt").write_text("left over")
+    (course.root / "solutions" / "week99" / "en" / "stray.txt").write_text("left over")
     expected = sorted(
         [
-            Difference(Path("assignments/week99/week99.ipynb"), "different"),
-            Difference(Path("solutions/week99/week99.ipynb"), "different"),
-            Difference(Path("assignments/week99/data/points.csv"), "extra"),
-            Difference(Path("solutions/week99/data/points.csv"), "extra"),
-            Difference(Path("solutions/week99/stray.txt"), "extra"),
-            Difference(Path("assignments/week99/data/new.csv"), "missing"),
-            Difference(Path("solutions/week99/data/new.csv"), "missing"),
+            Difference(Path("assignments/week99/en/week99.ipynb"), "different"),
+            Difference(Path("solutions/week99/en/week99.ipynb"), "different"),
+            Difference(Path("assignments/week99/en/data/points.csv"), "extra"),
+            Difference(Path("solutions/week99/en/data/points.csv"), "extra"),
+            Difference(Path("solutions/week99/en/stray.txt"), "extra"),
+            Difference(Path("assignments/week99/en/data/new.csv"), "missing"),
+            Difference(Path("solutions/week99/en/data/new.csv"), "missing"),
         ]
     )
     assert generate_week(week, check=True) == expected
     assert generate_course(course, weeks=["99"], check=True) == expected
-    assert str(expected[0]) == "not generated yet: assignments/week99/data/new.csv"
-    assert expected[0].done() == "wrote assignments/week99/data/new.csv"
+    assert str(expected[0]) == "not generated yet: assignments/week99/en/data/new.csv"
+    assert expected[0].done() == "wrote assignments/week99/en/data/new.csv"
 
     assert generate_week(week) == expected
     assert generate_week(week, check=True) == []
-    assert not (course.root / "solutions" / "week99" / "stray.txt").exists()
+    assert not (course.root / "solutions" / "week99" / "en" / "stray.txt").exists()
     assert nbformat.read(week.assignment_notebook, as_version=4).cells[0].source == "# Week 99, revised"
 
 
@@ -403,8 +404,8 @@ def test_a_write_prunes_folders_it_emptied(course: Course) -> None:
     generate_week(week)
     shutil.rmtree(week.source_dir / "data")
     generate_week(week)
-    assert not (course.root / "assignments" / "week99" / "data").exists()
-    assert (course.root / "assignments" / "week99" / "week99.ipynb").is_file()
+    assert not (course.root / "assignments" / "week99" / "en" / "data").exists()
+    assert (course.root / "assignments" / "week99" / "en" / "week99.ipynb").is_file()
 
 
 # --- the whole week is checked before anything is written ----------------------------------
@@ -503,10 +504,10 @@ def test_a_stray_file_in_the_week_folder_is_refused_and_audit_toml_is_not_copied
     week = course.root / "source" / "week99"
     (week / "audit.toml").write_text("[audit]\n")
     generate_week(course.week("week99"))
-    assert not (course.root / "assignments" / "week99" / "audit.toml").exists()
+    assert not (course.root / "assignments" / "week99" / "en" / "audit.toml").exists()
     (week / "points.csv").write_text("x\n")
     with pytest.raises(GenerationError, match=r"points\.csv: nothing was written: a week's folder holds only "
-                                              r"week99\.ipynb, tests/, data/ and audit\.toml\. Move a data file into data/"):
+                                              r"week99\.ipynb, tests/, data/, locale/ and audit\.toml\. Move a data file into data/"):
         generate_week(course.week("week99"), check=True)
 
 
@@ -517,7 +518,7 @@ def test_the_command_says_what_it_wrote_and_what_was_up_to_date(course: Course) 
 
     first = CliRunner().invoke(app, ["generate", "--course", str(course.root)])
     assert first.exit_code == 0, first.output
-    assert "wrote assignments/week99/week99.ipynb" in first.output
+    assert "wrote assignments/week99/en/week99.ipynb" in first.output
     assert "missing" not in first.output
     again = CliRunner().invoke(app, ["generate", "--course", str(course.root)])
     assert again.exit_code == 0 and "week99: up to date" in again.output, again.output
@@ -549,7 +550,7 @@ def test_headings_declare_the_week_and_tasks_and_a_model_answer_heading_its_answ
     assert student.cells[7].source == "*Write your answer to task 2 here.*"
     assert "minimises" in solution.cells[7].source
     for nb in (student, solution):  # what the grader and the marking sheet read
-        assert nb.metadata["autograder"] == {"week": "week99", "title": "a tiny test week"}
+        assert nb.metadata["autograder"] == {"week": "week99", "title": "a tiny test week", "language": "en"}
         assert nb.cells[1].metadata["autograder"] == {"task": 1, "points": 10}
         assert nb.cells[6].metadata["autograder"] == {"task": 2, "points": 5, "manual": True}
         assert nb.cells[7].metadata["autograder"] == {"answer": 2}
@@ -603,7 +604,7 @@ def test_the_week_written_from_scratch_in_the_docs_generates_and_its_tests_pass(
     assert week.title == "k-means"
     assert [(t.number, t.points, t.manual) for t in week.tasks] == [(1, 40, False), (2, 40, False), (3, 20, True)]
     written = generate_week(week)
-    assert Difference(Path("assignments/week07/data/starts.csv"), "missing") in written
+    assert Difference(Path("assignments/week07/en/data/starts.csv"), "missing") in written
     student = nbformat.read(week.assignment_notebook, as_version=4)
     text = "\n".join(c.source for c in student.cells)
     assert "argmin" not in text and "k-means only finds a local minimum" not in text

@@ -100,13 +100,13 @@ def secret_lines(course: Course) -> set[str]:
     lines: set[str] = set()
     for f in week.test_files:
         lines.update(f.read_text().splitlines())
-    for nb_path in [week.source_notebook, *sorted((ROOT / "solutions").glob("week01/*.ipynb"))]:
+    for nb_path in [week.source_notebook, *sorted((ROOT / "solutions").glob("week01/*/*.ipynb"))]:
         inside = False
         for cell in nbformat.read(nb_path, as_version=4).cells:
             for line in cell.source.splitlines() if cell.cell_type == "code" else ():
                 if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
                     inside = "BEGIN" in line
-                elif inside or nb_path.parent.parent.name == "solutions":
+                elif inside or "solutions" in nb_path.parts:
                     lines.add(line)
     public = (ROOT / "tests" / "hostile" / "corpus.py").read_text()
     public += "".join(p.read_text() for p in FIXTURES.glob("*.ipynb"))

@@ -71,6 +71,7 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
         "grader_version": result.grader_version,
         "duration_s": round(result.duration_s, 4),
         "seed": result.seed,
+        "language": result.language,
     })
     return document
 
@@ -117,4 +118,5 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         grader_version=data.get("grader_version", ""),
         duration_s=data.get("duration_s", 0.0),
         seed=data.get("seed"),
+        language=str(data.get("language") or ""),
     )

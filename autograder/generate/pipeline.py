@@ -6,15 +6,17 @@ A pipeline is an ordered list of steps. The ordering rule:
 2. Content steps next (``ClearSolutions`` or ``StripMarkers``, ``AnswerPrompts``,
    ``ClearOutputs``): each touches its own cells or fields, so their order among
    themselves does not matter.
-3. ``StableIds``: after content, before the guards, as the notebook will be written.
-4. Guards last (``MarkerGuard``, ``LeakGuard``): they judge exactly what will be written,
+3. ``Localize``: after content (the stub and prompt are written in the language already),
+   before the guards, which judge the translated text.
+4. ``StableIds``: after content, before the guards, as the notebook will be written.
+5. Guards last (``MarkerGuard``, ``LeakGuard``): they judge exactly what will be written,
    and trust none of the steps before them.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -27,17 +29,20 @@ from autograder.generate.steps import (
     ClearSolutions,
     Context,
     LeakGuard,
+    Localize,
     MarkerGuard,
     Preprocessor,
     StableIds,
     StripMarkers,
 )
+from autograder.i18n.runtime import untranslated
 
 STUDENT_STEPS: tuple[Preprocessor, ...] = (
     CheckMarkers(),
     ClearSolutions(),
     AnswerPrompts(),
     ClearOutputs(),
+    Localize(),
     StableIds(),
     MarkerGuard(),
     LeakGuard(generated=ClearSolutions.stub),
@@ -47,30 +52,35 @@ SOLUTION_STEPS: tuple[Preprocessor, ...] = (
     CheckMarkers(),
     StripMarkers(),
     ClearOutputs(),
+    Localize(),
     StableIds(),
     MarkerGuard(),
 )
 
 
-def run(steps: Sequence[Preprocessor], source: NotebookNode, *, path: Path) -> NotebookNode:
+def run(steps: Sequence[Preprocessor], source: NotebookNode, *, path: Path, language: str = "en",
+        gettext: Callable[[str], str] = untranslated) -> NotebookNode:
     """Apply ``steps`` in order to a copy of ``source``; ``source`` itself is not changed.
 
     What the author declared in text (task headings, model-answer headings) is first
     written as metadata too (``autograder.authoring.annotate``), so every step and guard,
     and later the grader, sees one convention."""
     source = annotate(copy.deepcopy(source))
-    context = Context(path=path, source=source)
+    context = Context(path=path, source=source, language=language, gettext=gettext)
     nb = copy.deepcopy(source)
     for step in steps:
         nb = step.preprocess(nb, context)
     return nb
 
 
-def student_notebook(source: NotebookNode, *, path: Path) -> NotebookNode:
-    """The student's notebook: solutions become stubs, model answers prompts, outputs cleared."""
-    return run(STUDENT_STEPS, source, path=path)
+def student_notebook(source: NotebookNode, *, path: Path, language: str = "en",
+                     gettext: Callable[[str], str] = untranslated) -> NotebookNode:
+    """The student's notebook: solutions become stubs, model answers prompts, outputs
+    cleared, text in ``language`` (``gettext`` translates from the source language)."""
+    return run(STUDENT_STEPS, source, path=path, language=language, gettext=gettext)
 
 
-def solution_notebook(source: NotebookNode, *, path: Path) -> NotebookNode:
-    """The solution notebook: the code stays, the markers and outputs go."""
-    return run(SOLUTION_STEPS, source, path=path)
+def solution_notebook(source: NotebookNode, *, path: Path, language: str = "en",
+                      gettext: Callable[[str], str] = untranslated) -> NotebookNode:
+    """The solution notebook: the code stays, the markers and outputs go; text in ``language``."""
+    return run(SOLUTION_STEPS, source, path=path, language=language, gettext=gettext)

@@ -1,9 +1,10 @@
 """Generating a week's files, or checking that the committed ones are what generation writes.
 
-Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each holds the
-week's generated notebook and a copy of the week's ``data/`` folder. Anything else found
+Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each holds one
+folder per language the course offers (``en/``, ``ja/``...) with the week's generated
+notebook in that language and a copy of the week's ``data/`` folder. Anything else found
 there is ``extra`` (reported by a check, deleted by a write). The source folder holds only
-the notebook, ``tests/``, ``data/`` and ``audit.toml``: any other file is refused, since it
+the notebook, ``tests/``, ``data/``, ``locale/`` (translations) and ``audit.toml``: any other file is refused, since it
 would otherwise be either copied where the sandbox cannot see it or silently dropped. Hidden files and ``__pycache__``
 are never copied, reported or deleted
 (Jupyter's ``.ipynb_checkpoints`` lives there).
@@ -21,6 +22,7 @@ from autograder.exceptions import GenerationError
 from autograder.generate.notebook_io import read_source, to_bytes
 from autograder.generate.pipeline import solution_notebook, student_notebook
 from autograder.generate.validate import validate_week
+from autograder.i18n.generation import language_plans
 
 Kind = Literal["missing", "different", "extra"]
 
@@ -82,22 +84,23 @@ def generate_weeks(weeks: Iterable[Week], *, check: bool = False) -> list[Differ
 
 
 def plan_week(week: Week) -> Plan:
-    """The student and solution notebooks of ``week`` and its copied files, as bytes."""
+    """The student and solution notebooks of ``week`` in every offered language, and its
+    copied files, as bytes. A language whose catalog lacks a translation is refused."""
     source = read_source(week.source_notebook)
     validate_week(week, source)
-    assignments, solutions = week.assignment_notebook.parent, week.solution_notebook.parent
-    files = {
-        week.assignment_notebook: to_bytes(
-            student_notebook(source, path=week.source_notebook), path=week.source_notebook
-        ),
-        week.solution_notebook: to_bytes(
-            solution_notebook(source, path=week.source_notebook), path=week.source_notebook
-        ),
-    }
-    for relative in _copied_files(week):
-        contents = (week.source_dir / relative).read_bytes()
-        files[assignments / relative] = contents
-        files[solutions / relative] = contents
+    assignments, solutions = week.root / "assignments" / week.name, week.root / "solutions" / week.name
+    files: dict[Path, bytes] = {}
+    copied = _copied_files(week)
+    for language, gettext in language_plans(week):
+        student_path, solution_path = week.assignment_notebook_in(language), week.solution_notebook_in(language)
+        student = student_notebook(source, path=week.source_notebook, language=language, gettext=gettext)
+        solution = solution_notebook(source, path=week.source_notebook, language=language, gettext=gettext)
+        files[student_path] = to_bytes(student, path=week.source_notebook)
+        files[solution_path] = to_bytes(solution, path=week.source_notebook)
+        for relative in copied:
+            contents = (week.source_dir / relative).read_bytes()
+            files[student_path.parent / relative] = contents
+            files[solution_path.parent / relative] = contents
     return Plan(root=week.root, folders=(assignments, solutions), files=files)
 
 
@@ -131,7 +134,7 @@ def apply(plan: Plan, differences: Iterable[Difference]) -> None:
                 directory.rmdir()
 
 
-ALLOWED = ("tests", "data", "audit.toml")  # besides the notebook itself
+ALLOWED = ("tests", "data", "audit.toml", "locale")  # besides the notebook itself
 
 
 def _copied_files(week: Week) -> list[Path]:
@@ -140,7 +143,7 @@ def _copied_files(week: Week) -> list[Path]:
     copied = []
     for path in _files_under(week.source_dir):
         relative = path.relative_to(week.source_dir)
-        if path == week.source_notebook or relative.parts[0] in ("tests", "audit.toml"):
+        if path == week.source_notebook or relative.parts[0] in ("tests", "audit.toml", "locale"):
             continue
         if path.suffix == ".ipynb":
             raise GenerationError(
@@ -149,8 +152,8 @@ def _copied_files(week: Week) -> list[Path]:
             )
         if relative.parts[0] != "data" or len(relative.parts) == 1:
             raise GenerationError(
-                f"{path}: nothing was written: a week's folder holds only {week.source_notebook.name}, tests/, data/ "
-                "and audit.toml. Move a data file into data/ (copied to the student and solution folders and "
+                f"{path}: nothing was written: a week's folder holds only {week.source_notebook.name}, tests/, data/, "
+                "locale/ and audit.toml. Move a data file into data/ (copied to the student and solution folders and "
                 "readable at data/ while grading), or move the file out of the week's folder."
             )
         copied.append(relative)

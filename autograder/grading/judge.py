@@ -19,6 +19,7 @@ from autograder.exceptions import (
     StudentTimeout,
 )
 from autograder.grading.heard import Heard
+from autograder.i18n.runtime import _
 from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
 from autograder.submission import Submission
@@ -43,7 +44,8 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
     if isinstance(exc, NotAttempted):
         return Outcome(False, exc.feedback(), not_attempted=True)
     if isinstance(exc, MissingName) and stubs_left:
-        return Outcome(False, exc.feedback() + " (a cell still raises NotImplementedError)", not_attempted=True)
+        return Outcome(False, _("{reason} (a cell still raises NotImplementedError)").format(reason=exc.feedback()),
+                       not_attempted=True)
     if isinstance(exc, StudentTimeout):
         return Outcome(False, exc.feedback(), timed_out=True)
     if isinstance(exc, (StudentCodeError, MissingName, NotPlainData)):
@@ -52,10 +54,11 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         if message and heard is not None and heard.echoed_in(message):
             message = ""
-        return Outcome(False, message or "the check did not hold")
+        return Outcome(False, message or _("the check did not hold"))
     if isinstance(exc, ProtocolError):
-        return Outcome(False, "your code's answer could not be read as plain data")
-    return Outcome(False, f"the check could not be completed with what your code returned ({type(exc).__name__})")
+        return Outcome(False, _("your code's answer could not be read as plain data"))
+    return Outcome(False, _("the check could not be completed with what your code returned ({name})").format(
+        name=type(exc).__name__))
 
 
 def build_result(
@@ -69,10 +72,10 @@ def build_result(
     """Fill ``base`` (identity, hashes, messages) with test and task results and a status."""
     test_results = []
     for test in tests:
-        outcome = outcomes.get(test.nodeid, Outcome(False, "the test did not run"))
-        status = "passed" if outcome.passed else "failed"
-        reason = f" ({outcome.reason})" if outcome.reason and not outcome.passed else ""
-        text = f"{test.description}: {status}{reason}"
+        outcome = outcomes.get(test.nodeid, Outcome(False, _("the test did not run")))
+        text = (_("{check}: passed") if outcome.passed else _("{check}: failed")).format(check=_(test.description))
+        if outcome.reason and not outcome.passed:
+            text += f" ({outcome.reason})"
         test_results.append(
             TestResult(
                 name=test.name,
@@ -90,7 +93,7 @@ def build_result(
         tasks.append(
             TaskResult(
                 task=task.number,
-                title=task.title,
+                title=_(task.title),
                 score=0.0 if task.manual else round(sum(t.score for t in mine), 6),
                 max_score=task.points,
                 manual=task.manual,
@@ -130,5 +133,5 @@ def lost_result(week: Week, submission: Submission, why: str) -> SubmissionResul
 
 def empty_result(week: Week, base: SubmissionResult) -> SubmissionResult:
     """Zero for every task: a submission that could not be run at all."""
-    base.tasks = [TaskResult(t.number, 0.0, t.points, manual=t.manual, title=t.title) for t in week.tasks]
+    base.tasks = [TaskResult(t.number, 0.0, t.points, manual=t.manual, title=_(t.title)) for t in week.tasks]
     return base

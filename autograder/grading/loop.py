@@ -21,7 +21,9 @@ from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution import Run, Runs
 from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
-from autograder.notebook import code_cells, declared_week
+from autograder.i18n.languages import translations
+from autograder.i18n.runtime import speaking
+from autograder.notebook import code_cells, declared_language, declared_week
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.hidden import HiddenTest, hidden_tests
@@ -124,19 +126,21 @@ class GradingLoop:
         started = time.monotonic()
         log.debug("grading %s", submission.key)
         base = base_result(self.week, submission)
-        try:
-            return self._grade_into(base, submission, items, tests)
-        except (CourseError, SandboxError, GradingError):
-            raise
-        except Exception as exc:  # the boundary: one submission never stops the batch
-            log.warning("grading %s failed (%s); it gets an error result", submission.key, type(exc).__name__,
-                        exc_info=True)
-            base.status, base.tests = Status.ERROR, []
-            base.messages.append(f"the grader could not grade this notebook ({type(exc).__name__}); "
-                                 "it was not graded: tell your instructor")
-            return empty_result(self.week, base)
-        finally:
-            base.duration_s = time.monotonic() - started
+        base.language = self.week.languages.pick(declared_language(submission.content or b""))
+        with speaking(translations(self.week, base.language)):  # feedback in the notebook's language
+            try:
+                return self._grade_into(base, submission, items, tests)
+            except (CourseError, SandboxError, GradingError):
+                raise
+            except Exception as exc:  # the boundary: one submission never stops the batch
+                log.warning("grading %s failed (%s); it gets an error result", submission.key, type(exc).__name__,
+                            exc_info=True)
+                base.status, base.tests = Status.ERROR, []
+                base.messages.append(f"the grader could not grade this notebook ({type(exc).__name__}); "
+                                     "it was not graded: tell your instructor")
+                return empty_result(self.week, base)
+            finally:
+                base.duration_s = time.monotonic() - started
 
     def _grade_into(self, base: SubmissionResult, submission: Submission, items: list[pytest.Item],
                     tests: list[HiddenTest]) -> SubmissionResult:

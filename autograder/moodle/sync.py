@@ -5,7 +5,8 @@ One run (``sync``) does, in order:
    run, and download their notebooks through webservice/pluginfile.php;
 2. grade every known submission exactly as ``autograder grade`` does
    (``batch.grade_submissions``: same gradebook, cache, sandbox, ``--jobs``/``--scheduler``,
-   report); an unchanged submission is taken from the gradebook, not graded again;
+   report); an unchanged submission is taken from the gradebook, not graded again, and a
+   run with nothing new to grade or push leaves the outputs (report, worksheet) as they are;
 3. read Moodle's grades, and push in one ``mod_assign_save_grades`` call per batch what
    changed: the grade scaled to the assignment's maximum, the per-student summary as the
    feedback comment (HTML), and the feedback page as a feedback file.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from autograder.batch import GradingOptions, grade_submissions
+from autograder.batch import GradingOptions, all_graded, grade_submissions, rewrite_outputs
 from autograder.course import Week
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.formats.worksheet import GRADED_STATUSES, feedback_comment
@@ -131,8 +132,11 @@ def sync(
             # one with nothing to grade is recorded when it comes; again would only start a grader
             submissions = [s for s in _submissions(week, out_dir / FILES_DIR, users)
                            if s.content is not None or s.key.removeprefix("moodle-user-") in report.fetched]
-            outcome = grade_submissions(week, submissions, options)
-            report.graded = sum(s.content is not None for s in submissions) - outcome.reused
+            # nothing new to grade: the outputs (report, worksheet, ~4 s for a class) stay as they are
+            fresh = not all_graded(week, submissions, out_dir=out_dir)
+            if fresh:
+                outcome = grade_submissions(week, submissions, options)
+                report.graded = sum(s.content is not None for s in submissions) - outcome.reused
             if report.interrupted is None:
                 try:
                     _push(week, client, assignment, state, users, participants, out_dir, report,
@@ -141,6 +145,8 @@ def sync(
                     if not err.retryable:
                         raise
                     report.interrupted = str(err)
+            if not fresh and report.pushed and not dry_run:  # hand marks stored since: show them there too
+                rewrite_outputs(week, submissions, out_dir=out_dir, allow_pending=options.allow_pending)
     return report
 
 
@@ -330,8 +336,8 @@ def _prepare(week: Week, assignment: Assignment, userid: int, name: str, user: U
         tasks = ", ".join(str(t.task) for t in pending)
         comment += (f"<p>Task {tasks} ({result.pending_points:g} points) is marked by hand and not marked yet: "
                     + ("this grade is provisional.</p>" if allow_pending else "the grade follows once it is.</p>"))
-    page = render_feedback(result, week_title=f"{week.name}: {week.title}") if "file" in assignment.feedback_plugins \
-        else None
+    page = (render_feedback(result, week_title=f"{week.name}: {week.title}", week=week)
+            if "file" in assignment.feedback_plugins else None)
     body = json.dumps([grade, user.attemptnumber, comment if "comments" in assignment.feedback_plugins else None,
                        page], ensure_ascii=False)
     return Push(userid=userid, name=name, grade=grade, attempt=user.attemptnumber, comment=comment, page=page,

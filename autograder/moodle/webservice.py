@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -24,8 +25,11 @@ import httpx
 from autograder.exceptions import MoodleServiceError
 
 TIMEOUT_S = 60.0  # one call; save_grades for a large batch is the slowest
-TOKEN_HELP = ("create one in Site administration > Server > Web services > Manage tokens and put it in "
-              "MOODLE_TOKEN or the token file")
+MANAGE_TOKENS = "Site administration > Server > Web services > Manage tokens"
+# webservice/lib.php webservice_base_server::authenticate_by_token: a token past its
+# ``validuntil`` is deleted, then refused with this webservice_access_exception debuginfo
+# (shown only when the site has debugging on); every later call finds no token at all.
+EXPIRED_DEBUGINFO = "Invalid token - token expired"
 # What each function checks (mod/assign/externallib.php), for "lacks <capability>" messages.
 _CAPABILITIES = {
     "mod_assign_get_assignments": "mod/assign:view",
@@ -124,14 +128,18 @@ def flatten(params: Mapping[str, Any]) -> dict[str, str]:
 class MoodleClient:
     """Calls to one Moodle site with one token; use as a context manager.
 
-    ``transport`` is httpx's, for tests that need one; the default is the network.
+    ``token_source`` says where the token came from (a file, MOODLE_TOKEN), so a refusal
+    can say where to write a new one; ``transport`` is httpx's, for tests that need one;
+    the default is the network.
     """
 
-    def __init__(self, url: str, token: str, *, timeout: float = TIMEOUT_S,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, url: str, token: str, *, token_source: str = "MOODLE_TOKEN or the token file",
+                 timeout: float = TIMEOUT_S, transport: httpx.BaseTransport | None = None) -> None:
         self.url = check_site_url(url)
+        self.token_source = token_source
         if not token.strip():
-            raise MoodleServiceError(f"the Moodle token is empty: {TOKEN_HELP}")
+            raise MoodleServiceError(f"the Moodle token is empty: create one in {MANAGE_TOKENS} and write it to "
+                                     f"{token_source}")
         self._token = token.strip()
         self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         self._where: dict[str, str] = {}  # function -> "in course N", for messages
@@ -152,9 +160,23 @@ class MoodleClient:
         """The decoded reply of ``function``; a refusal raises MoodleServiceError naming the fix."""
         fields = {"wstoken": self._token, "wsfunction": function, "moodlewsrestformat": "json",
                   **flatten(params or {})}
-        endpoint = f"{self.url}/webservice/rest/server.php"
+        data = self._send(function, fields)
+        if _refused(data) and data["errorcode"] == "accessexception" and not _says_expired(data):
+            # Without debugging an expired token looks like a function the token may not call.
+            # authenticate_by_token deletes an expired token as it refuses it, so the same
+            # token is unknown on the next call; access is checked before the function runs,
+            # so asking again is safe, even for mod_assign_save_grades.
+            again = self._send(function, fields)
+            if _refused(again) and again["errorcode"] == "invalidtoken":
+                raise self._expired()
+            data = again
+        if _refused(data):
+            raise self._refusal(function, data, where)
+        return data
+
+    def _send(self, function: str, fields: Mapping[str, str]) -> Any:
         try:
-            reply = self._http.post(endpoint, data=fields)
+            reply = self._http.post(f"{self.url}/webservice/rest/server.php", data=fields)
         except httpx.HTTPError as err:
             raise MoodleServiceError.unreachable(self.url, _describe(err)) from err
         if reply.status_code == 403 and not reply.content.strip():
@@ -162,10 +184,15 @@ class MoodleClient:
                                      "administration > Server > Web services > Manage protocols")
         if reply.status_code >= 500:
             raise MoodleServiceError.unreachable(self.url, f"HTTP {reply.status_code} from {function}")
-        data = _json(reply, self.url, function)
-        if isinstance(data, dict) and "exception" in data and "errorcode" in data:
-            raise self._refusal(function, data, where)
-        return data
+        return _json(reply, self.url, function)
+
+    def _expired(self) -> MoodleServiceError:
+        """Moodle never says when a token expires, only that it has: say when it was refused."""
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return MoodleServiceError(
+            f"the Moodle token expired: Moodle at {self.url} refused it as expired on {now} and deleted it; create "
+            f"a new one in {MANAGE_TOKENS} (leave 'Valid until' off, or set it after the course ends) and write it "
+            f"to {self.token_source}", errorcode="invalidtoken")
 
     def _refusal(self, function: str, data: Mapping[str, Any], where: str) -> MoodleServiceError:
         """The exception object (webservice/rest/locallib.php generate_error) as a message
@@ -175,11 +202,14 @@ class MoodleClient:
         debug = f"; {data['debuginfo']}" if data.get("debuginfo") else ""
         place = f" {where}" if where else ""
         if code == "invalidtoken":
-            message = (f"Moodle at {self.url} rejected the token ({said}): it is wrong, expired or was deleted; "
-                       f"{TOKEN_HELP}")
+            message = (f"Moodle at {self.url} does not know this token ({said}): it is mistyped, was deleted, or "
+                       f"expired (Moodle deletes a token once it has expired); create a new one in {MANAGE_TOKENS} "
+                       f"and write it to {self.token_source}")
+        elif code == "accessexception" and _says_expired(data):
+            return self._expired()
         elif code == "accessexception":
-            message = (f"Moodle at {self.url} does not let this token call {function} ({said}): add {function} to "
-                       "the token's external service (Site administration > Server > Web services > External "
+            message = (f"Moodle at {self.url} does not let this token call {function} ({said}{debug}): add {function} "
+                       "to the token's external service (Site administration > Server > Web services > External "
                        "services > Functions) and give the token's user webservice/rest:use")
         elif code in ("nopermissions", "nopermission", "requireloginerror"):
             needed = _CAPABILITIES.get(function, "the capability the function checks")
@@ -343,6 +373,14 @@ def check_site_url(url: str) -> str:
         raise MoodleServiceError(f"{url} is a page, not the site: pass only the site's address (its wwwroot), "
                                  f"e.g. {parts.scheme}://{parts.netloc}")
     return url.strip().rstrip("/")
+
+
+def _refused(data: Any) -> bool:
+    return isinstance(data, dict) and "exception" in data and "errorcode" in data
+
+
+def _says_expired(data: Mapping[str, Any]) -> bool:
+    return EXPIRED_DEBUGINFO.lower() in str(data.get("debuginfo", "")).lower()
 
 
 def _course(assignment: Assignment) -> str:

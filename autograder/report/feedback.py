@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autograder.course import Week
+from autograder.i18n.languages import FRAMEWORK_SOURCE_LANGUAGE, framework_translations, translations
+from autograder.i18n.runtime import untranslated
 from autograder.report.templating import environment
 from autograder.results import SubmissionResult, TaskResult, TestResult, Visibility
 
@@ -35,7 +38,17 @@ def sections(result: SubmissionResult) -> list[TaskSection]:
     return out
 
 
-def render_feedback(result: SubmissionResult, *, week_title: str) -> str:
-    """The student's feedback page for ``result`` as one HTML document."""
+def render_feedback(result: SubmissionResult, *, week_title: str, week: Week | None = None) -> str:
+    """The student's feedback page for ``result`` as one HTML document, in the result's
+    language: the page's own words from the autograder's catalog and, given the ``week``,
+    its title from the week's (``week_title`` is the fallback for results read back alone)."""
+    language = result.language or (week.languages.source if week is not None else FRAMEWORK_SOURCE_LANGUAGE)
+    if week is not None:
+        language = week.languages.pick(language)
+        active = translations(week, language)
+        week_title = f"{week.name}: {active.gettext(week.title) if active is not None else week.title}"
+    else:
+        active = framework_translations(language)
     template = environment().get_template("feedback.html.j2")
-    return template.render(result=result, week_title=week_title, sections=sections(result))
+    return template.render(result=result, week_title=week_title, sections=sections(result), language=language,
+                           _=active.gettext if active is not None else untranslated)

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from autograder.course import Week
 from autograder.exceptions import ReportError
 from autograder.formats.atomic import write_text
+from autograder.i18n.languages import FRAMEWORK_SOURCE_LANGUAGE, framework_translations
+from autograder.i18n.runtime import N_, speaking, untranslated
 from autograder.report import plots
 from autograder.report.feedback import render_feedback
 from autograder.report.similarity import Pair
@@ -35,9 +38,10 @@ class Plot:
 
 # In the order the report shows them.
 PLOTS = (
-    Plot("Score distribution", "Total scores, stacked by status.", plots.score_distribution),
-    Plot("Tasks", "Per task: submissions with full marks, and the mean share of points.", plots.task_scores),
-    Plot("Hidden tests", "Share of submissions passing each hidden test, grouped by task.", plots.pass_rates_by_test),
+    Plot(N_("Score distribution"), N_("Total scores, stacked by status."), plots.score_distribution),
+    Plot(N_("Tasks"), N_("Per task: submissions with full marks, and the mean share of points."), plots.task_scores),
+    Plot(N_("Hidden tests"), N_("Share of submissions passing each hidden test, grouped by task."),
+         plots.pass_rates_by_test),
 )
 SLOWEST_SHOWN = 40  # the time chart names this many of the slowest submissions
 
@@ -77,23 +81,30 @@ def display_name(result: SubmissionResult) -> str:
 
 
 def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_title: str,
-                 similar: Sequence[Pair] = ()) -> Path:
+                 similar: Sequence[Pair] = (), week: Week | None = None) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/feedback/<key>.html``; returns the report's path.
 
     The page works without a server: a sortable, filterable table (plain inline script),
     per-test pass rates with the commonest failure messages, the slowest submissions by
-    name, and ``similar`` pairs of submissions with both listings side by side."""
+    name, and ``similar`` pairs of submissions with both listings side by side. Each feedback
+    page is in its student's language (given the ``week``, its title too); the report itself
+    is in the instructor's (``course.toml``)."""
     _check_keys(results)
     feedback_dir = Path(out_dir) / FEEDBACK_DIR
     feedback_dir.mkdir(parents=True, exist_ok=True)
     for result in results:
-        write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title))
+        write_text(feedback_dir / f"{result.key}.html", render_feedback(result, week_title=week_title, week=week))
 
-    images = [
-        (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
-    ]
+    language = week.languages.instructor if week is not None else FRAMEWORK_SOURCE_LANGUAGE
+    active = framework_translations(language)
+    with speaking(active):  # the plots' labels, in the instructor's language
+        images = [
+            (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
+        ]
     html = environment().get_template("report.html.j2").render(
         week_title=week_title,
+        language=language,
+        _=active.gettext if active is not None else untranslated,
         results=results,
         summary=summarize(results),
         breakdown=test_breakdown(results),

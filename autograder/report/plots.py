@@ -2,19 +2,27 @@
 
 Each function takes the batch and returns PNG bytes; no pyplot, so no global figure
 state and no display needed. A plot with nothing to show says so instead of failing.
+Labels are in the active language (``autograder.i18n``: the report sets the instructor's),
+drawn with a font that covers Japanese, Chinese and Korean when one is installed, so names
+and labels in those scripts are not empty boxes.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache, wraps
+from pathlib import Path
 
+from matplotlib import font_manager, rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from autograder.i18n.runtime import _
+from autograder.report.templating import STATUS_NAME
 from autograder.results import Status, SubmissionResult
 
 STATUS_COLOURS: dict[Status, str] = {
@@ -28,6 +36,33 @@ STATUS_COLOURS: dict[Status, str] = {
 # Tasks are told apart by hue families that mean nothing about passing: no greens or reds.
 TASK_COLOURS = ("#3e7cb1", "#8e6bbf", "#c98a2b", "#4a5d7a", "#b35c9e", "#2a9db5", "#7d6b4f", "#6f7fd6")
 PENDING_COLOUR = "#a8d5bf"  # graded, hand marking still to come: the graded green, paler
+# Debian's fonts-noto-cjk (installed by `make setup`); the first face of the collection is
+# the Japanese one, which also covers the common Chinese and Korean characters.
+CJK_FONT_FILES = (Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),)
+
+
+@cache
+def font_families() -> tuple[str, ...]:
+    """matplotlib's default face first (Latin text looks as before), then a CJK face for the
+    characters it lacks: matplotlib falls back glyph by glyph along the list. The file is
+    registered by path, so a font cache built before the font was installed does not hide it."""
+    families = ["DejaVu Sans"]
+    for path in CJK_FONT_FILES:
+        if path.is_file():
+            font_manager.fontManager.addfont(str(path))
+            families.append(font_manager.FontProperties(fname=str(path)).get_name())
+    return tuple(families)
+
+
+def _with_fonts(draw: Callable[[Sequence[SubmissionResult]], bytes]) -> Callable[[Sequence[SubmissionResult]], bytes]:
+    """Draw with ``font_families`` (matplotlib reads fonts when a text is made, so the whole
+    drawing runs inside the setting)."""
+    @wraps(draw)
+    def drawn(results: Sequence[SubmissionResult]) -> bytes:
+        with rc_context({"font.family": list(font_families())}):
+            return draw(results)
+
+    return drawn
 WIDTH_IN = 7.0
 DPI = 110
 
@@ -48,7 +83,7 @@ def _png(fig: Figure) -> bytes:
 
 def _nothing(ax: Axes, what: str) -> None:
     ax.set_axis_off()
-    ax.text(0.5, 0.5, f"no {what} in this batch", ha="center", va="center", color="#616e7c", transform=ax.transAxes)
+    ax.text(0.5, 0.5, what, ha="center", va="center", color="#616e7c", transform=ax.transAxes)
 
 
 @dataclass(frozen=True)
@@ -70,19 +105,20 @@ def score_groups(results: Sequence[SubmissionResult]) -> list[ScoreGroup]:
         final = [r.score for r in mine if not r.pending_points]
         pending = [r.score for r in mine if r.pending_points]
         if final or (mine and status is not Status.GRADED):
-            groups.append(ScoreGroup(status.value.replace("_", " "), STATUS_COLOURS[status], final))
+            groups.append(ScoreGroup(_(STATUS_NAME[status]), STATUS_COLOURS[status], final))
         if pending and status is Status.GRADED:
-            groups.append(ScoreGroup("graded, hand marking pending", PENDING_COLOUR, pending))
+            groups.append(ScoreGroup(_("graded, hand marking pending"), PENDING_COLOUR, pending))
     return groups
 
 
+@_with_fonts
 def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
     """Histogram of total scores, stacked by status so errors and timeouts stand out, and
     scores still waiting for hand marking apart from final ones."""
     fig, ax = _figure()
     scored = [r for r in results if r.status is not Status.NOT_SUBMITTED]
     if not scored:
-        _nothing(ax, "submissions with a score")
+        _nothing(ax, _("no submissions with a score in this batch"))
         return _png(fig)
     top = max(max(r.max_score for r in scored), max(r.score for r in scored), 1.0)
     groups = score_groups(scored)
@@ -95,8 +131,8 @@ def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
         label=[g.label for g in groups],
         edgecolor="white",
     )
-    ax.set_xlabel(f"score (of {top:g})")
-    ax.set_ylabel("submissions")
+    ax.set_xlabel(_("score (of {top})").format(top=f"{top:g}"))
+    ax.set_ylabel(_("submissions"))
     locator = ax.yaxis.get_major_locator()
     if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
         locator.set_params(integer=True)
@@ -137,43 +173,45 @@ def task_rates(results: Sequence[SubmissionResult]) -> list[tuple[Rate, Rate]]:
                 shares.setdefault(task.task, []).append(min(task.score / task.max_score, 1.0))
     return [
         (
-            Rate("full marks", n, 100 * sum(s >= 1.0 for s in shares[n]) / len(shares[n]), len(shares[n])),
-            Rate("mean points", n, 100 * sum(shares[n]) / len(shares[n]), len(shares[n])),
+            Rate(_("full marks"), n, 100 * sum(s >= 1.0 for s in shares[n]) / len(shares[n]), len(shares[n])),
+            Rate(_("mean points"), n, 100 * sum(shares[n]) / len(shares[n]), len(shares[n])),
         )
         for n in sorted(shares)
     ]
 
 
+@_with_fonts
 def pass_rates_by_test(results: Sequence[SubmissionResult]) -> bytes:
     """Horizontal bars of ``pass_rates``, coloured by task (hues that do not read as pass/fail)."""
     rates = pass_rates(results)
     fig, ax = _figure(height_in=max(2.4, 0.8 + 0.28 * len(rates)))
     if not rates:
-        _nothing(ax, "hidden tests")
+        _nothing(ax, _("no hidden tests in this batch"))
         return _png(fig)
     colours = [TASK_COLOURS[r.task % len(TASK_COLOURS)] for r in rates]
     ax.barh(range(len(rates)), [r.percent for r in rates], color=colours)
     ax.set_yticks(range(len(rates)), [f"T{r.task}  {r.label}" for r in rates], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
-    ax.set_xlabel("passed (% of submissions the test ran on)")
+    ax.set_xlabel(_("passed (% of submissions the test ran on)"))
     for y, rate in enumerate(rates):
         ax.text(min(rate.percent + 1, 88), y, f"{rate.percent:.0f}%  (n={rate.n})", va="center", fontsize="x-small")
     return _png(fig)
 
 
+@_with_fonts
 def task_scores(results: Sequence[SubmissionResult]) -> bytes:
     """Grouped bars of ``task_rates``: full marks beside mean points, per task."""
     rates = task_rates(results)
     fig, ax = _figure()
     if not rates:
-        _nothing(ax, "tasks with points")
+        _nothing(ax, _("no tasks with points in this batch"))
         return _png(fig)
     x = range(len(rates))
-    ax.bar([i - 0.2 for i in x], [full.percent for full, _ in rates], 0.4, label="full marks", color="#4a5d7a")
-    ax.bar([i + 0.2 for i in x], [mean.percent for _, mean in rates], 0.4, label="mean points", color="#3e7cb1")
-    ax.set_xticks(list(x), [f"Task {full.task}" for full, _ in rates])
+    ax.bar([i - 0.2 for i in x], [full.percent for full, _mean in rates], 0.4, label=_("full marks"), color="#4a5d7a")
+    ax.bar([i + 0.2 for i in x], [mean.percent for _full, mean in rates], 0.4, label=_("mean points"), color="#3e7cb1")
+    ax.set_xticks(list(x), [_("Task {number}").format(number=full.task) for full, _mean in rates])
     ax.set_ylim(0, 100)
-    ax.set_ylabel("% of submissions / of points")
+    ax.set_ylabel(_("% of submissions / of points"))
     ax.legend(frameon=False, fontsize="small")
     return _png(fig)

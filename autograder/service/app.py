@@ -49,6 +49,7 @@ from autograder.service.lti import (
 )
 
 if TYPE_CHECKING:
+    from autograder.service.moodle_sync import SyncStatus
     from autograder.service.policy import WeekPolicy
     from autograder.service.store import Attempt, Store
 
@@ -148,10 +149,12 @@ def _templates() -> Environment:
 def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                policy_for: Callable[[str], WeekPolicy], wake: Callable[[], None],
                scores_changed: Callable[[], None] = lambda: None,
-               warm: Callable[[str], None] = lambda week: None) -> FastAPI:
+               warm: Callable[[str], None] = lambda week: None,
+               syncs: Callable[[], list[SyncStatus]] = list) -> FastAPI:
     """The ASGI app; ``wake`` tells the grading service an attempt is queued,
     ``scores_changed`` tells the outbox a mark queued a score post, ``warm`` has a week's
-    grader started when a student opens its upload page (the upload then skips the cold start)."""
+    grader started when a student opens its upload page (the upload then skips the cold start),
+    ``syncs`` gives the state of the Moodle Assignment syncs for the instructors' pages."""
     app = FastAPI(title=settings.tool_name, docs_url=None, redoc_url=None, openapi_url=None)
     templates = _templates()
     signer = URLSafeTimedSerializer(tool.session_secret, salt="ag-session")
@@ -412,6 +415,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                     lineitem=store.lineitem(session.context, name),
                     counts=counts, counted=counted, posts=store.posts(context=session.context, week=name),
                     names={user: store.user_name(session.context, user) or user for user in latest},
+                    syncs=[status for status in syncs() if status.entry.week == week.name],
                     csrf=session.csrf, session=session)
 
     @app.post("/instructor/{name}/regrade")
@@ -521,23 +525,29 @@ def _safe(value: str) -> str:
 @contextmanager
 def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler: str | None = None,
                 client: httpx.Client | None = None) -> Iterator[FastAPI]:
-    """The whole service, running: the web app, the grading threads, and the outbox posting scores.
+    """The whole service, running: the web app, the grading threads, the outbox posting scores,
+    and the Moodle Assignment syncs of service.toml's ``[[sync]]`` (a bad entry: PolicyError,
+    before anything starts).
 
-    ``app.state.store`` and ``app.state.tool`` are there for ``autograder serve`` and tests."""
+    ``app.state.store``, ``app.state.tool`` and ``app.state.syncs`` are there for ``autograder
+    serve`` and tests."""
+    from autograder.service.moodle_sync import MoodleSyncs, load_syncs
     from autograder.service.outbox import Outbox
     from autograder.service.policy import policy_for
     from autograder.service.runner import GradingService
     from autograder.service.store import Store
 
-    store = Store(settings.data)
+    entries = load_syncs(course, service_data=settings.data)
+    store = Store(settings.data, course)
     tool = Tool(settings, client)
     with Outbox(store, tool.sender) as outbox, \
             GradingService(course, store, jobs=jobs, scheduler=scheduler,
-                           on_graded=lambda _: outbox.wake()) as service:
+                           on_graded=lambda _: outbox.wake()) as service, \
+            MoodleSyncs(entries, course, jobs=jobs, scheduler=scheduler) as syncs:
         app = create_app(settings, course=course, store=store, tool=tool,
                          policy_for=lambda week: policy_for(course.root, week), wake=service.wake,
-                         scores_changed=outbox.wake, warm=service.warm)
-        app.state.store, app.state.tool = store, tool
+                         scores_changed=outbox.wake, warm=service.warm, syncs=syncs.statuses)
+        app.state.store, app.state.tool, app.state.syncs = store, tool, syncs
         yield app
 
 

@@ -18,6 +18,9 @@ no table has no limits and counts its best attempt::
     late_cutoff_days = 3                  # refused from 3 days after the due date
     counted = "last"                      # or "best" (the default)
 
+``[[sync]]`` entries in the same file (Moodle Assignments synced on a schedule) are read
+by ``service/moodle_sync.py`` when the service starts.
+
 This module decides; the store applies its decisions inside the transaction that records
 an attempt, so two uploads at once cannot both slip under a limit.
 """
@@ -36,6 +39,7 @@ from autograder.course import normalise_week_name
 from autograder.exceptions import AutograderError, PolicyError
 
 FILENAME = "service.toml"
+SYNC_KEY = "sync"  # [[sync]]: the Moodle Assignments `serve` syncs on a schedule
 DAY = timedelta(days=1)
 
 
@@ -127,14 +131,24 @@ def policy_for(course_root: Path, week: str) -> WeekPolicy:
     return named.get(normalise_week_name(week), default)
 
 
-def _read(course_root: Path) -> tuple[dict[str, WeekPolicy], WeekPolicy]:
+def read_config(course_root: Path) -> dict[str, Any]:
+    """``service.toml`` as TOML reads it, {} when there is none: its week tables are this
+    module's, its ``[[sync]]`` entries ``service.moodle_sync``'s."""
     path = course_root / FILENAME
     if not path.is_file():
-        return {}, WeekPolicy()
+        return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"{path}: not valid TOML ({exc}); fix the file and reload") from exc
+
+
+def _read(course_root: Path) -> tuple[dict[str, WeekPolicy], WeekPolicy]:
+    path = course_root / FILENAME
+    data = read_config(course_root)
+    if not data:
+        return {}, WeekPolicy()
+    data.pop(SYNC_KEY, None)  # read when the service starts (service/moodle_sync.py)
     zone_name = data.pop("timezone", "UTC")
     if not isinstance(zone_name, str):
         raise PolicyError(f"{path}: timezone must be a name such as \"Europe/Berlin\", not {zone_name!r}")

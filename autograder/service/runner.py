@@ -32,12 +32,9 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, Self, TextIO
-
-import nbformat
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
@@ -183,7 +180,7 @@ class GradingService:
         try:
             week = self._week(attempt.week)
             if submission is not None and any(t.manual for t in week.tasks):
-                hashes = answer_hashes(submission, week.tasks, _handed_out(week.assignment_notebook))
+                hashes = answer_hashes(submission, week.tasks, week.handed_out())
                 for task in result.tasks:
                     task.answer_sha256 = hashes.get(task.task) if task.manual else None
             updated = self.store.record_result(attempt.id, result, week_title=f"{week.name}: {week.title}")
@@ -379,13 +376,3 @@ class GradingService:
                 self._give_back(attempt, count_try=False)
             if client is not self.scheduler:
                 client.close()
-
-
-@cache
-def _handed_out(path: object) -> nbformat.NotebookNode | None:
-    """The notebook students were given (to tell the cells they added); None if not generated."""
-    try:
-        notebook: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)
-        return notebook
-    except (OSError, ValueError):
-        return None

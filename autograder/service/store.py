@@ -35,7 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, cast
 
-from autograder.exceptions import AttemptRefused, GradebookError
+from autograder.course import Course, Week
+from autograder.exceptions import AttemptRefused, CourseError, GradebookError
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.gradebook import FILENAME, Gradebook, transaction
 from autograder.report import render_feedback
@@ -203,8 +204,9 @@ def _post(row: Sequence[Any]) -> Post:
 class Store:
     """The service's data folder: ``gradebook.sqlite``, ``uploads/`` and ``results/``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, course: Course | None = None) -> None:
         self.root = Path(root)
+        self.course = course  # for feedback pages in the student's language (the week's catalogs)
         self.root.mkdir(parents=True, exist_ok=True)
         self.gradebook = Gradebook.open(self.root / FILENAME)  # creates or migrates its own tables
         self._db = sqlite3.connect(self.root / FILENAME, timeout=30, isolation_level=None, check_same_thread=False)
@@ -525,7 +527,11 @@ class Store:
         folder.mkdir(parents=True, exist_ok=True)
         json_path, html_path = folder / f"{attempt.key}.json", folder / f"{attempt.key}.html"
         _write_atomically(json_path, json.dumps(to_dict(result), ensure_ascii=False, indent=1) + "\n")
-        _write_atomically(html_path, render_feedback(result, week_title=week_title))
+        try:  # the page in the student's language needs the week's catalogs
+            week: Week | None = self.course.week(attempt.week) if self.course is not None else None
+        except CourseError:
+            week = None
+        _write_atomically(html_path, render_feedback(result, week_title=week_title, week=week))
         return json_path, html_path
 
     # --- counted scores ---------------------------------------------------------------------

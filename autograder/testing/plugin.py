@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import pytest
 
+from autograder.i18n.runtime import _
 from autograder.notebook import code_cells
 from autograder.testing.hidden import MARKERS, marker_problems, read_markers, reference_notebook
 from autograder.testing.student import Channel, Student
@@ -147,8 +148,11 @@ def unchanged_inputs(student: Student) -> Callable[..., Any]:
         value, changed = student.call_checking_inputs(function, *arguments.values())
         if changed:
             named = [names[int(c.removeprefix("argument ")) - 1] for c in changed]
-            raise AssertionError(f"{what} changed its argument{'s' if len(named) > 1 else ''} {' and '.join(named)} "
-                                 "in place: it must not modify the data it is given (work on a copy)")
+            message = (_("{function} changed its argument {names} in place: it must not modify the data it is "
+                         "given (work on a copy)") if len(named) == 1 else
+                       _("{function} changed its arguments {names} in place: it must not modify the data it is "
+                         "given (work on a copy)"))
+            raise AssertionError(message.format(function=what, names=_(" and ").join(named)))
         return value
 
     return check

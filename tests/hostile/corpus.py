@@ -91,7 +91,7 @@ CASES: tuple[Case, ...] = (
     Case("search_hidden_tests", "walk the whole file system for test files and notebooks", "leak", (SEARCH,)),
     Case("known_paths", "open the repository's source/, solutions/ and results by guessed paths", "leak", ('''
 import glob
-paths = [p for pattern in ("/work/*/source/*/tests/*.py", "/work/*/solutions/*/*.ipynb", "/work/*/source/*/*.ipynb",
+paths = [p for pattern in ("/work/*/source/*/tests/*.py", "/work/*/solutions/**/*.ipynb", "/work/*/source/*/*.ipynb",
                            "/work/*/results/**", "/work/*/tests/fixtures/*/*.ipynb", "../../**/test_*.py")
          for p in glob.glob(pattern, recursive=True)]
 loot = "|".join(open(p, errors="replace").read(200) for p in paths if not p.endswith("/"))

@@ -91,6 +91,8 @@ class Site:
     contextid: int = 99
     max_grade: float = 10.0
     tokens: dict[str, int] = field(default_factory=lambda: {TOKEN: TEACHER})
+    valid_until: dict[str, int] = field(default_factory=dict)  # external_tokens.validuntil; absent: 0, never
+    debugging: bool = False  # $CFG->debug: generate_error adds debuginfo only with it on
     service: set[str] = field(default_factory=lambda: set(FUNCTIONS))
     capabilities: set[str] = field(default_factory=lambda: {"mod/assign:view", "mod/assign:viewgrades",
                                                             "mod/assign:grade"})
@@ -196,6 +198,13 @@ class _Handler(BaseHTTPRequestHandler):
         # webservice/lib.php webservice_base_server::authenticate_by_token
         if token not in site.tokens:
             return self._error("moodle_exception", "invalidtoken", "Invalid token - token not found")
+        if site.valid_until.get(token, 0) and site.valid_until[token] < site.clock:
+            # the same function: an expired token is deleted, then refused with a
+            # webservice_access_exception (webservice/lib.php: errorcode accessexception, the
+            # string webservice/accessexception, the reason only as debuginfo)
+            del site.tokens[token]
+            return self._error("webservice_access_exception", "accessexception", "Access control exception",
+                               debuginfo="Invalid token - token expired - check validuntil time for the token")
         if function not in FUNCTIONS:  # load_function_info: external_api::external_function_info
             return self._error("dml_missing_record_exception", "invalidrecord",
                                "Can't find data record in database table external_functions.")
@@ -315,9 +324,10 @@ class _Handler(BaseHTTPRequestHandler):
         return _DROPPED_SENT
 
     def _error(self, exception: str, code: str, message: str, debuginfo: str | None = None) -> None:
-        # webservice/rest/locallib.php generate_error: HTTP 200, JSON exception object
+        # webservice/rest/locallib.php generate_error: HTTP 200, JSON exception object;
+        # debuginfo only "if (debugging() and isset($ex->debuginfo))"
         body = {"exception": exception, "errorcode": code, "message": message}
-        if debuginfo:
+        if debuginfo and self.site.debugging:
             body["debuginfo"] = debuginfo
         self._send(200, json.dumps(body).encode())
 

@@ -94,6 +94,22 @@ def test_a_second_sync_pushes_nothing(server: Any, first: tuple[Any, Path, SyncR
     assert "mod_assign_save_grades" not in site.calls and site.grades == before
 
 
+def written(out: Path) -> dict[str, int]:
+    """Each output file's modification time (not the gradebook, nor the sync's lock)."""
+    return {str(p.relative_to(out)): p.stat().st_mtime_ns for p in out.rglob("*")
+            if p.is_file() and not p.name.startswith((FILENAME, ".moodle-sync"))}
+
+
+def test_a_sync_with_nothing_new_rewrites_no_output(server: Any, first: tuple[Any, Path, SyncReport],
+                                                    tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    before = written(out)
+    assert "report.html" in before and "feedback/moodle-user-101.html" in before
+    report = run(server, out)
+    assert report.complete and report.pushed == [] and report.graded == 0
+    assert written(out) == before
+
+
 def test_marks_complete_push_the_grade_scaled_to_the_maximum(server: Any, first: tuple[Any, Path, SyncReport],
                                                              tmp_path: Path) -> None:
     site, out = after_first(server, first, tmp_path)
@@ -101,10 +117,12 @@ def test_marks_complete_push_the_grade_scaled_to_the_maximum(server: Any, first:
         book.set_manual("week01", "moodle-user-101", 3, points=20, comment="clear")
         book.set_manual("week01", "moodle-user-101", 4, points=10, comment="")
         score = next(r for r in book.results("week01") if r.key == "moodle-user-101").score
+    before = written(out)
     report = run(server, out)
     assert [p.userid for p in report.pushed] == [101]
     assert site.grades[101].grade == pytest.approx(score * 10 / 100)  # the week is out of 100, Moodle's of 10
     assert site.grades[101].comment and "not marked yet" not in site.grades[101].comment[0]
+    assert written(out)["report.html"] != before["report.html"]  # pushed: the outputs show the marks too
 
 
 def test_a_changed_submission_is_fetched_graded_and_pushed(server: Any, first: tuple[Any, Path, SyncReport],
@@ -131,13 +149,34 @@ def test_a_grade_changed_by_hand_is_never_overwritten(server: Any, first: tuple[
     assert "after our last push: not overwritten" in report.kept["José Álvarez"]
 
 
-def test_an_expired_token_says_what_to_do(server: Any, first: tuple[Any, Path, SyncReport],
-                                          tmp_path: Path) -> None:
+@pytest.mark.parametrize("debugging", [True, False])
+def test_an_expired_token_says_so_and_where_to_write_a_new_one(server: Any, first: tuple[Any, Path, SyncReport],
+                                                               tmp_path: Path, debugging: bool) -> None:
+    """Moodle deletes an expired token as it refuses it (accessexception; the reason only as
+    debuginfo with debugging on), and knows it no more on the next call (invalidtoken)."""
     site, out = after_first(server, first, tmp_path)
-    site.tokens.clear()
-    with pytest.raises(MoodleServiceError, match="rejected the token .*Manage tokens") as caught:
+    site.debugging = debugging
+    site.valid_until[server.token] = site.clock - 1
+    week = Course.locate(ROOT).week("week01")
+    with MoodleClient(server.url, server.token, token_source="/srv/ml101/moodle-token") as client, \
+            pytest.raises(MoodleServiceError) as caught:
+        sync(week, client, 7, GradingOptions(out_dir=out))
+    message = str(caught.value)
+    assert message.startswith("the Moodle token expired: ") and "refused it as expired on 20" in message
+    assert "create a new one in Site administration > Server > Web services > Manage tokens" in message
+    assert message.endswith("write it to /srv/ml101/moodle-token") and not caught.value.retryable
+    assert server.token not in site.tokens and "mod_assign_save_grades" not in site.calls
+    with pytest.raises(MoodleServiceError, match="does not know this token .*or expired .*Manage tokens"):
         run(server, out)
-    assert not caught.value.retryable
+
+
+def test_a_function_missing_from_the_service_is_not_taken_for_an_expired_token(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    site.service.discard("mod_assign_get_grades")
+    with pytest.raises(MoodleServiceError, match="does not let this token call mod_assign_get_grades"):
+        run(server, out)
+    assert server.token in site.tokens
 
 
 def test_a_missing_capability_names_it_and_the_course(server: Any, first: tuple[Any, Path, SyncReport],

@@ -19,7 +19,7 @@ CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
                                 "run scripts/install-system-packages (apt-get install chromium)")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
-NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "week01.ipynb"  # answers every task
+NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "en" / "week01.ipynb"  # answers every task
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from autograder.generate.steps.check_markers import CheckMarkers
 from autograder.generate.steps.clear_outputs import ClearOutputs
 from autograder.generate.steps.clear_solutions import ClearSolutions
 from autograder.generate.steps.leak_guard import LeakGuard
+from autograder.generate.steps.localize import Localize
 from autograder.generate.steps.marker_guard import MarkerGuard
 from autograder.generate.steps.stable_ids import StableIds
 from autograder.generate.steps.strip_markers import StripMarkers
@@ -20,6 +21,7 @@ __all__ = [
     "ClearSolutions",
     "Context",
     "LeakGuard",
+    "Localize",
     "MarkerGuard",
     "Preprocessor",
     "StableIds",

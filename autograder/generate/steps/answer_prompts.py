@@ -6,6 +6,7 @@ from nbformat import NotebookNode
 
 from autograder.exceptions import GenerationError
 from autograder.generate.steps.base import Context, Preprocessor
+from autograder.i18n.runtime import N_
 
 
 class AnswerPrompts(Preprocessor):
@@ -15,7 +16,7 @@ class AnswerPrompts(Preprocessor):
     same cell; attachments go with the answer (a model figure is part of it).
     """
 
-    prompt = "*Write your answer to task {task} here.*"
+    prompt = N_("*Write your answer to task {task} here.*")
 
     def preprocess_cell(self, cell: NotebookNode, context: Context, index: int) -> None:
         """Replace a model answer with the prompt the student answers."""
@@ -31,5 +32,5 @@ class AnswerPrompts(Preprocessor):
         task = meta["answer"]
         if not isinstance(task, int) or isinstance(task, bool):
             raise GenerationError.at(context.path, index + 1, f"autograder.answer must be a task number, not {task!r}")
-        cell.source = self.prompt.format(task=task)
+        cell.source = context.gettext(self.prompt).format(task=task)
         cell.pop("attachments", None)

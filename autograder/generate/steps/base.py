@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
 
+from autograder.i18n.runtime import untranslated
+
 
 @dataclass(frozen=True)
 class Context:
-    """What every step may read: the source path (named in every error) and the source
-    notebook as the author wrote it (steps change a copy; guards compare against this)."""
+    """What every step may read: the source path (named in every error), the source
+    notebook as the author wrote it (steps change a copy; guards compare against this), and
+    the language being generated with its translations (identity in the source language)."""
 
     path: Path
     source: NotebookNode
+    language: str = "en"
+    gettext: Callable[[str], str] = untranslated
 
 
 class Preprocessor:

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Perceptron as SkPerceptron
 
+from autograder.i18n import _
+
 IRIS_ERRORS = [2, 2, 3, 2, 1, 0, 0, 0, 0, 0]
 PLAIN_TYPES = (type(None), bool, int, float, str, list, tuple, dict, np.ndarray)
 
@@ -41,19 +43,19 @@ def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
 def weights(ppn: object, n_features: int) -> np.ndarray:
     """The fitted ``w_`` as a float vector, after checking its shape."""
     w = ppn.w_
-    assert isinstance(w, np.ndarray), "w_ should be a numpy array"
-    assert w.shape == (1 + n_features,), "w_ should have shape (1 + n_features,): the bias first, then one weight per feature"
+    assert isinstance(w, np.ndarray), _("w_ should be a numpy array")
+    assert w.shape == (1 + n_features,), _("w_ should have shape (1 + n_features,): the bias first, then one weight per feature")
     return w.astype(float)
 
 
 def labels(ppn: object, X: np.ndarray) -> np.ndarray:
     """``predict(X)`` as an int vector, after checking it holds one label -1/+1 per row."""
     pred = ppn.predict(X)
-    assert isinstance(pred, (list, np.ndarray)), "predict(X) should return a list or a 1-D numpy array"
+    assert isinstance(pred, (list, np.ndarray)), _("predict(X) should return a list or a 1-D numpy array")
     pred = np.asarray(pred)
-    assert pred.ndim == 1, f"predict(X) should return a list or a 1-D numpy array, not an array of shape {pred.shape}"
-    assert pred.shape == (len(X),), "predict(X) should return one label per row of X"
-    assert set(np.unique(pred).tolist()) <= {-1, 1}, "predict should return labels -1 and +1 only"
+    assert pred.ndim == 1, _("predict(X) should return a list or a 1-D numpy array, not an array of shape {shape}").format(shape=pred.shape)
+    assert pred.shape == (len(X),), _("predict(X) should return one label per row of X")
+    assert set(np.unique(pred).tolist()) <= {-1, 1}, _("predict should return labels -1 and +1 only")
     return pred.astype(int)
 
 
@@ -64,11 +66,11 @@ def test_fit_returns_self(student, iris):
     X, y = iris
     ppn = student.Perceptron(eta=0.1, n_iter=10)
     returned = ppn.fit(X, y)
-    assert not isinstance(returned, PLAIN_TYPES), "fit should end with `return self`"
+    assert not isinstance(returned, PLAIN_TYPES), _("fit should end with `return self`")
     # Refit through the returned object on one feature only: if it is the perceptron
     # itself, the original object now holds a weight vector of the new shape.
     returned.fit(X[:, :1], y)
-    assert np.shape(ppn.w_) == (2,), "fit should return the perceptron itself (self), not a copy or another object"
+    assert np.shape(ppn.w_) == (2,), _("fit should return the perceptron itself (self), not a copy or another object")
 
 
 @pytest.mark.task(1)
@@ -78,10 +80,10 @@ def test_errors_is_a_list_of_ints_per_epoch(student, iris, separable_sets):
     for (X, y), n_iter in [(iris, 10), (separable_sets[1], 7)]:
         ppn = student.Perceptron(eta=0.1, n_iter=n_iter).fit(X, y)
         errors = ppn.errors_
-        assert isinstance(errors, list), "errors_ should be a Python list"
-        assert len(errors) == n_iter, "errors_ should have one entry per epoch (n_iter entries)"
-        assert all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in errors), "every entry of errors_ should be an int"
-        assert all(0 <= e <= len(X) for e in errors), "an epoch makes between 0 and n_samples updates"
+        assert isinstance(errors, list), _("errors_ should be a Python list")
+        assert len(errors) == n_iter, _("errors_ should have one entry per epoch (n_iter entries)")
+        assert all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in errors), _("every entry of errors_ should be an int")
+        assert all(0 <= e <= len(X) for e in errors), _("an epoch makes between 0 and n_samples updates")
 
 
 @pytest.mark.task(1)
@@ -91,8 +93,8 @@ def test_iris_run(student, iris):
     X, y = iris
     ppn = student.Perceptron(eta=0.1, n_iter=10).fit(X, y)
     weights(ppn, X.shape[1])
-    assert as_int_list(ppn.errors_) == IRIS_ERRORS, "errors_ on the Iris run does not match the perceptron rule (updates per epoch)"
-    assert (labels(ppn, X) == y).all(), "after training, the Iris training points should all be classified correctly"
+    assert as_int_list(ppn.errors_) == IRIS_ERRORS, _("errors_ on the Iris run does not match the perceptron rule (updates per epoch)")
+    assert (labels(ppn, X) == y).all(), _("after training, the Iris training points should all be classified correctly")
 
 
 @pytest.mark.task(1)
@@ -105,12 +107,12 @@ def test_net_input_and_predict(student, iris, rng):
     probes = np.vstack([X, rng.uniform([4.0, 0.5], [7.5, 5.5], size=(50, 2))])
     expected = probes @ w[1:] + w[0]
     net = ppn.net_input(probes)
-    assert isinstance(net, np.ndarray), f"net_input(X) returned a {type(net).__name__}; a numpy array is expected"
+    assert isinstance(net, np.ndarray), _("net_input(X) returned a {type_name}; a numpy array is expected").format(type_name=type(net).__name__)
     net = net.astype(float)
-    assert net.shape == (len(probes),), "net_input(X) should return one value per row of X"
-    assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should equal X @ w_[1:] + w_[0]"
+    assert net.shape == (len(probes),), _("net_input(X) should return one value per row of X")
+    assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _("net_input(X) should equal X @ w_[1:] + w_[0]")
     clear = np.abs(expected) > 1e-9
-    assert (labels(ppn, probes)[clear] == np.where(expected >= 0, 1, -1)[clear]).all(), "predict(X) should be +1 where net_input(X) >= 0 and -1 elsewhere"
+    assert (labels(ppn, probes)[clear] == np.where(expected >= 0, 1, -1)[clear]).all(), _("predict(X) should be +1 where net_input(X) >= 0 and -1 elsewhere")
 
 
 @pytest.mark.task(1)
@@ -130,14 +132,14 @@ def test_tie_goes_to_plus_one(student, rng):
     x = rng.uniform(-3, 3, size=(1, 2))
     # From zero weights the net input is exactly 0: a +1 sample is already correct.
     ppn = student.Perceptron(eta=0.1, n_iter=3).fit(x, np.array([1]))
-    assert as_int_list(ppn.errors_) == [0, 0, 0], "a sample with net input 0 and label +1 is classified correctly: fit should not update"
-    assert max_abs_diff(weights(ppn, 2), np.zeros(3)) == 0.0, "with no mistakes, w_ should stay all zeros"
+    assert as_int_list(ppn.errors_) == [0, 0, 0], _("a sample with net input 0 and label +1 is classified correctly: fit should not update")
+    assert max_abs_diff(weights(ppn, 2), np.zeros(3)) == 0.0, _("with no mistakes, w_ should stay all zeros")
     probes = rng.normal(size=(5, 2))
-    assert (labels(ppn, probes) == 1).all(), "with all-zero weights every net input is 0, so predict should return +1"
+    assert (labels(ppn, probes) == 1).all(), _("with all-zero weights every net input is 0, so predict should return +1")
     # The same sample labelled -1 is a mistake: one update, then it is classified -1.
     ppn = student.Perceptron(eta=0.1, n_iter=3).fit(x, np.array([-1]))
-    assert as_int_list(ppn.errors_) == [1, 0, 0], "a sample with net input 0 and label -1 is a mistake: fit should update once, then no more"
-    assert (labels(ppn, x) == -1).all(), "after that update the sample should be classified -1"
+    assert as_int_list(ppn.errors_) == [1, 0, 0], _("a sample with net input 0 and label -1 is a mistake: fit should update once, then no more")
+    assert (labels(ppn, x) == -1).all(), _("after that update the sample should be classified -1")
 
 
 @pytest.mark.task(1)
@@ -150,10 +152,10 @@ def test_bias_is_learned(student, rng):
     # 100 epochs: from zero weights the rule needs up to ~40 on some draws (low near 2.76)
     ppn = student.Perceptron(eta=0.1, n_iter=100).fit(X, y)
     w = weights(ppn, 1)
-    assert w[0] != 0.0, "w_[0] (the bias) should be updated along with the feature weights"
+    assert w[0] != 0.0, _("w_[0] (the bias) should be updated along with the feature weights")
     errors = as_int_list(ppn.errors_)
-    assert errors and errors[-1] == 0, "on separable data that needs a bias, training should reach an epoch with no updates"
-    assert (labels(ppn, X) == y).all(), "on separable data that needs a bias, every training point should end up classified correctly"
+    assert errors and errors[-1] == 0, _("on separable data that needs a bias, training should reach an epoch with no updates")
+    assert (labels(ppn, X) == y).all(), _("on separable data that needs a bias, every training point should end up classified correctly")
 
 
 @pytest.mark.task(1)
@@ -164,9 +166,9 @@ def test_separable_data_converges(student, separable_sets):
         ppn = student.Perceptron(eta=0.1, n_iter=30).fit(X, y)  # the reference converges by epoch 10
         weights(ppn, X.shape[1])
         errors = as_int_list(ppn.errors_)
-        assert errors is not None and len(errors) == 30, "errors_ should hold one whole number of updates per epoch"
-        assert errors[-1] == 0, "on separable data the last epochs should make no updates"
-        assert (labels(ppn, X) == y).all(), "on separable data every training point should end up classified correctly"
+        assert errors is not None and len(errors) == 30, _("errors_ should hold one whole number of updates per epoch")
+        assert errors[-1] == 0, _("on separable data the last epochs should make no updates")
+        assert (labels(ppn, X) == y).all(), _("on separable data every training point should end up classified correctly")
 
 
 @pytest.mark.task(1)
@@ -191,7 +193,7 @@ def test_agrees_with_scikit_learn(student, separable_sets):
             ppn = student.Perceptron(eta=0.1, n_iter=n_iter).fit(X, y)
             w = weights(ppn, X.shape[1])
             norm = float(np.linalg.norm(w))
-            assert norm > 0.0, "after a mistake the weights should no longer be all zeros"
+            assert norm > 0.0, _("after a mistake the weights should no longer be all zeros")
             cosine = float(w @ expected) / (norm * float(np.linalg.norm(expected)))
-            assert math.isclose(cosine, 1.0, abs_tol=1e-9), "the weights should point the same way as scikit-learn's Perceptron after the same epochs"
-            assert (labels(ppn, X) == reference.predict(X)).all(), "predictions should agree with scikit-learn's Perceptron trained the same way"
+            assert math.isclose(cosine, 1.0, abs_tol=1e-9), _("the weights should point the same way as scikit-learn's Perceptron after the same epochs")
+            assert (labels(ppn, X) == reference.predict(X)).all(), _("predictions should agree with scikit-learn's Perceptron trained the same way")

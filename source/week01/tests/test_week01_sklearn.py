@@ -21,6 +21,7 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Perceptron as SkPerceptron
 
+from autograder.i18n import _
 from autograder.testing import StudentCodeError
 
 
@@ -31,9 +32,9 @@ def fitted_parameters(student) -> tuple[np.ndarray, np.ndarray]:
         coef, intercept = ppn.coef_, ppn.intercept_
     except StudentCodeError:
         coef = intercept = None  # scikit-learn sets coef_ and intercept_ in fit only
-    assert coef is not None, "ppn is not fitted: call ppn.fit(X, y) on the blobs"
-    assert isinstance(coef, np.ndarray) and coef.shape == (1, 2), "ppn.coef_ should have shape (1, 2): fit ppn on the two blob features"
-    assert isinstance(intercept, np.ndarray) and intercept.shape == (1,), "ppn.intercept_ should have shape (1,): one binary problem"
+    assert coef is not None, _("ppn is not fitted: call ppn.fit(X, y) on the blobs")
+    assert isinstance(coef, np.ndarray) and coef.shape == (1, 2), _("ppn.coef_ should have shape (1, 2): fit ppn on the two blob features")
+    assert isinstance(intercept, np.ndarray) and intercept.shape == (1,), _("ppn.intercept_ should have shape (1,): one binary problem")
     return coef.astype(float), intercept.astype(float)
 
 
@@ -47,7 +48,7 @@ def test_ppn_classifies_the_blobs(student, blobs):
     # Labels 0/1 or -1/+1 keep the blobs' order, so class 1 of the blobs is that side.
     predicted = np.where(X @ coef.ravel() + intercept[0] > 0, 1, 0)
     accuracy = float(np.mean(predicted == y))
-    assert accuracy >= 0.95, "ppn's weights should classify the blobs (the raw features, labels 0 -> -1, 1 -> +1) with accuracy >= 0.95"
+    assert accuracy >= 0.95, _("ppn's weights should classify the blobs (the raw features, labels 0 -> -1, 1 -> +1) with accuracy >= 0.95")
 
 
 @pytest.mark.task(2)
@@ -60,14 +61,14 @@ def test_ppn_is_scikit_learns_perceptron(student, seed):
         params = ppn.get_params()
     except StudentCodeError:
         params = None
-    assert isinstance(params, dict), "ppn should be a scikit-learn Perceptron (sklearn.linear_model.Perceptron): ppn.get_params() does not give its parameters"
+    assert isinstance(params, dict), _("ppn should be a scikit-learn Perceptron (sklearn.linear_model.Perceptron): ppn.get_params() does not give its parameters")
     plain = all(isinstance(k, str) and isinstance(v, (type(None), bool, int, float, str)) for k, v in params.items())
-    assert plain, "ppn's parameters should be plain values (for example random_state=1, not a RandomState object)"
+    assert plain, _("ppn's parameters should be plain values (for example random_state=1, not a RandomState object)")
     try:
         reference = SkPerceptron(**params)
     except TypeError:
         reference = None
-    assert reference is not None, "ppn should be a scikit-learn Perceptron: its get_params() names parameters sklearn.linear_model.Perceptron does not have"
+    assert reference is not None, _("ppn should be a scikit-learn Perceptron: its get_params() names parameters sklearn.linear_model.Perceptron does not have")
     X, y = make_blobs(n_samples=80, centers=2, n_features=2, cluster_std=2.5, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -77,9 +78,9 @@ def test_ppn_is_scikit_learns_perceptron(student, seed):
         coef, intercept, predicted = ppn.coef_, ppn.intercept_, ppn.predict(X)
     except StudentCodeError:
         coef = intercept = predicted = None
-    assert isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray), "ppn should be a scikit-learn Perceptron: ppn.fit(X, y) on new data should set coef_ and intercept_"
+    assert isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray), _("ppn should be a scikit-learn Perceptron: ppn.fit(X, y) on new data should set coef_ and intercept_")
     expected = np.concatenate([reference.intercept_, reference.coef_.ravel()])
     got = np.concatenate([np.ravel(intercept), np.ravel(coef)]).astype(float)
     same = got.shape == expected.shape and float(np.max(np.abs(got - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected))))
-    assert same, "ppn should be a scikit-learn Perceptron: fitted on new data, it does not learn what sklearn.linear_model.Perceptron with the same parameters learns"
-    assert (np.asarray(predicted) == reference.predict(X)).all(), "ppn should be a scikit-learn Perceptron: its predictions on new data differ from sklearn.linear_model.Perceptron's"
+    assert same, _("ppn should be a scikit-learn Perceptron: fitted on new data, it does not learn what sklearn.linear_model.Perceptron with the same parameters learns")
+    assert (np.asarray(predicted) == reference.predict(X)).all(), _("ppn should be a scikit-learn Perceptron: its predictions on new data differ from sklearn.linear_model.Perceptron's")

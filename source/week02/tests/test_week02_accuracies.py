@@ -24,6 +24,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.linear_model import Perceptron as SkPerceptron
 from sklearn.model_selection import train_test_split
 
+from autograder.i18n import _
+
 KEYS = ("pocket", "perceptron", "sklearn_perceptron", "logistic_regression")
 
 
@@ -34,7 +36,7 @@ def week1_perceptron(X: np.ndarray, y: np.ndarray, eta: float, n_iter: int) -> n
     be twice these at every step, with the same predictions.)
     """
     w = np.zeros(1 + X.shape[1])
-    for _ in range(n_iter):
+    for _epoch in range(n_iter):
         for xi, target in zip(X, y):
             if (1 if xi @ w[1:] + w[0] >= 0.0 else -1) != target:
                 w[1:] += eta * target * xi
@@ -46,7 +48,7 @@ def student_split(student, digits_15) -> list[np.ndarray]:
     """X_train, X_test, y_train, y_test as the notebook builds them, from the student's features."""
     images, y = digits_15
     features = student.intensity_symmetry(images)
-    assert isinstance(features, np.ndarray) and features.shape == (len(y), 2), (
+    assert isinstance(features, np.ndarray) and features.shape == (len(y), 2), _(
         "intensity_symmetry (task 2) should return an (n, 2) array: task 3 uses it"
     )
     return train_test_split(features.astype(float), y, test_size=0.3, random_state=0, stratify=y)
@@ -54,11 +56,11 @@ def student_split(student, digits_15) -> list[np.ndarray]:
 
 def reported(student) -> dict:
     accuracies = student.accuracies
-    assert isinstance(accuracies, dict), "accuracies should be a dict"
+    assert isinstance(accuracies, dict), _("accuracies should be a dict")
     for key in KEYS:
-        assert key in accuracies, f"accuracies should have the key {key!r}"
+        assert key in accuracies, _("accuracies should have the key {key}").format(key=repr(key))
         value = accuracies[key]
-        assert isinstance(value, (int, float)) and 0.0 <= value <= 1.0, f"accuracies[{key!r}] should be a fraction between 0 and 1"
+        assert isinstance(value, (int, float)) and 0.0 <= value <= 1.0, _("accuracies[{key}] should be a fraction between 0 and 1").format(key=repr(key))
     return accuracies
 
 
@@ -76,12 +78,12 @@ def test_pocket_and_perceptron_accuracies(student, digits_15):
     pocket = student.Pocket(eta=1.0, n_iter=50, random_state=1).fit(X_train, y_train)
     pocket_correct = np.asarray(pocket.predict(X_test)) == y_test
     accuracies = reported(student)
-    assert same_count(accuracies["pocket"], pocket_correct, slack=0), (
+    assert same_count(accuracies["pocket"], pocket_correct, slack=0), _(
         'accuracies["pocket"] should be the test-set accuracy of Pocket(eta=1.0, n_iter=50, random_state=1) trained on the training set'
     )
     w = week1_perceptron(X_train, y_train, eta=0.1, n_iter=50)
     perceptron_correct = np.where(X_test @ w[1:] + w[0] >= 0.0, 1, -1) == y_test
-    assert same_count(accuracies["perceptron"], perceptron_correct, slack=0), (
+    assert same_count(accuracies["perceptron"], perceptron_correct, slack=0), _(
         'accuracies["perceptron"] should be the test-set accuracy of the given Perceptron(eta=0.1, n_iter=50) trained on the training set'
     )
 
@@ -93,12 +95,12 @@ def test_scikit_learn_accuracies(student, digits_15):
     X_train, X_test, y_train, y_test = student_split(student, digits_15)
     accuracies = reported(student)
     perceptron = SkPerceptron(random_state=0).fit(X_train, y_train)
-    assert same_count(accuracies["sklearn_perceptron"], perceptron.predict(X_test) == y_test, slack=0), (
+    assert same_count(accuracies["sklearn_perceptron"], perceptron.predict(X_test) == y_test, slack=0), _(
         'accuracies["sklearn_perceptron"] should be the test-set accuracy of linear_model.Perceptron(random_state=0) trained on the training set, '
         'with these exact settings and the features unscaled'
     )
     logistic = LogisticRegression().fit(X_train, y_train)
-    assert same_count(accuracies["logistic_regression"], logistic.predict(X_test) == y_test, slack=0), (
+    assert same_count(accuracies["logistic_regression"], logistic.predict(X_test) == y_test, slack=0), _(
         'accuracies["logistic_regression"] should be the test-set accuracy of linear_model.LogisticRegression() trained on the training set, '
         'with default settings and the features unscaled (no StandardScaler or pipeline)'
     )

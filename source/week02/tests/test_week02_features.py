@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from autograder.i18n import _
+
 
 def features(student, images: np.ndarray) -> np.ndarray:
     """The student's features as a float array, after checking the shape."""
     result = student.intensity_symmetry(images)
-    assert isinstance(result, np.ndarray), "intensity_symmetry should return a numpy array"
-    assert result.shape == (len(images), 2), "intensity_symmetry should return an array of shape (n_images, 2)"
+    assert isinstance(result, np.ndarray), _("intensity_symmetry should return a numpy array")
+    assert result.shape == (len(images), 2), _("intensity_symmetry should return an array of shape (n_images, 2)")
     return result.astype(float)
 
 
@@ -32,7 +34,7 @@ def test_shape_and_intensity(student, digit_images, rng):
     random_images = rng.integers(0, 17, size=(int(rng.integers(5, 40)), 8, 8)).astype(float)
     for images in (random_images, digit_images, digit_images[:1]):
         result = features(student, images)
-        assert max_abs_diff(result[:, 0], images.mean(axis=(1, 2))) <= 1e-9, (
+        assert max_abs_diff(result[:, 0], images.mean(axis=(1, 2))) <= 1e-9, _(
             "column 0 should be the intensity: the mean of each image's 64 pixel values"
         )
 
@@ -54,14 +56,14 @@ def test_top_bottom_symmetry(student, digit_images, rng):
     left = rng.integers(0, 17, size=(8, 4)).astype(float)
     mirrored_left_right = np.hstack([left, left[:, ::-1]])
     result = features(student, np.stack([mirrored_top_bottom, mirrored_left_right]))
-    assert abs(result[0, 1]) <= 1e-12, "an image equal to itself turned upside down should have symmetry 0"
-    assert result[1, 1] < 0, (
+    assert abs(result[0, 1]) <= 1e-12, _("an image equal to itself turned upside down should have symmetry 0")
+    assert result[1, 1] < 0, _(
         "an image that is symmetric only left-right should have a negative symmetry: "
         "compare each image with itself flipped top-bottom (its rows reversed)"
     )
     for images in (digit_images, rng.integers(0, 17, size=(20, 8, 8)).astype(float)):
         expected = -np.abs(images - images[:, ::-1, :]).mean(axis=(1, 2))
         result = features(student, images)
-        assert max_abs_diff(result[:, 1], expected) <= 1e-9, (
+        assert max_abs_diff(result[:, 1], expected) <= 1e-9, _(
             "column 1 should be minus the mean absolute difference between each image and the same image upside down"
         )

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from autograder.i18n import _
+
 EXACT = 1e-12  # E_in values are fractions k/N: equal ones agree to rounding
 
 
@@ -27,10 +29,10 @@ def predict(w: np.ndarray, X: np.ndarray) -> np.ndarray:
 def labels(model: object, X: np.ndarray) -> np.ndarray:
     """``model.predict(X)`` as an array, after checking it is a list or 1-D array with one label per row."""
     pred = model.predict(X)
-    assert isinstance(pred, (list, np.ndarray)), "predict(X) should return a list or a 1-D numpy array"
+    assert isinstance(pred, (list, np.ndarray)), _("predict(X) should return a list or a 1-D numpy array")
     pred = np.asarray(pred)
-    assert pred.ndim == 1, f"predict(X) should return a list or a 1-D numpy array, not an array of shape {pred.shape}"
-    assert pred.shape == (len(X),), "predict(X) should return one label per row of X"
+    assert pred.ndim == 1, _("predict(X) should return a list or a 1-D numpy array, not an array of shape {shape}").format(shape=pred.shape)
+    assert pred.shape == (len(X),), _("predict(X) should return one label per row of X")
     return pred
 
 
@@ -43,7 +45,7 @@ def pocket_run(X: np.ndarray, y: np.ndarray, eta: float, n_iter: int, random_sta
     w = np.random.RandomState(random_state).normal(0.0, 0.01, 1 + X.shape[1])
     errors: list[float] = []
     best = w.copy()
-    for _ in range(n_iter):
+    for _epoch in range(n_iter):
         updates = 0
         for xi, target in zip(X, y):
             if (1 if xi @ w[1:] + w[0] >= 0.0 else -1) != target:
@@ -66,16 +68,16 @@ def fitted(student, X: np.ndarray, y: np.ndarray, **params: float) -> tuple[obje
     """Fit a student Pocket; return (model, w_, errors_, error_in_sample_) after checking their types."""
     model = student.Pocket(**params).fit(X, y)
     w = model.w_
-    assert isinstance(w, np.ndarray), "w_ should be a numpy array"
-    assert w.shape == (1 + X.shape[1],), "w_ should have shape (1 + n_features,): the bias first, then one weight per feature"
-    assert w.dtype == np.float64, (
-        f"w_ should hold float64 numbers (NumPy's default), not {w.dtype}: lower precision changes the run"
-    )
+    assert isinstance(w, np.ndarray), _("w_ should be a numpy array")
+    assert w.shape == (1 + X.shape[1],), _("w_ should have shape (1 + n_features,): the bias first, then one weight per feature")
+    assert w.dtype == np.float64, _(
+        "w_ should hold float64 numbers (NumPy's default), not {dtype}: lower precision changes the run"
+    ).format(dtype=w.dtype)
     errors = model.errors_
-    assert isinstance(errors, list), f"errors_ is a {type(errors).__name__}; a list with E_in after each epoch is expected"
+    assert isinstance(errors, list), _("errors_ is a {type_name}; a list with E_in after each epoch is expected").format(type_name=type(errors).__name__)
     errors = [float(e) for e in np.asarray(errors, dtype=float).ravel()]
     error = model.error_in_sample_
-    assert isinstance(error, (int, float)), "error_in_sample_ should be a number (the pocketed weights' E_in)"
+    assert isinstance(error, (int, float)), _("error_in_sample_ should be a number (the pocketed weights' E_in)")
     return model, w.astype(float), errors, float(error)
 
 
@@ -85,12 +87,12 @@ def test_starts_from_seeded_random_weights(student, start_sets):
     """fit starts from RandomState(random_state).normal(0, 0.01, 1 + n_features), not from zeros."""
     for random_state, (X, y) in start_sets.items():
         expected = np.random.RandomState(random_state).normal(0.0, 0.01, 1 + X.shape[1])
-        _, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=10, random_state=random_state)
-        assert len(errors) == 1 and errors[0] == 0.0, (
+        _model, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=10, random_state=random_state)
+        assert len(errors) == 1 and errors[0] == 0.0, _(
             "on data the starting weights already separate, the first epoch makes no update and fit should stop after it"
         )
-        assert error == 0.0, "error_in_sample_ should be 0 when the pocketed weights classify every point correctly"
-        assert max_abs_diff(w, expected) <= 1e-12, (
+        assert error == 0.0, _("error_in_sample_ should be 0 when the pocketed weights classify every point correctly")
+        assert max_abs_diff(w, expected) <= 1e-12, _(
             "the starting weights should be np.random.RandomState(random_state).normal(0, 0.01, 1 + n_features)"
         )
 
@@ -101,7 +103,7 @@ def test_stopping_rule(student, separable_sets, noisy_sets):
     """fit stops after an epoch without updates on separable data, and runs all n_iter epochs otherwise."""
     for X, y in separable_sets:
         model, w, errors, error = fitted(student, X, y, eta=1.0, n_iter=500, random_state=1)
-        assert errors and errors[-1] == 0.0, "on separable data the last epoch should have E_in = 0"
+        assert errors and errors[-1] == 0.0, _("on separable data the last epoch should have E_in = 0")
         # E_in reaches 0 after an epoch that still made updates; the next epoch makes none and
         # fit stops there, so errors_ ends with two zeros (one, if the start already separates).
         # The reference run the student's follows (either update rule, as in
@@ -110,16 +112,16 @@ def test_stopping_rule(student, separable_sets, noisy_sets):
         runs = [pocket_run(X, y, eta, 500, random_state=1)[1] for eta in (1.0, 2.0)]
         followed = [ref for ref in runs if max_abs_diff(errors[:len(ref)], ref[:len(errors)]) <= EXACT]
         expected = len(followed[0]) if followed else errors.index(0.0) + 2
-        assert len(errors) >= expected or not followed, (
+        assert len(errors) >= expected or not followed, _(
             "fit stopped too early: it should stop after an epoch that makes no update, "
             "not as soon as E_in reaches 0 (the epoch after it, without updates, is counted in errors_)"
         )
-        assert len(errors) <= expected, "fit should stop after the first epoch without updates, not run on"
-        assert error == 0.0, "on separable data error_in_sample_ should end at 0"
-        assert (labels(model, X) == y).all(), "on separable data every training point should end up classified correctly"
+        assert len(errors) <= expected, _("fit should stop after the first epoch without updates, not run on")
+        assert error == 0.0, _("on separable data error_in_sample_ should end at 0")
+        assert (labels(model, X) == y).all(), _("on separable data every training point should end up classified correctly")
     for X, y in noisy_sets:
-        _, _, errors, _ = fitted(student, X, y, eta=0.3, n_iter=7, random_state=1)
-        assert len(errors) == 7, "on data no line separates, every epoch makes updates: errors_ should have n_iter entries"
+        _model, _w, errors, _error = fitted(student, X, y, eta=0.3, n_iter=7, random_state=1)
+        assert len(errors) == 7, _("on data no line separates, every epoch makes updates: errors_ should have n_iter entries")
 
 
 @pytest.mark.task(1)
@@ -138,19 +140,19 @@ def test_pocket_keeps_the_best(student, noisy_sets):
     """On non-separable data, w_ has the lowest E_in of all epochs and error_in_sample_ is E_in of w_."""
     for X, y in noisy_sets:
         model, w, errors, error = fitted(student, X, y, eta=0.3, n_iter=25, random_state=1)
-        assert len(errors) == 25, "errors_ should have one entry per epoch"
-        assert all(0.0 <= e <= 1.0 for e in errors), "errors_ should hold E_in, the fraction of misclassified points"
-        assert abs(error - min(errors)) <= EXACT, "error_in_sample_ should be the lowest E_in in errors_"
-        assert abs(in_sample_error(w, X, y) - error) <= EXACT, (
+        assert len(errors) == 25, _("errors_ should have one entry per epoch")
+        assert all(0.0 <= e <= 1.0 for e in errors), _("errors_ should hold E_in, the fraction of misclassified points")
+        assert abs(error - min(errors)) <= EXACT, _("error_in_sample_ should be the lowest E_in in errors_")
+        assert abs(in_sample_error(w, X, y) - error) <= EXACT, _(
             "error_in_sample_ should be the in-sample error of the returned weights w_ (are w_ the pocketed weights, and a copy?)"
         )
         net = model.net_input(X)
-        assert isinstance(net, np.ndarray), f"net_input(X) returned a {type(net).__name__}; a numpy array is expected"
+        assert isinstance(net, np.ndarray), _("net_input(X) returned a {type_name}; a numpy array is expected").format(type_name=type(net).__name__)
         net = net.astype(float)
-        assert net.shape == (len(X),), "net_input(X) should return one value per row of X"
+        assert net.shape == (len(X),), _("net_input(X) should return one value per row of X")
         expected = X @ w[1:] + w[0]
-        assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), "net_input(X) should be X @ w_[1:] + w_[0]"
-        assert (labels(model, X) == predict(w, X)).all(), "predict(X) should be +1 where net_input(X) >= 0, else -1"
+        assert max_abs_diff(net, expected) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _("net_input(X) should be X @ w_[1:] + w_[0]")
+        assert (labels(model, X) == predict(w, X)).all(), _("predict(X) should be +1 where net_input(X) >= 0, else -1")
 
 
 @pytest.mark.task(1)
@@ -165,7 +167,7 @@ def test_leaves_the_global_random_state_alone(student, noisy_sets, seed):
     before = student.np.random.get_state()
     student.Pocket(eta=0.3, n_iter=3, random_state=7).fit(X, y)
     after = student.np.random.get_state()
-    assert state_key(after) == state_key(before), (
+    assert state_key(after) == state_key(before), _(
         "fit changed NumPy's global random state (np.random.seed or a draw from np.random): "
         "draw the starting weights from np.random.RandomState(random_state), which leaves the caller's random numbers alone"
     )
@@ -173,7 +175,7 @@ def test_leaves_the_global_random_state_alone(student, noisy_sets, seed):
 
 def state_key(state: object) -> tuple:
     """``np.random.get_state()`` as comparable plain values."""
-    assert isinstance(state, tuple) and len(state) == 5 and isinstance(state[1], np.ndarray), "np.random.get_state() did not answer as NumPy's does"
+    assert isinstance(state, tuple) and len(state) == 5 and isinstance(state[1], np.ndarray), _("np.random.get_state() did not answer as NumPy's does")
     return (state[0], state[1].tobytes(), *state[2:])
 
 
@@ -182,16 +184,16 @@ def state_key(state: object) -> tuple:
 def test_matches_the_pocket_run(student, noisy_sets):
     """Perceptron passes in order, E_in after each pass, and pocketing only on a strict improvement, epoch by epoch."""
     for X, y in noisy_sets:
-        _, w, errors, _ = fitted(student, X, y, eta=0.3, n_iter=25, random_state=1)
+        _model, w, errors, _error = fitted(student, X, y, eta=0.3, n_iter=25, random_state=1)
         runs = [pocket_run(X, y, eta, 25, random_state=1) for eta in (0.3, 0.6)]
         same_errors = [
-            len(errors) == len(ref) and max_abs_diff(errors, ref) <= EXACT for _, ref in runs
+            len(errors) == len(ref) and max_abs_diff(errors, ref) <= EXACT for _best, ref in runs
         ]
-        assert any(same_errors), (
+        assert any(same_errors), _(
             "errors_ differs from the pocket algorithm's E_in after each epoch "
             "(update every misclassified point in order with eta, then measure E_in of the weights you hold)"
         )
         best = runs[same_errors.index(True)][0]
-        assert max_abs_diff(w, best) <= 1e-9 * (1 + float(np.max(np.abs(best)))), (
+        assert max_abs_diff(w, best) <= 1e-9 * (1 + float(np.max(np.abs(best)))), _(
             "w_ should be the weights after the first epoch with the lowest E_in (pocket only on a strict improvement)"
         )

@@ -13,6 +13,8 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
+from autograder.i18n import _
+
 
 def our_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return X.T @ (expit(X @ w) - y) / len(y)
@@ -20,24 +22,24 @@ def our_gradient(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def descend(gradient, X: np.ndarray, y: np.ndarray, alpha: float, n_iter: int) -> np.ndarray:
     w = np.zeros(X.shape[1])
-    for _ in range(n_iter):
+    for _step in range(n_iter):
         w = w - alpha * np.asarray(gradient(w, X, y), dtype=float)
     return w
 
 
 def student_weights(student, X: np.ndarray, y: np.ndarray, **params: float) -> np.ndarray:
     w = student.gradient_descent(X, y, **params)
-    assert isinstance(w, np.ndarray), f"gradient_descent returned a {type(w).__name__}; the weights as a numpy array are expected"
-    assert w.shape == (X.shape[1],), f"gradient_descent should return one weight per column of X: shape ({X.shape[1]},), not {w.shape}"
+    assert isinstance(w, np.ndarray), _("gradient_descent returned a {type_name}; the weights as a numpy array are expected").format(type_name=type(w).__name__)
+    assert w.shape == (X.shape[1],), _("gradient_descent should return one weight per column of X: shape ({n_columns},), not {shape}").format(n_columns=X.shape[1], shape=w.shape)
     return w.astype(float)
 
 
 def label_vector(result: object, n: int) -> np.ndarray:
     """``predict``'s labels as an array, after checking it is a list or a 1-D array with one label per row."""
-    assert isinstance(result, (list, np.ndarray)), f"predict returned a {type(result).__name__}; a list or a 1-D numpy array of labels is expected"
+    assert isinstance(result, (list, np.ndarray)), _("predict returned a {type_name}; a list or a 1-D numpy array of labels is expected").format(type_name=type(result).__name__)
     labels = np.asarray(result)
-    assert labels.ndim == 1, f"predict should return a list or a 1-D numpy array, not an array of shape {labels.shape}"
-    assert labels.shape == (n,), f"predict should return one label per row of X: {n} labels, not {labels.shape[0]}"
+    assert labels.ndim == 1, _("predict should return a list or a 1-D numpy array, not an array of shape {shape}").format(shape=labels.shape)
+    assert labels.shape == (n,), _("predict should return one label per row of X: {n_rows} labels, not {n_labels}").format(n_rows=n, n_labels=labels.shape[0])
     return labels
 
 
@@ -49,12 +51,12 @@ def close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
 @pytest.mark.points(7)
 def test_first_steps(student, random_problem):
     """gradient_descent starts from w = 0 and moves alpha times the gradient downhill, using all samples at each step."""
-    X, y, _ = random_problem
+    X, y, _weights = random_problem
     for alpha, n_iter in [(0.1, 1), (0.05, 2), (0.2, 5)]:
         result = student_weights(student, X, y, alpha=alpha, n_iter=n_iter)
         if close(result, descend(our_gradient, X, y, alpha, n_iter), 1e-9):
             continue
-        assert close(result, descend(student.gradient, X, y, alpha, n_iter), 1e-9), (
+        assert close(result, descend(student.gradient, X, y, alpha, n_iter), 1e-9), _(
             "after n_iter steps from w = 0, w should be w - alpha * gradient(w, X, y) repeated n_iter times"
         )
 
@@ -84,16 +86,16 @@ def test_agrees_with_scikit_learn(student, iris_sepal, random_problem):
     model = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X[:, 1:], y)
     expected = model.predict_proba(X[:, 1:])[:, 1]
     w = student_weights(student, X, y, alpha=1.0, n_iter=300)
-    assert float(np.max(np.abs(expit(X @ w) - expected))) <= 1e-4, (
+    assert float(np.max(np.abs(expit(X @ w) - expected))) <= 1e-4, _(
         "after 300 steps with alpha=1 the probabilities should match scikit-learn's LogisticRegression without regularisation"
     )
     # The defaults, alpha=0.1 and n_iter=1000, on a dozen samples (cheap even for a
     # gradient written as a loop); compared with the same run made here.
-    X, y, _ = random_problem
+    X, y, _weights = random_problem
     X, y = X[:12], y[:12]
     w = student_weights(student, X, y)
     reference = descend(our_gradient, X, y, 0.1, 1000)
-    assert float(np.max(np.abs(expit(X @ w) - expit(X @ reference)))) <= 1e-6, (
+    assert float(np.max(np.abs(expit(X @ w) - expit(X @ reference)))) <= 1e-6, _(
         "gradient_descent(X, y) should use the defaults alpha=0.1 and n_iter=1000"
     )
 
@@ -102,16 +104,16 @@ def test_agrees_with_scikit_learn(student, iris_sepal, random_problem):
 @pytest.mark.points(5)
 def test_predict_proba_and_predict(student, random_problem):
     """predict_proba is sigmoid(X @ w); predict is 1 where it is >= threshold (ties included), else 0."""
-    X, _, weights = random_problem
+    X, _y, weights = random_problem
     w = weights[2]
     p = expit(X @ w)
     proba = student.predict_proba(w, X)
-    assert isinstance(proba, np.ndarray), f"predict_proba returned a {type(proba).__name__}; a numpy array is expected"
-    assert proba.shape == (len(X),), f"predict_proba should return one probability per row of X: shape ({len(X)},), not {proba.shape}"
-    assert float(np.max(np.abs(proba.astype(float) - p))) <= 1e-12, "predict_proba(w, X) should be sigmoid(X @ w)"
+    assert isinstance(proba, np.ndarray), _("predict_proba returned a {type_name}; a numpy array is expected").format(type_name=type(proba).__name__)
+    assert proba.shape == (len(X),), _("predict_proba should return one probability per row of X: shape ({n_rows},), not {shape}").format(n_rows=len(X), shape=proba.shape)
+    assert float(np.max(np.abs(proba.astype(float) - p))) <= 1e-12, _("predict_proba(w, X) should be sigmoid(X @ w)")
     for threshold in (0.5, 0.8, 0.2):
         labels = label_vector(student.predict(w, X, threshold=threshold), len(X))
-        assert set(np.unique(labels).tolist()) <= {0, 1}, "predict should return labels 0 and 1"
-        assert (labels.astype(int) == (p >= threshold)).all(), "predict should return 1 where the probability is >= threshold, else 0"
+        assert set(np.unique(labels).tolist()) <= {0, 1}, _("predict should return labels 0 and 1")
+        assert (labels.astype(int) == (p >= threshold)).all(), _("predict should return 1 where the probability is >= threshold, else 0")
     labels = label_vector(student.predict(np.zeros(X.shape[1]), X), len(X))
-    assert (labels.astype(int) == 1).all(), "a probability exactly equal to the threshold (0.5 at w = 0) should give label 1"
+    assert (labels.astype(int) == 1).all(), _("a probability exactly equal to the threshold (0.5 at w = 0) should give label 1")

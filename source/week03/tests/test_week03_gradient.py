@@ -13,6 +13,8 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
+from autograder.i18n import _
+
 
 def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     """The mean cross-entropy, with log p and log(1 - p) computed without forming 1 - p.
@@ -27,8 +29,8 @@ def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
 
 def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     result = student.gradient(w, X, y)
-    assert isinstance(result, np.ndarray), f"gradient returned a {type(result).__name__}; a numpy array is expected"
-    assert result.shape == w.shape, f"gradient should return a vector of the same length as w: shape {w.shape}, not {result.shape}"
+    assert isinstance(result, np.ndarray), _("gradient returned a {type_name}; a numpy array is expected").format(type_name=type(result).__name__)
+    assert result.shape == w.shape, _("gradient should return a vector of the same length as w: shape {expected_shape}, not {shape}").format(expected_shape=w.shape, shape=result.shape)
     return result.astype(float)
 
 
@@ -40,7 +42,7 @@ def test_gradient_formula(student, random_problem):
     for w in weights:
         expected = X.T @ (expit(X @ w) - y) / len(y)
         result = student_gradient(student, w, X, y)
-        assert float(np.max(np.abs(result - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), (
+        assert float(np.max(np.abs(result - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _(
             "gradient should be X.T @ (sigmoid(X @ w) - y) divided by the number of samples"
         )
 
@@ -64,7 +66,7 @@ def test_gradient_matches_finite_differences(student, random_problem):
             [(cross_entropy(w + h * e, X, y) - cross_entropy(w - h * e, X, y)) / (2 * h) for e in np.eye(len(w))]
         )
         result = student_gradient(student, w, X, y)
-        assert float(np.max(np.abs(result - numeric))) <= 1e-6 * (1 + float(np.max(np.abs(numeric)))), (
+        assert float(np.max(np.abs(result - numeric))) <= 1e-6 * (1 + float(np.max(np.abs(numeric)))), _(
             "the gradient does not match the numerical slope of the mean cross-entropy (sign? the 1/m factor?)"
         )
 
@@ -78,4 +80,4 @@ def test_gradient_vanishes_at_the_optimum(student, iris_sepal):
     model = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X[:, 1:], y)
     w = np.concatenate([model.intercept_, model.coef_.ravel()])
     result = student_gradient(student, w, X, y)
-    assert float(np.max(np.abs(result))) <= 1e-6, "at the minimum of the cost the gradient should be zero"
+    assert float(np.max(np.abs(result))) <= 1e-6, _("at the minimum of the cost the gradient should be zero")

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from autograder.i18n import _
+
 ALPHA, N_ITER = 0.5, 200
 
 
 def descend(X: np.ndarray, y: np.ndarray, alpha: float, n_iter: int) -> np.ndarray:
     w = np.zeros(X.shape[1])
-    for _ in range(n_iter):
+    for _step in range(n_iter):
         w = w - alpha * X.T @ (expit(X @ w) - y) / len(y)
     return w
 
@@ -31,14 +33,14 @@ def test_one_vs_all_rows(student, iris_relabelled):
     """one_vs_all returns one row per class, in np.unique(y) order, each the fit of that class (1) against the rest (0)."""
     X, y, classes = iris_relabelled
     W = student.one_vs_all(X, y, alpha=ALPHA, n_iter=N_ITER)
-    assert isinstance(W, np.ndarray), "one_vs_all should return a numpy array"
-    assert W.shape == (len(classes), X.shape[1]), "one_vs_all should return an array of shape (n_classes, n_features + 1)"
+    assert isinstance(W, np.ndarray), _("one_vs_all should return a numpy array")
+    assert W.shape == (len(classes), X.shape[1]), _("one_vs_all should return an array of shape (n_classes, n_features + 1)")
     for k, label in enumerate(classes):
         binary = (y == label).astype(float)
         if close(W[k], descend(X, binary, ALPHA, N_ITER), 1e-6):
             continue
         theirs = student.gradient_descent(X, binary, alpha=ALPHA, n_iter=N_ITER)
-        assert isinstance(theirs, np.ndarray) and close(W[k], theirs.astype(float), 1e-6), (
+        assert isinstance(theirs, np.ndarray) and close(W[k], theirs.astype(float), 1e-6), _(
             "row k of W should be gradient descent (same alpha and n_iter) on labels 1 for the k-th class of np.unique(y), 0 for the others"
         )
 
@@ -47,7 +49,7 @@ def test_one_vs_all_rows(student, iris_relabelled):
 @pytest.mark.points(2)
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, iris_relabelled, rng):
     """one_vs_all and predict_one_vs_all leave the caller's arrays as they were (no in-place relabelling of y)."""
-    X, y, _ = iris_relabelled
+    X, y, _classes = iris_relabelled
     unchanged_inputs("one_vs_all", student.one_vs_all, X=X, y=y, alpha=ALPHA, n_iter=5)
     unchanged_inputs("predict_one_vs_all", student.predict_one_vs_all, W=rng.normal(size=(3, X.shape[1])), X=X)
 
@@ -60,12 +62,12 @@ def test_predict_one_vs_all(student, rng):
         W = rng.normal(size=(n_classes, n_columns))
         X = np.column_stack([np.ones(60), rng.normal(size=(60, n_columns - 1))])
         result = student.predict_one_vs_all(W, X)
-        assert isinstance(result, (list, np.ndarray)), (
-            f"predict_one_vs_all should return a list or a 1-D numpy array, not {student.typename(result)}"
-        )
+        assert isinstance(result, (list, np.ndarray)), _(
+            "predict_one_vs_all should return a list or a 1-D numpy array, not {type_name}"
+        ).format(type_name=student.typename(result))
         result = np.asarray(result)
-        assert result.ndim == 1, f"predict_one_vs_all should return a 1-D array (one index per row), not {result.ndim}-D"
-        assert result.shape == (len(X),), "predict_one_vs_all should return one index per row of X"
-        assert (result == np.argmax(X @ W.T, axis=1)).all(), (
+        assert result.ndim == 1, _("predict_one_vs_all should return a 1-D array (one index per row), not {ndim}-D").format(ndim=result.ndim)
+        assert result.shape == (len(X),), _("predict_one_vs_all should return one index per row of X")
+        assert (result == np.argmax(X @ W.T, axis=1)).all(), _(
             "predict_one_vs_all should return the index (0 to K-1) of the most confident classifier for each row"
         )

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from autograder.i18n import _
+
 
 def values(result: object, shape: tuple[int, ...], what: str) -> np.ndarray:
-    assert isinstance(result, np.ndarray), f"{what} returned a {type(result).__name__}; a numpy array is expected"
-    assert result.shape == shape, f"{what} should return an array of the same shape as its input: {shape}, not {result.shape}"
+    assert isinstance(result, np.ndarray), _("{function} returned a {type_name}; a numpy array is expected").format(function=what, type_name=type(result).__name__)
+    assert result.shape == shape, _("{function} should return an array of the same shape as its input: {expected_shape}, not {shape}").format(function=what, expected_shape=shape, shape=result.shape)
     return result.astype(float)
 
 
@@ -29,8 +31,8 @@ def test_sigmoid_values(student, rng):
     """sigmoid(z) is the logistic function 1 / (1 + e^-z), elementwise, on an array of z."""
     z = np.concatenate([np.linspace(-30.0, 30.0, 121), rng.normal(scale=4.0, size=40)])
     result = values(student.sigmoid(z), z.shape, "sigmoid")
-    assert np.isfinite(result).all(), "sigmoid should return finite values"
-    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, "sigmoid(z) should equal 1 / (1 + exp(-z)) for every element"
+    assert np.isfinite(result).all(), _("sigmoid should return finite values")
+    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, _("sigmoid(z) should equal 1 / (1 + exp(-z)) for every element")
 
 
 @pytest.mark.task(1)
@@ -48,9 +50,9 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
 def test_sigmoid_no_overflow_warning(student):
     """sigmoid at z = -1000 and z = 1000 raises no overflow warning: it never exponentiates a large number."""
     z = np.array([-1000.0, -745.0, 0.0, 745.0, 1000.0])
-    _, caught = student.call_with_warnings(student.sigmoid, z)
+    _result, caught = student.call_with_warnings(student.sigmoid, z)
     overflow = [w for w in caught if w.startswith("RuntimeWarning")]
-    assert not overflow, "sigmoid raised a RuntimeWarning (overflow in exp) for a large |z|: use a form that only exponentiates -|z|"
+    assert not overflow, _("sigmoid raised a RuntimeWarning (overflow in exp) for a large |z|: use a form that only exponentiates -|z|")
 
 
 @pytest.mark.task(1)
@@ -59,10 +61,10 @@ def test_sigmoid_extremes(student):
     """sigmoid stays finite for very large |z|, and is 1 at z = 1000 and 0 at z = -1000."""
     z = np.array([-1000.0, -800.0, -745.0, -710.0, -40.0, 0.0, 40.0, 710.0, 745.0, 800.0, 1000.0])
     result = values(student.sigmoid(z), z.shape, "sigmoid")
-    assert np.isfinite(result).all(), "sigmoid returned inf or nan for a large |z|: avoid exponentiating a large positive number"
-    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, "sigmoid should stay equal to the logistic function for very large |z|"
-    assert abs(result[-1] - 1.0) <= 1e-12 and abs(result[0]) <= 1e-12, "sigmoid(1000) should be 1 and sigmoid(-1000) should be 0"
-    assert result[5] == 0.5, "sigmoid(0) should be exactly 0.5"
+    assert np.isfinite(result).all(), _("sigmoid returned inf or nan for a large |z|: avoid exponentiating a large positive number")
+    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, _("sigmoid should stay equal to the logistic function for very large |z|")
+    assert abs(result[-1] - 1.0) <= 1e-12 and abs(result[0]) <= 1e-12, _("sigmoid(1000) should be 1 and sigmoid(-1000) should be 0")
+    assert result[5] == 0.5, _("sigmoid(0) should be exactly 0.5")
 
 
 @pytest.mark.task(1)
@@ -72,9 +74,9 @@ def test_cost_value(student, random_problem):
     X, y, weights = random_problem
     for w in weights:
         result = student.cost(w, X, y)
-        assert isinstance(result, (int, float)), "cost should return a single number"
+        assert isinstance(result, (int, float)), _("cost should return a single number")
         expected = cross_entropy(w, X, y)
-        assert abs(result - expected) <= 1e-9 * max(1.0, abs(expected)), (
+        assert abs(result - expected) <= 1e-9 * max(1.0, abs(expected)), _(
             "cost should be the mean (not the sum) of the cross-entropy over the samples"
         )
 
@@ -86,11 +88,11 @@ def test_cost_finite_at_certainty(student):
     X = np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.5], [1.0, -0.5]])
     w = np.array([0.0, 1000.0])  # probabilities exactly 1, 0, 1, 0 in floating point
     right = student.cost(w, X, np.array([1.0, 0.0, 1.0, 0.0]))
-    assert isinstance(right, (int, float)), "cost should return a single number"
-    assert np.isfinite(right), "cost returned inf or nan when the probabilities are exactly 0 and 1 and all predictions are right"
-    assert 0.0 <= right <= 1e-3, "confident right predictions should cost (almost) nothing"
+    assert isinstance(right, (int, float)), _("cost should return a single number")
+    assert np.isfinite(right), _("cost returned inf or nan when the probabilities are exactly 0 and 1 and all predictions are right")
+    assert 0.0 <= right <= 1e-3, _("confident right predictions should cost (almost) nothing")
     wrong = student.cost(w, X, np.array([0.0, 0.0, 1.0, 0.0]))
-    assert isinstance(wrong, (int, float)) and np.isfinite(wrong), (
+    assert isinstance(wrong, (int, float)) and np.isfinite(wrong), _(
         "cost returned inf or nan for a confident wrong prediction (probability exactly 0 or 1): clip the probabilities"
     )
-    assert wrong > 2.0, "a confident wrong prediction should cost a lot (about -log of the clipping epsilon per sample)"
+    assert wrong > 2.0, _("a confident wrong prediction should cost a lot (about -log of the clipping epsilon per sample)")

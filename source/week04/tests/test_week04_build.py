@@ -17,6 +17,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+from autograder.i18n import _
+
 MAX_DEPTH = 64  # far deeper than any tree of these sizes: deeper means a cycle or no progress
 
 
@@ -36,16 +38,16 @@ Tree = Leaf | Node
 
 def read_tree(student, node: object, depth: int = 0) -> Tree:
     """The remote tree as local ``Node``/``Leaf`` tuples, checking the types on the way."""
-    assert depth <= MAX_DEPTH, "the tree is far deeper than a median split allows (does each split make progress?)"
+    assert depth <= MAX_DEPTH, _("the tree is far deeper than a median split allows (does each split make progress?)")
     kind = student.typename(node)
-    assert kind in ("KDNode", "KDLeaf"), "build_kdtree should build the tree from the given KDNode and KDLeaf classes"
+    assert kind in ("KDNode", "KDLeaf"), _("build_kdtree should build the tree from the given KDNode and KDLeaf classes")
     if kind == "KDLeaf":
         indices = np.asarray(node.indices)
-        assert indices.ndim == 1 and (indices.size == 0 or np.issubdtype(indices.dtype, np.integer)), "KDLeaf.indices should be a 1-D array of integer row indices"
+        assert indices.ndim == 1 and (indices.size == 0 or np.issubdtype(indices.dtype, np.integer)), _("KDLeaf.indices should be a 1-D array of integer row indices")
         return Leaf(indices.astype(int))
     dim, split = node.dim, node.split
-    assert isinstance(dim, int) and not isinstance(dim, bool), "KDNode.dim should be an integer"
-    assert isinstance(split, (int, float)) and not isinstance(split, bool), "KDNode.split should be a number"
+    assert isinstance(dim, int) and not isinstance(dim, bool), _("KDNode.dim should be an integer")
+    assert isinstance(split, (int, float)) and not isinstance(split, bool), _("KDNode.split should be a number")
     return Node(dim, float(split), read_tree(student, node.left, depth + 1), read_tree(student, node.right, depth + 1))
 
 
@@ -58,7 +60,7 @@ def leaves(tree: Tree) -> list[np.ndarray]:
 def check_rules(tree: Tree, X: np.ndarray, leaf_size: int) -> None:
     """Assert every building rule on a tree read back from the worker."""
     all_indices = np.sort(np.concatenate(leaves(tree)))
-    assert len(all_indices) == len(X) and bool((all_indices == np.arange(len(X))).all()), "every row index of X should be in exactly one leaf"
+    assert len(all_indices) == len(X) and bool((all_indices == np.arange(len(X))).all()), _("every row index of X should be in exactly one leaf")
     check_subtree(tree, X, leaf_size, depth=0)
 
 
@@ -67,19 +69,19 @@ def check_subtree(tree: Tree, X: np.ndarray, leaf_size: int, depth: int) -> None
     root is the one reported."""
     expected_dim = depth % X.shape[1]
     if isinstance(tree, Leaf):
-        assert len(tree.indices) > 0, "a leaf should never be empty"
+        assert len(tree.indices) > 0, _("a leaf should never be empty")
         if len(tree.indices) > leaf_size:
             values = X[tree.indices, expected_dim]
-            assert bool((values >= np.median(values)).all()), "a leaf may hold more than leaf_size points only when splitting it would leave one side empty"
+            assert bool((values >= np.median(values)).all()), _("a leaf may hold more than leaf_size points only when splitting it would leave one side empty")
         return
-    assert tree.dim == expected_dim, "each node should split on dimension depth % n_features (the root has depth 0)"
+    assert tree.dim == expected_dim, _("each node should split on dimension depth % n_features (the root has depth 0)")
     left, right = np.concatenate(leaves(tree.left)), np.concatenate(leaves(tree.right))
     indices = np.concatenate([left, right])
-    assert len(indices) > leaf_size, "a node holding at most leaf_size points should be a leaf"
+    assert len(indices) > leaf_size, _("a node holding at most leaf_size points should be a leaf")
     median = float(np.median(X[indices, tree.dim]))
-    assert math.isclose(tree.split, median, rel_tol=1e-12, abs_tol=1e-12), "each split value should be the median (np.median) of the node's points in the split dimension"
-    assert bool((X[left, tree.dim] < tree.split).all()), "the left subtree should hold only points whose value in the split dimension is < split"
-    assert bool((X[right, tree.dim] >= tree.split).all()), "the right subtree should hold only points whose value in the split dimension is >= split"
+    assert math.isclose(tree.split, median, rel_tol=1e-12, abs_tol=1e-12), _("each split value should be the median (np.median) of the node's points in the split dimension")
+    assert bool((X[left, tree.dim] < tree.split).all()), _("the left subtree should hold only points whose value in the split dimension is < split")
+    assert bool((X[right, tree.dim] >= tree.split).all()), _("the right subtree should hold only points whose value in the split dimension is >= split")
     check_subtree(tree.left, X, leaf_size, depth + 1)
     check_subtree(tree.right, X, leaf_size, depth + 1)
 
@@ -89,12 +91,12 @@ def check_subtree(tree: Tree, X: np.ndarray, leaf_size: int, depth: int) -> None
 def test_worked_example(student, worked_example):
     """The notes' example (10 points, leaf_size=2): the root splits at x1 = 5.5, its children at x2 = 4 and x2 = 8."""
     root = student.build_kdtree(worked_example, leaf_size=2)
-    assert student.typename(root) == "KDNode", "the root of the example tree should be a KDNode"
-    assert root.dim == 0 and math.isclose(root.split, 5.5), "the example's root should split on x1 (dim 0) at the median 5.5"
+    assert student.typename(root) == "KDNode", _("the root of the example tree should be a KDNode")
+    assert root.dim == 0 and math.isclose(root.split, 5.5), _("the example's root should split on x1 (dim 0) at the median 5.5")
     left, right = root.left, root.right
-    assert student.typename(left) == "KDNode" and student.typename(right) == "KDNode", "both children of the example's root should be KDNodes"
-    assert left.dim == 1 and math.isclose(left.split, 4.0), "the example's left child (x1 < 5.5) should split on x2 (dim 1) at 4"
-    assert right.dim == 1 and math.isclose(right.split, 8.0), "the example's right child (x1 >= 5.5) should split on x2 (dim 1) at 8"
+    assert student.typename(left) == "KDNode" and student.typename(right) == "KDNode", _("both children of the example's root should be KDNodes")
+    assert left.dim == 1 and math.isclose(left.split, 4.0), _("the example's left child (x1 < 5.5) should split on x2 (dim 1) at 4")
+    assert right.dim == 1 and math.isclose(right.split, 8.0), _("the example's right child (x1 >= 5.5) should split on x2 (dim 1) at 8")
 
 
 @pytest.mark.task(2)
@@ -127,8 +129,8 @@ def test_duplicates_end_in_a_leaf(student, rng):
     same = np.tile([[2.5, -1.0]], (50, 1))
     root = student.build_kdtree(same, leaf_size=2)
     tree = read_tree(student, root)
-    assert isinstance(tree, Leaf), "50 identical points cannot be split (one side would be empty): the tree should be a single KDLeaf"
-    assert sorted(tree.indices.tolist()) == list(range(50)), "the single leaf should hold all the indices"
+    assert isinstance(tree, Leaf), _("50 identical points cannot be split (one side would be empty): the tree should be a single KDLeaf")
+    assert sorted(tree.indices.tolist()) == list(range(50)), _("the single leaf should hold all the indices")
     # three distinct points, each repeated 20 times, in 3-D
     repeated = rng.permutation(np.repeat(rng.normal(size=(3, 3)), 20, axis=0))
     check_rules(read_tree(student, student.build_kdtree(repeated, leaf_size=2)), repeated, leaf_size=2)

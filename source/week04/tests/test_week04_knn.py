@@ -23,6 +23,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
+from autograder.i18n import _
+
 LABELS = np.array([1, 4, 7])
 
 
@@ -49,16 +51,16 @@ def vote(labels_by_distance: np.ndarray) -> tuple[object, bool]:
 def as_label(value: object) -> object:
     """A returned label as a Python scalar: a one-element array counts as its element."""
     if isinstance(value, np.ndarray):
-        assert value.size == 1, "knn_classify should return one label, not an array of labels"
+        assert value.size == 1, _("knn_classify should return one label, not an array of labels")
         return value.item()
     return value
 
 
 def as_number(value: object, what: str) -> float:
     if isinstance(value, np.ndarray):
-        assert value.size == 1, f"{what} should return a single number, not an array of {value.size}"
+        assert value.size == 1, _("{function} should return a single number, not an array of {size}").format(function=what, size=value.size)
         value = value.item()
-    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{what} returned a {type(value).__name__}; a number is expected"
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), _("{function} returned a {type_name}; a number is expected").format(function=what, type_name=type(value).__name__)
     return float(value)
 
 
@@ -75,9 +77,9 @@ def test_euclidean_distance(student, rng):
     for p in (1, 2, 5):
         a, b = rng.normal(size=p), rng.normal(size=p)
         got = as_number(student.euclidean_distance(a, b), "euclidean_distance")
-        assert math.isclose(got, float(np.sqrt(((a - b) ** 2).sum())), rel_tol=1e-9), "euclidean_distance(a, b) is not the Euclidean distance"
-        assert math.isclose(as_number(student.euclidean_distance(b, a), "euclidean_distance"), got, rel_tol=1e-12), "euclidean_distance should be symmetric"
-        assert as_number(student.euclidean_distance(a, a.copy()), "euclidean_distance") == 0.0, "the distance from a point to itself should be 0"
+        assert math.isclose(got, float(np.sqrt(((a - b) ** 2).sum())), rel_tol=1e-9), _("euclidean_distance(a, b) is not the Euclidean distance")
+        assert math.isclose(as_number(student.euclidean_distance(b, a), "euclidean_distance"), got, rel_tol=1e-12), _("euclidean_distance should be symmetric")
+        assert as_number(student.euclidean_distance(a, a.copy()), "euclidean_distance") == 0.0, _("the distance from a point to itself should be 0")
 
 
 @pytest.mark.task(1)
@@ -93,9 +95,9 @@ def test_knn_classify_matches_scikit_learn(student, float_sets, seed):
                 expected, vote_tied = vote(y[order[:k]])
                 got = as_label(student.knn_classify(X, y, query, k=k))
                 if boundary_tie(distances, k) or vote_tied:
-                    assert got == expected, "where distances or votes tie, knn_classify should follow the tie rules (equal distance: smaller index; tied vote: the class with the nearest member)"
+                    assert got == expected, _("where distances or votes tie, knn_classify should follow the tie rules (equal distance: smaller index; tied vote: the class with the nearest member)")
                 else:
-                    assert got == sklearn_label, "knn_classify disagrees with KNeighborsClassifier on a query whose k neighbours and majority are unambiguous"
+                    assert got == sklearn_label, _("knn_classify disagrees with KNeighborsClassifier on a query whose k neighbours and majority are unambiguous")
 
 
 @pytest.mark.task(1)
@@ -131,11 +133,11 @@ def test_knn_classify_tie_rules(student):
         (line([5, 8, 8, 3, 3], [4, 1, 3, 0, 2]), 5, 8),
     ]
     for (X, y), k, expected in cases:
-        assert as_label(student.knn_classify(X, y, query, k=k)) == expected, "a tied vote should go to the tied class whose member is nearest to the query"
+        assert as_label(student.knn_classify(X, y, query, k=k)) == expected, _("a tied vote should go to the tied class whose member is nearest to the query")
     # k = 1 and two points at distance 1 on either side: the smaller index is the neighbour
     X = np.array([[3.0], [1.0], [-1.0]])
     y = np.array([2, 6, 4])
-    assert as_label(student.knn_classify(X, y, query, k=1)) == 6, "of two equally distant training points, the one with the smaller index should count as nearer"
+    assert as_label(student.knn_classify(X, y, query, k=1)) == 6, _("of two equally distant training points, the one with the smaller index should count as nearer")
 
 
 @pytest.mark.task(1)
@@ -151,6 +153,6 @@ def test_knn_regress_matches_scikit_learn(student, float_sets, seed):
                 got = as_number(student.knn_regress(X, y, query, k=k), "knn_regress")
                 if boundary_tie(distances, k):
                     expected = float(np.mean(y[order[:k]]))
-                    assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12), "where the k-th and (k+1)-th neighbours are equally far, knn_regress should keep the one with the smaller index"
+                    assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12), _("where the k-th and (k+1)-th neighbours are equally far, knn_regress should keep the one with the smaller index")
                 else:
-                    assert math.isclose(got, float(sklearn_value), rel_tol=1e-9, abs_tol=1e-12), "knn_regress disagrees with KNeighborsRegressor (the mean target of the k nearest points)"
+                    assert math.isclose(got, float(sklearn_value), rel_tol=1e-9, abs_tol=1e-12), _("knn_regress disagrees with KNeighborsRegressor (the mean target of the k nearest points)")

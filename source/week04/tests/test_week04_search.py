@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KDTree
 
+from autograder.i18n import _
+
 PRUNING_N = 1_000
 PRUNING_QUERIES = 30
 PRUNING_LEAF_SIZE = 4
@@ -94,21 +96,21 @@ def neighbour_order(X: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def search_result(result: object, n: int) -> tuple[int, float, int]:
     """``nearest_neighbor``'s answer, after checking its shape: (index, distance, count)."""
-    assert isinstance(result, tuple), f"nearest_neighbor returned a {type(result).__name__}; a tuple (index, distance, n_distance_computations) is expected"
-    assert len(result) == 3, f"nearest_neighbor returned a tuple of {len(result)}; three values (index, distance, n_distance_computations) are expected"
+    assert isinstance(result, tuple), _("nearest_neighbor returned a {type_name}; a tuple (index, distance, n_distance_computations) is expected").format(type_name=type(result).__name__)
+    assert len(result) == 3, _("nearest_neighbor returned a tuple of {length}; three values (index, distance, n_distance_computations) are expected").format(length=len(result))
     index, distance, count = (value.item() if isinstance(value, np.ndarray) and value.size == 1 else value for value in result)
-    assert isinstance(index, int) and not isinstance(index, bool), f"nearest_neighbor's first element (the index) is a {type(index).__name__}; an int is expected"
-    assert 0 <= index < n, "nearest_neighbor's first element should be a row index of X (0 to n - 1)"
-    assert isinstance(distance, (int, float)) and not isinstance(distance, bool), f"nearest_neighbor's second element (the distance) is a {type(distance).__name__}; a number is expected"
-    assert isinstance(count, int) and not isinstance(count, bool), f"nearest_neighbor's third element (the number of distances computed) is a {type(count).__name__}; an int is expected"
+    assert isinstance(index, int) and not isinstance(index, bool), _("nearest_neighbor's first element (the index) is a {type_name}; an int is expected").format(type_name=type(index).__name__)
+    assert 0 <= index < n, _("nearest_neighbor's first element should be a row index of X (0 to n - 1)")
+    assert isinstance(distance, (int, float)) and not isinstance(distance, bool), _("nearest_neighbor's second element (the distance) is a {type_name}; a number is expected").format(type_name=type(distance).__name__)
+    assert isinstance(count, int) and not isinstance(count, bool), _("nearest_neighbor's third element (the number of distances computed) is a {type_name}; an int is expected").format(type_name=type(count).__name__)
     return index, float(distance), count
 
 
 def index_list(result: object, what: str) -> list[int]:
     """A returned sequence of indices as a list of ints."""
-    assert isinstance(result, (list, np.ndarray)), f"{what} returned a {type(result).__name__}; a list or a 1-D numpy array of indices is expected"
+    assert isinstance(result, (list, np.ndarray)), _("{function} returned a {type_name}; a list or a 1-D numpy array of indices is expected").format(function=what, type_name=type(result).__name__)
     values = np.asarray(result)
-    assert values.ndim == 1 and (values.size == 0 or np.issubdtype(values.dtype, np.integer)), f"{what} should return a 1-D sequence of integer indices"
+    assert values.ndim == 1 and (values.size == 0 or np.issubdtype(values.dtype, np.integer)), _("{function} should return a 1-D sequence of integer indices").format(function=what)
     return [int(v) for v in values]
 
 
@@ -117,11 +119,11 @@ def index_list(result: object, what: str) -> list[int]:
 def test_worked_example(student, worked_example):
     """The notes' example: (5, 4) is the nearest point to (6, 4), at distance 1, and k_nearest orders the next ones by distance."""
     tree = send_tree(student, worked_example, leaf_size=2)
-    index, distance, _ = search_result(student.nearest_neighbor(tree, worked_example, np.array([6.0, 4.0])), len(worked_example))
-    assert index == 1 and math.isclose(distance, 1.0), "in the notes' example, (5, 4) at distance 1 should be the nearest point to (6, 4)"
+    index, distance, _count = search_result(student.nearest_neighbor(tree, worked_example, np.array([6.0, 4.0])), len(worked_example))
+    assert index == 1 and math.isclose(distance, 1.0), _("in the notes' example, (5, 4) at distance 1 should be the nearest point to (6, 4)")
     # then (7, 2) at sqrt(5), then (9, 6) and (4, 7), both at sqrt(13): the smaller index first
     got = index_list(student.k_nearest(tree, worked_example, np.array([6.0, 4.0]), 4), "k_nearest")
-    assert got == [1, 5, 2, 3], "in the notes' example, k_nearest((6, 4), k=4) should list the 4 nearest points by distance, equal distances by index"
+    assert got == [1, 5, 2, 3], _("in the notes' example, k_nearest((6, 4), k=4) should list the 4 nearest points by distance, equal distances by index")
 
 
 @pytest.mark.task(3)
@@ -130,13 +132,13 @@ def test_nearest_matches_sklearn_kdtree(student, float_sets):
     """nearest_neighbor finds the same distance as sklearn's KDTree on random data with duplicates (2-D and 3-D), and the smallest index among equally near copies."""
     for (X, queries), leaf_size in zip(float_sets, (2, 3)):
         tree = send_tree(student, X, leaf_size)
-        sklearn_distances, _ = KDTree(X).query(queries, k=1)
+        sklearn_distances, _indices = KDTree(X).query(queries, k=1)
         for query, sklearn_distance in zip(queries, sklearn_distances[:, 0]):
-            index, distance, _ = search_result(student.nearest_neighbor(tree, X, query), len(X))
-            order, _ = neighbour_order(X, query)
-            assert math.isclose(distance, float(sklearn_distance), rel_tol=1e-9, abs_tol=1e-12), "nearest_neighbor's distance differs from sklearn's KDTree: the search misses the nearest point (check the pruning condition)"
-            assert math.isclose(distance, float(np.sqrt(((X[index] - query) ** 2).sum())), rel_tol=1e-9, abs_tol=1e-12), "the distance returned should be the Euclidean distance from the query to the point returned"
-            assert index == int(order[0]), "among equally near points (duplicates), nearest_neighbor should return the smallest index"
+            index, distance, _count = search_result(student.nearest_neighbor(tree, X, query), len(X))
+            order, _distances = neighbour_order(X, query)
+            assert math.isclose(distance, float(sklearn_distance), rel_tol=1e-9, abs_tol=1e-12), _("nearest_neighbor's distance differs from sklearn's KDTree: the search misses the nearest point (check the pruning condition)")
+            assert math.isclose(distance, float(np.sqrt(((X[index] - query) ** 2).sum())), rel_tol=1e-9, abs_tol=1e-12), _("the distance returned should be the Euclidean distance from the query to the point returned")
+            assert index == int(order[0]), _("among equally near points (duplicates), nearest_neighbor should return the smallest index")
 
 
 @pytest.mark.task(3)
@@ -156,11 +158,11 @@ def test_ties_go_to_the_smaller_index(student, grid_sets, fixed_grid_sets):
     for (X, queries), leaf_size in zip([*fixed_grid_sets, *grid_sets], (1, 2, 1, 2)):
         tree = send_tree(student, X, leaf_size)
         for query in queries:
-            order, _ = neighbour_order(X, query)
-            index, _, _ = search_result(student.nearest_neighbor(tree, X, query), len(X))
-            assert index == int(order[0]), "of several equally near points, nearest_neighbor should return the one with the smallest index (visit a far side even when its plane is exactly at the best distance)"
+            order, _distances = neighbour_order(X, query)
+            index, _distance, _count = search_result(student.nearest_neighbor(tree, X, query), len(X))
+            assert index == int(order[0]), _("of several equally near points, nearest_neighbor should return the one with the smallest index (visit a far side even when its plane is exactly at the best distance)")
             got = index_list(student.k_nearest(tree, X, query, 6), "k_nearest")
-            assert got == order[:6].tolist(), "k_nearest should sort equally distant points by index, and keep the smaller indices at the k-th place"
+            assert got == order[:6].tolist(), _("k_nearest should sort equally distant points by index, and keep the smaller indices at the k-th place")
 
 
 @pytest.mark.task(3)
@@ -171,14 +173,14 @@ def test_k_nearest_matches_sklearn_kdtree(student, float_sets):
         tree = send_tree(student, X, leaf_size)
         for k in (1, 5, 12, len(X) + 3):
             kept = min(k, len(X))
-            sklearn_distances, _ = KDTree(X).query(queries[::3], k=kept)
+            sklearn_distances, _indices = KDTree(X).query(queries[::3], k=kept)
             for query, expected_distances in zip(queries[::3], sklearn_distances):
                 got = index_list(student.k_nearest(tree, X, query, k), "k_nearest")
-                assert len(got) == kept, "k_nearest should return k indices (all n of them when k >= n)"
+                assert len(got) == kept, _("k_nearest should return k indices (all n of them when k >= n)")
                 distances = np.sqrt(((X[got] - query) ** 2).sum(axis=1))
-                assert max(abs(a - b) for a, b in zip(distances, expected_distances)) <= 1e-9, "k_nearest's neighbours are not the k nearest found by sklearn's KDTree, in order of distance"
-                order, _ = neighbour_order(X, query)
-                assert got == order[:kept].tolist(), "among equally distant points (duplicates), k_nearest should list the smaller index first"
+                assert max(abs(a - b) for a, b in zip(distances, expected_distances)) <= 1e-9, _("k_nearest's neighbours are not the k nearest found by sklearn's KDTree, in order of distance")
+                order, _distances = neighbour_order(X, query)
+                assert got == order[:kept].tolist(), _("among equally distant points (duplicates), k_nearest should list the smaller index first")
 
 
 @pytest.mark.task(3)
@@ -202,15 +204,15 @@ def test_pruning_skips_the_far_leaves(student, rng):
         radii = distances[0] * rng.uniform(0.1, 0.9, size=len(moved))
         planted[moved] = query + radii[:, None] * np.column_stack([np.cos(angles), np.sin(angles)])
         index, distance, count = search_result(student.nearest_neighbor(tree, planted, query), PRUNING_N)
-        assert index not in set(moved.tolist()), "nearest_neighbor looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the best distance (the search must use the tree, not all of X)"
-        assert index == int(order[0]) and math.isclose(distance, float(distances[0]), rel_tol=1e-9, abs_tol=1e-12), "nearest_neighbor on a large tree should still find the nearest point"
-        assert least <= count <= most, "the third element should be the number of query-to-point distances computed: at least the query's own leaf, and none in the leaves that are pruned"
+        assert index not in set(moved.tolist()), _("nearest_neighbor looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the best distance (the search must use the tree, not all of X)")
+        assert index == int(order[0]) and math.isclose(distance, float(distances[0]), rel_tol=1e-9, abs_tol=1e-12), _("nearest_neighbor on a large tree should still find the nearest point")
+        assert least <= count <= most, _("the third element should be the number of query-to-point distances computed: at least the query's own leaf, and none in the leaves that are pruned")
         # k_nearest prunes against its k-th best distance: with k = 2 (every leaf here holds
         # at least 3 points) the same planting applies.
-        pruned, _, _ = pruned_leaves(X, leaves, query, k=2)
+        pruned, _least, _most = pruned_leaves(X, leaves, query, k=2)
         planted = X.copy()
         moved = np.concatenate(pruned)
         planted[moved] = query + distances[0] * rng.uniform(0.1, 0.9, size=(len(moved), 1)) * rng.choice([-1.0, 1.0], size=(len(moved), 2)) / np.sqrt(2)
         got = index_list(student.k_nearest(tree, planted, query, 2), "k_nearest")
-        assert not set(got) & set(moved.tolist()), "k_nearest looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the k-th best distance (the search must use the tree, not all of X)"
-        assert got == order[:2].tolist(), "k_nearest on a large tree should still find the k nearest points"
+        assert not set(got) & set(moved.tolist()), _("k_nearest looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the k-th best distance (the search must use the tree, not all of X)")
+        assert got == order[:2].tolist(), _("k_nearest on a large tree should still find the k nearest points")

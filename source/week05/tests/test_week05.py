@@ -16,6 +16,8 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.naive_bayes import MultinomialNB
 
+from autograder.i18n import _
+
 # The notes' spam example (three spam, five ham messages).
 SPAM = ["offer is secret", "click secret link", "secret sports link"]
 HAM = ["play sports today", "went play sports", "secret sports event", "sports is today", "sports costs money"]
@@ -34,7 +36,7 @@ def random_corpus(seed: int | list[int], class_sizes: dict[str, int], mixed_case
     docs, labels = [], []
     for label, size in class_sizes.items():
         weights = rng.dirichlet(np.full(len(WORDS), 0.7))
-        for _ in range(size):
+        for _message in range(size):
             words = rng.choice(WORDS, size=int(rng.integers(2, 9)), p=weights)
             if mixed_case:
                 words = [w.upper() if rng.random() < 0.3 else w.capitalize() if rng.random() < 0.3 else w for w in words]
@@ -55,25 +57,25 @@ def class_counts(docs: list[str], labels: list[str]) -> dict[str, Counter]:
 def exp_scores(student, model, text: str, smoothing: bool) -> dict[str, float]:
     """The student's scores as probabilities (exp of their log scores)."""
     scores = student.log_scores(model, text, smoothing=smoothing)
-    assert isinstance(scores, dict), f"log_scores returned a {type(scores).__name__}; a dictionary {{label: log score}} is expected"
+    assert isinstance(scores, dict), _("log_scores returned a {type_name}; a dictionary {{label: log score}} is expected").format(type_name=type(scores).__name__)
     return {label: math.exp(score) for label, score in scores.items()}
 
 
 def probability(value: object) -> float:
     """``word_probability``'s answer, after checking it is a number."""
-    assert isinstance(value, (int, float)) and not isinstance(value, bool), (
-        f"word_probability returned a {type(value).__name__}; a number is expected"
-    )
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), _(
+        "word_probability returned a {type_name}; a number is expected"
+    ).format(type_name=type(value).__name__)
     return float(value)
 
 
 def predicted(result: object) -> tuple[object, dict]:
     """``predict``'s answer, after checking it is a tuple (label, {label: posterior})."""
-    assert isinstance(result, tuple) and len(result) == 2, (
-        f"predict returned a {type(result).__name__}; a tuple (label, {{label: posterior}}) is expected"
-    )
+    assert isinstance(result, tuple) and len(result) == 2, _(
+        "predict returned a {type_name}; a tuple (label, {{label: posterior}}) is expected"
+    ).format(type_name=type(result).__name__)
     label, posteriors = result
-    assert isinstance(posteriors, dict), f"predict's posteriors are a {type(posteriors).__name__}; a dictionary {{label: posterior}} is expected"
+    assert isinstance(posteriors, dict), _("predict's posteriors are a {type_name}; a dictionary {{label: posterior}} is expected").format(type_name=type(posteriors).__name__)
     return label, posteriors
 
 
@@ -106,8 +108,8 @@ def test_tokenize(student):
     }
     for text, expected in cases.items():
         tokens = student.tokenize(text)
-        assert isinstance(tokens, list), f"tokenize returned a {type(tokens).__name__}; a list of words is expected"
-        assert tokens == expected, "tokenize does not give the lower-cased words split on white space"
+        assert isinstance(tokens, list), _("tokenize returned a {type_name}; a list of words is expected").format(type_name=type(tokens).__name__)
+        assert tokens == expected, _("tokenize does not give the lower-cased words split on white space")
 
 
 @pytest.mark.task(1)
@@ -121,7 +123,7 @@ def test_unsmoothed_probability_is_relative_count(student, seed):
         total = sum(counter.values())
         for word in sorted(counter)[:6]:
             p = probability(student.word_probability(model, word, label, smoothing=False))
-            assert math.isclose(p, counter[word] / total, rel_tol=1e-9), (
+            assert math.isclose(p, counter[word] / total, rel_tol=1e-9), _(
                 "unsmoothed word_probability is not count(word, c) / N(c) on a training set with mixed-case messages"
             )
 
@@ -134,11 +136,11 @@ def test_empty_message_scores_log_prior(student, seed):
     model = student.train_naive_bayes(docs, labels)
     for smoothing in (True, False):
         scores = student.log_scores(model, "", smoothing=smoothing)
-        assert isinstance(scores, dict), f"log_scores returned a {type(scores).__name__}; a dictionary {{label: log score}} is expected"
-        assert set(scores) == set(labels), "log_scores does not return one score per class (its keys should be the training labels)"
+        assert isinstance(scores, dict), _("log_scores returned a {type_name}; a dictionary {{label: log score}} is expected").format(type_name=type(scores).__name__)
+        assert set(scores) == set(labels), _("log_scores does not return one score per class (its keys should be the training labels)")
         for label in set(labels):
             prior = labels.count(label) / len(labels)
-            assert math.isclose(scores[label], math.log(prior), rel_tol=1e-9), (
+            assert math.isclose(scores[label], math.log(prior), rel_tol=1e-9), _(
                 "the log score of an empty message is not log P(c): check the priors"
             )
 
@@ -157,11 +159,11 @@ def test_spam_example_unsmoothed(student):
     """Unsmoothed, "secret is secret" scores 0.004630 (spam) vs 0.000185 (ham), 96.15 % spam, as in the notes."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     scores = exp_scores(student, model, "secret is secret", smoothing=False)
-    assert set(scores) == {"spam", "ham"}, "log_scores does not return one score per class"
-    assert close_to_quoted(scores["spam"], "0.004630"), "the unsmoothed spam score of the notes' example is wrong"
-    assert close_to_quoted(scores["ham"], "0.000185"), "the unsmoothed ham score of the notes' example is wrong"
+    assert set(scores) == {"spam", "ham"}, _("log_scores does not return one score per class")
+    assert close_to_quoted(scores["spam"], "0.004630"), _("the unsmoothed spam score of the notes' example is wrong")
+    assert close_to_quoted(scores["ham"], "0.000185"), _("the unsmoothed ham score of the notes' example is wrong")
     spam_percent = 100 * scores["spam"] / (scores["spam"] + scores["ham"])
-    assert close_to_quoted(spam_percent, "96.15"), "the unsmoothed spam posterior of the notes' example is wrong"
+    assert close_to_quoted(spam_percent, "96.15"), _("the unsmoothed spam posterior of the notes' example is wrong")
 
 
 # ---------------------------------------------------------------- task 2: smoothing
@@ -178,7 +180,7 @@ def test_smoothed_probability_formula(student, seed):
         denominator = sum(counter.values()) + len(counter) + 1
         for word in [*sorted(counter)[:5], "zucchini", *[w for w in WORDS if w not in counter][:1]]:
             p = probability(student.word_probability(model, word, label))
-            assert math.isclose(p, (counter[word] + 1) / denominator, rel_tol=1e-9), (
+            assert math.isclose(p, (counter[word] + 1) / denominator, rel_tol=1e-9), _(
                 "smoothed word_probability is not (count(word, c) + 1) / (N(c) + V(c) + 1)"
             )
 
@@ -197,7 +199,7 @@ def test_scoring_leaves_the_model_unchanged(student):
     student.log_scores(model, "never heard such words")
     student.predict(model, "unheard of offers today")
     after = [probability(student.word_probability(model, *question)) for question in questions]
-    assert after == before, (
+    assert after == before, _(
         "asking about unseen words changed the model: the same probabilities differ afterwards "
         "(look a word up without adding it: counts.get(word, 0); a defaultdict adds every key it is asked for)"
     )
@@ -213,7 +215,7 @@ def test_smoothed_probabilities_sum_to_one(student, seed):
     for label, counter in counts.items():
         total = sum(probability(student.word_probability(model, word, label)) for word in counter)
         total += probability(student.word_probability(model, "neverseenword", label))
-        assert math.isclose(total, 1.0, rel_tol=1e-9), (
+        assert math.isclose(total, 1.0, rel_tol=1e-9), _(
             "smoothed probabilities over the class's vocabulary plus the unknown word do not sum to 1"
         )
 
@@ -224,9 +226,9 @@ def test_spam_example_smoothed(student):
     """Smoothed, "today is secret" scores 0.0007324 (spam) vs 0.00048 (ham), as in the notes."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     scores = exp_scores(student, model, "today is secret", smoothing=True)
-    assert set(scores) == {"spam", "ham"}, "log_scores does not return one score per class"
-    assert close_to_quoted(scores["spam"], "0.0007324"), "the smoothed spam score of the notes' example is wrong"
-    assert close_to_quoted(scores["ham"], "0.00048"), "the smoothed ham score of the notes' example is wrong"
+    assert set(scores) == {"spam", "ham"}, _("log_scores does not return one score per class")
+    assert close_to_quoted(scores["spam"], "0.0007324"), _("the smoothed spam score of the notes' example is wrong")
+    assert close_to_quoted(scores["ham"], "0.00048"), _("the smoothed ham score of the notes' example is wrong")
 
 
 # ---------------------------------------------------------------- task 3: prediction in log space
@@ -239,8 +241,8 @@ def test_unseen_word_unsmoothed_is_minus_infinity(student):
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     for text, impossible, possible in [("secret offer", "ham", "spam"), ("sports today", "spam", "ham")]:
         scores = student.log_scores(model, text, smoothing=False)
-        assert scores[impossible] == -math.inf, "a class that never saw a word of the message does not score -inf"
-        assert math.isfinite(scores[possible]), "a class that saw every word of the message does not get a finite score"
+        assert scores[impossible] == -math.inf, _("a class that never saw a word of the message does not score -inf")
+        assert math.isfinite(scores[possible]), _("a class that saw every word of the message does not get a finite score")
 
 
 @pytest.mark.task(3)
@@ -251,13 +253,13 @@ def test_posteriors_follow_log_scores(student):
     for text in ["secret is secret", "today is secret", "play sports today", "click link money"]:
         label, posteriors = predicted(student.predict(model, text))
         expected = softmax(student.log_scores(model, text))
-        assert set(posteriors) == set(expected), "predict's posteriors should have one entry per class (its keys should be the training labels)"
-        assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), "the posteriors do not add up to 1"
+        assert set(posteriors) == set(expected), _("predict's posteriors should have one entry per class (its keys should be the training labels)")
+        assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), _("the posteriors do not add up to 1")
         for c in expected:
-            assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), (
+            assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), _(
                 "the posteriors are not the normalised exponentials of the log scores"
             )
-        assert label == max(expected, key=expected.get), "predict does not return the class with the largest log score"
+        assert label == max(expected, key=expected.get), _("predict does not return the class with the largest log score")
 
 
 @pytest.mark.task(3)
@@ -270,19 +272,19 @@ def test_long_message_does_not_underflow(student, rng):
     one_sided = " ".join(["secret"] * 10_000)
     for text in (balanced, one_sided):
         scores = student.log_scores(model, text)
-        assert all(math.isfinite(s) for s in scores.values()), "smoothed log scores of a long message are not finite"
+        assert all(math.isfinite(s) for s in scores.values()), _("smoothed log scores of a long message are not finite")
         label, posteriors = predicted(student.predict(model, text))
         values = list(posteriors.values())
-        assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in values), (
+        assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in values), _(
             "posteriors of a 10,000-word message are not finite probabilities (underflow?)"
         )
-        assert math.isclose(sum(values), 1.0, rel_tol=1e-9), "posteriors of a 10,000-word message do not add up to 1"
+        assert math.isclose(sum(values), 1.0, rel_tol=1e-9), _("posteriors of a 10,000-word message do not add up to 1")
         expected = softmax(scores)
         for c in expected:
-            assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), (
+            assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), _(
                 "posteriors of a 10,000-word message are not the normalised exponentials of its log scores"
             )
-    assert label == "spam", "a message made only of the spammiest word is not classified as spam"
+    assert label == "spam", _("a message made only of the spammiest word is not classified as spam")
 
 
 def agreement_corpus(seed: int) -> tuple[list[str], list[str], list[str]]:
@@ -302,7 +304,7 @@ def agreement_corpus(seed: int) -> tuple[list[str], list[str], list[str]]:
 
     train_labels = ["alpha", "beta"] * 150  # balanced: the priors cancel out
     train_docs = [message(0 if c == "alpha" else 1) for c in train_labels]
-    test_docs = [message(int(rng.integers(2))) for _ in range(150)]
+    test_docs = [message(int(rng.integers(2))) for _message in range(150)]
     return train_docs, train_labels, test_docs
 
 
@@ -327,7 +329,7 @@ def test_agrees_with_multinomial_nb(student, seed):
     # scikit-learn's log-odds exceed 0.1, and may differ only on near-ties; at least 95 %
     # must agree overall.
     clear = log_odds > 0.1
-    assert np.all(labels[clear] == reference[clear]), (
+    assert np.all(labels[clear] == reference[clear]), _(
         "predict disagrees with MultinomialNB on messages whose class is clear"
     )
-    assert np.mean(labels == reference) >= 0.95, "predict agrees with MultinomialNB on fewer than 95 % of messages"
+    assert np.mean(labels == reference) >= 0.95, _("predict agrees with MultinomialNB on fewer than 95 % of messages")

@@ -11,6 +11,8 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.svm import SVC
 
+from autograder.i18n import _
+
 
 def blobs(seed: int, centers: list[tuple[float, ...]], std: float, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """Two Gaussian clouds with labels -1 / +1."""
@@ -22,7 +24,7 @@ def reference_perceptron(X: np.ndarray, y: np.ndarray, T: int, theta: np.ndarray
     """The definition: T passes in order, a mistake when y * (theta @ x) <= 0, then theta += y * x."""
     theta = np.zeros(X.shape[1]) if theta is None else np.array(theta, dtype=float)
     mistakes = np.zeros(len(X), dtype=int)
-    for _ in range(T):
+    for _epoch in range(T):
         for i in range(len(X)):
             if y[i] * (theta @ X[i]) <= 0:
                 theta = theta + y[i] * X[i]
@@ -48,14 +50,14 @@ def optimal_objective(X: np.ndarray, y: np.ndarray, lam: float) -> float:
 def fitted(student, X: np.ndarray, y: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
     """The student's (theta, theta0), checked for shape and finiteness."""
     result = student.fit_hinge(X, y, **kwargs)
-    assert isinstance(result, tuple) and len(result) == 2, "fit_hinge does not return a tuple (theta, theta0)"
-    assert isinstance(result[0], np.ndarray), f"fit_hinge's theta is a {type(result[0]).__name__}; a numpy array is expected"
-    assert isinstance(result[1], (int, float)) and not isinstance(result[1], bool), (
-        f"fit_hinge's theta0 is a {type(result[1]).__name__}; a number is expected"
-    )
+    assert isinstance(result, tuple) and len(result) == 2, _("fit_hinge does not return a tuple (theta, theta0)")
+    assert isinstance(result[0], np.ndarray), _("fit_hinge's theta is a {type_name}; a numpy array is expected").format(type_name=type(result[0]).__name__)
+    assert isinstance(result[1], (int, float)) and not isinstance(result[1], bool), _(
+        "fit_hinge's theta0 is a {type_name}; a number is expected"
+    ).format(type_name=type(result[1]).__name__)
     theta, theta0 = result[0].astype(float), float(result[1])
-    assert theta.shape == (X.shape[1],), f"fit_hinge's theta should have one weight per feature: shape ({X.shape[1]},), not {theta.shape}"
-    assert np.all(np.isfinite(theta)) and np.isfinite(theta0), "fit_hinge returns infinite or nan weights (diverged?)"
+    assert theta.shape == (X.shape[1],), _("fit_hinge's theta should have one weight per feature: shape ({n_features},), not {shape}").format(n_features=X.shape[1], shape=theta.shape)
+    assert np.all(np.isfinite(theta)) and np.isfinite(theta0), _("fit_hinge returns infinite or nan weights (diverged?)")
     return theta, theta0
 
 
@@ -65,14 +67,14 @@ def fitted(student, X: np.ndarray, y: np.ndarray, **kwargs) -> tuple[np.ndarray,
 def perceptron_result(student, X, y, T, theta=None):
     """The student's (theta, n_mistakes, mistakes_per_example) as arrays and an int."""
     result = student.perceptron_origin(X, y, T) if theta is None else student.perceptron_origin(X, y, T, theta=theta)
-    assert isinstance(result, tuple) and len(result) == 3, (
+    assert isinstance(result, tuple) and len(result) == 3, _(
         "perceptron_origin does not return a tuple (theta, n_mistakes, mistakes_per_example)"
     )
     for value, name in ((result[0], "theta"), (result[2], "mistakes_per_example")):
-        assert isinstance(value, np.ndarray), f"perceptron_origin's {name} is a {type(value).__name__}; a numpy array is expected"
-    assert isinstance(result[1], (int, np.integer)) and not isinstance(result[1], bool), (
-        f"perceptron_origin's n_mistakes is a {type(result[1]).__name__}; an int is expected"
-    )
+        assert isinstance(value, np.ndarray), _("perceptron_origin's {name} is a {type_name}; a numpy array is expected").format(name=name, type_name=type(value).__name__)
+    assert isinstance(result[1], (int, np.integer)) and not isinstance(result[1], bool), _(
+        "perceptron_origin's n_mistakes is a {type_name}; an int is expected"
+    ).format(type_name=type(result[1]).__name__)
     return result[0].astype(float), int(result[1]), result[2]
 
 
@@ -85,12 +87,12 @@ def test_perceptron_from_zeros_follows_definition(student, rng):
     for T in (1, 4):
         expected_theta, expected_mistakes = reference_perceptron(X, y, T)
         theta, n_mistakes, per_example = perceptron_result(student, X, y, T)
-        assert per_example.shape == (len(X),), "mistakes_per_example does not have one count per example"
-        assert np.array_equal(per_example, expected_mistakes), (
+        assert per_example.shape == (len(X),), _("mistakes_per_example does not have one count per example")
+        assert np.array_equal(per_example, expected_mistakes), _(
             "the mistakes per example differ from the perceptron's definition: is a point on the boundary a mistake?"
         )
-        assert n_mistakes == expected_mistakes.sum(), "n_mistakes is not the total number of mistakes"
-        assert np.allclose(theta, expected_theta), "the final theta differs from the perceptron's definition"
+        assert n_mistakes == expected_mistakes.sum(), _("n_mistakes is not the total number of mistakes")
+        assert np.allclose(theta, expected_theta), _("the final theta differs from the perceptron's definition")
 
 
 @pytest.mark.task(1)
@@ -102,8 +104,8 @@ def test_perceptron_starts_from_given_theta(student, rng):
     start = np.array([-1.0, 2.0])
     expected_theta, expected_mistakes = reference_perceptron(X, y, 2, start)
     theta, n_mistakes, per_example = perceptron_result(student, X, y, 2, theta=start)
-    assert np.array_equal(per_example, expected_mistakes), "the mistakes per example are wrong when starting from a given theta"
-    assert np.allclose(theta, expected_theta), "the final theta is wrong when starting from a given theta"
+    assert np.array_equal(per_example, expected_mistakes), _("the mistakes per example are wrong when starting from a given theta")
+    assert np.allclose(theta, expected_theta), _("the final theta is wrong when starting from a given theta")
 
 
 @pytest.mark.task(1)
@@ -125,9 +127,9 @@ def test_perceptron_separates_with_bounded_mistakes(student, rng):
     y = np.sign(X @ u)
     bound = (np.max(np.linalg.norm(X, axis=1)) / np.min(np.abs(X @ u))) ** 2
     theta, n_mistakes, per_example = perceptron_result(student, X, y, 200)
-    assert np.all(y * (X @ theta) > 0), "after many passes over separable data, theta does not separate it"
-    assert n_mistakes == per_example.sum(), "n_mistakes is not the sum of the mistakes per example"
-    assert 0 < n_mistakes <= bound, "the number of mistakes is not within the perceptron's (R / gamma)^2 bound"
+    assert np.all(y * (X @ theta) > 0), _("after many passes over separable data, theta does not separate it")
+    assert n_mistakes == per_example.sum(), _("n_mistakes is not the sum of the mistakes per example")
+    assert 0 < n_mistakes <= bound, _("the number of mistakes is not within the perceptron's (R / gamma)^2 bound")
 
 
 # ---------------------------------------------------------------- task 2: hinge loss and objective
@@ -139,10 +141,10 @@ def test_hinge_loss_elementwise(student):
     """hinge_loss is max(0, 1 - z), elementwise, keeping the array's shape."""
     z = np.array([[-3.0, -1.0, 0.0, 0.25], [0.999, 1.0, 1.5, 40.0]])
     loss = student.hinge_loss(z)
-    assert isinstance(loss, np.ndarray), f"hinge_loss returned a {type(loss).__name__}; a numpy array is expected"
-    assert loss.shape == z.shape, f"hinge_loss does not keep the shape of its argument: {z.shape} in, {loss.shape} out"
+    assert isinstance(loss, np.ndarray), _("hinge_loss returned a {type_name}; a numpy array is expected").format(type_name=type(loss).__name__)
+    assert loss.shape == z.shape, _("hinge_loss does not keep the shape of its argument: {shape_in} in, {shape_out} out").format(shape_in=z.shape, shape_out=loss.shape)
     loss = loss.astype(float)
-    assert np.allclose(loss, np.maximum(0.0, 1.0 - z)), "hinge_loss is not max(0, 1 - z) elementwise"
+    assert np.allclose(loss, np.maximum(0.0, 1.0 - z)), _("hinge_loss is not max(0, 1 - z) elementwise")
 
 
 @pytest.mark.task(2)
@@ -163,7 +165,7 @@ def test_objective_without_regulariser(student, rng):
     y = np.where(rng.random(30) < 0.5, -1.0, 1.0)
     theta, theta0 = np.array([0.8, -0.3, 1.1]), 0.7
     value = float(student.objective(theta, theta0, X, y, 0.0))
-    assert np.isclose(value, objective(theta, theta0, X, y, 0.0), rtol=1e-9), (
+    assert np.isclose(value, objective(theta, theta0, X, y, 0.0), rtol=1e-9), _(
         "with lam = 0 the objective is not the mean hinge loss of y * (X @ theta + theta0)"
     )
 
@@ -177,7 +179,7 @@ def test_objective_regulariser(student, rng):
     theta, theta0 = np.array([1.5, -2.0]), -3.0
     for lam in (0.3, 2.0):
         value = float(student.objective(theta, theta0, X, y, lam))
-        assert np.isclose(value, objective(theta, theta0, X, y, lam), rtol=1e-9), (
+        assert np.isclose(value, objective(theta, theta0, X, y, lam), rtol=1e-9), _(
             "the objective's regulariser is not lam / 2 * ||theta||^2 (with theta0 left out)"
         )
 
@@ -204,7 +206,7 @@ def test_fit_with_defaults_reaches_optimum(student):
     X, y = blobs(60, [(-1, -1), (1, 1)], 1.2)
     theta, theta0 = fitted(student, X, y)
     gap = objective(theta, theta0, X, y, 0.01) - optimal_objective(X, y, 0.01)
-    assert gap <= OBJECTIVE_TOLERANCE, "the objective reached is clearly above scikit-learn's minimum"
+    assert gap <= OBJECTIVE_TOLERANCE, _("the objective reached is clearly above scikit-learn's minimum")
 
 
 @pytest.mark.task(3)
@@ -218,11 +220,11 @@ def test_fit_takes_the_asked_for_steps(student, seed):
         values = [objective(t, t0, X, y, lam) for t, t0 in iterates]
         allowed = [iterates[-1], iterates[int(np.argmin(values))], iterates[int(np.argmin(values[:-1]))]]
         assert any(max(float(np.max(np.abs(theta - t))), abs(theta0 - t0)) <= 1e-9 * (1 + float(np.max(np.abs(t))))
-                   for t, t0 in allowed), (
-            f"with eta={eta} and n_iter={n_iter}, fit_hinge should return the result of n_iter steps "
+                   for t, t0 in allowed), _(
+            "with eta={eta} and n_iter={n_iter}, fit_hinge should return the result of n_iter steps "
             "theta -= eta * (subgradient of the objective) from zeros: use the eta and n_iter it is given, "
             "a fixed step and the full batch"
-        )
+        ).format(eta=eta, n_iter=n_iter)
 
 
 def subgradient_iterates(X: np.ndarray, y: np.ndarray, lam: float, eta: float, n_iter: int) -> list[tuple[np.ndarray, float]]:
@@ -231,7 +233,7 @@ def subgradient_iterates(X: np.ndarray, y: np.ndarray, lam: float, eta: float, n
     convention at the kink (< 1 or <= 1) does not matter."""
     theta, theta0 = np.zeros(X.shape[1]), 0.0
     iterates = [(theta, theta0)]
-    for _ in range(n_iter):
+    for _step in range(n_iter):
         inside = y * (X @ theta + theta0) < 1
         theta = theta - eta * (-(y[inside] @ X[inside]) / len(y) + lam * theta)
         theta0 = theta0 - eta * (-np.sum(y[inside]) / len(y))
@@ -252,7 +254,7 @@ def test_fit_reaches_optimum_with_offset(student):
     for (X, y), lam in cases:
         theta, theta0 = fitted(student, X, y, lam=lam, eta=0.1, n_iter=2000)
         gap = objective(theta, theta0, X, y, lam) - optimal_objective(X, y, lam)
-        assert gap <= OBJECTIVE_TOLERANCE, "the objective reached is clearly above scikit-learn's minimum"
+        assert gap <= OBJECTIVE_TOLERANCE, _("the objective reached is clearly above scikit-learn's minimum")
 
 
 @pytest.mark.task(3)
@@ -270,7 +272,7 @@ def test_larger_lam_gives_wider_margin(student, seed):
     """A larger lam gives a larger margin 1 / ||theta||."""
     X, y = blobs(seed, [(-1, -1), (1, 1)], 1.2)
     margins = [1.0 / np.linalg.norm(fitted(student, X, y, lam=lam)[0]) for lam in (0.003, 0.03, 0.3)]
-    assert margins[0] < margins[1] < margins[2], "the margin 1 / ||theta|| does not grow with lam"
+    assert margins[0] < margins[1] < margins[2], _("the margin 1 / ||theta|| does not grow with lam")
 
 
 @pytest.mark.task(3)
@@ -279,6 +281,6 @@ def test_fit_separates_separable_data(student, seed):
     """On well-separated clouds, the fitted classifier gets every training point right."""
     X, y = blobs(seed, [(-4, -4), (4, 4)], 1.0)  # 5.7 sd from the boundary: separable for every seed
     theta, theta0 = fitted(student, X, y)
-    assert np.all(np.where(X @ theta + theta0 >= 0, 1.0, -1.0) == y), (
+    assert np.all(np.where(X @ theta + theta0 >= 0, 1.0, -1.0) == y), _(
         "the fitted classifier misclassifies training points of well-separated data"
     )

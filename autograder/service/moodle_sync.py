@@ -1,0 +1,348 @@
+"""Moodle Assignments synced by ``autograder serve`` on a schedule: ``[[sync]]`` in service.toml.
+
+A course that keeps Moodle's own Assignment activity gets feedback within a minute of a
+hand-in when the service runs the sync (``moodle.sync.sync``, what ``autograder moodle
+sync`` runs) every ``interval_s`` seconds::
+
+    [[sync]]
+    week = "week04"
+    url = "https://moodle.example.edu"
+    assignment = 31                       # the assignment's id (mod_assign instance)
+    token_file = "secrets/moodle-token"   # relative to the course folder; only its owner may read it
+    interval_s = 60                       # the default; at least 10
+    # allow_pending = true                # push a provisional grade while hand marking is pending
+    # out = "results/week04-moodle-31"    # the default: the folder `autograder moodle sync` uses
+
+The token is never in service.toml: the file names a file that only its owner can read,
+checked as ``--token-file`` is, and read again before every run, so a new token written
+there is used from the next run on without a restart. A bad entry stops ``serve`` from
+starting, with a message naming the entry and the fix.
+
+Each entry has a thread that runs one sync at a time in a child process: grading runs
+pytest and a sandbox zygote, which capture the process's output and belong in a process of
+their own (as the service's graders are), and a child that crashes or is stopped takes
+nothing of the service with it. The sync is built to be cut anywhere (``sync_state``):
+stopping the service ends a run under way and the next start carries on. One sync runs
+at a time, graded with the service's ``--jobs`` or ``--scheduler``, so the syncs never
+take more than that beside the service's own graders. Its results folder and gradebook
+are the sync's own (results/WEEK-moodle-ID, as from the command line), not the service's
+data folder: the service's attempts and the Moodle users never mix in a report.
+
+An error in a run (Moodle refusing the token, the network, anything) is recorded and the
+next run tries again; it never stops the service. ``SyncStatus`` is what the instructor's
+page shows: the last run, what it pulled, graded, pushed and left alone, the next run, and
+the last error in words.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import signal
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from autograder.course import Course
+from autograder.exceptions import AutograderError, PolicyError
+from autograder.grading.parallel import START_METHOD
+from autograder.service.policy import FILENAME, SYNC_KEY, read_config
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_S = 60.0
+MIN_INTERVAL_S = 10.0  # as `autograder moodle sync --watch`: Moodle is asked at most this often
+STOP_GRACE_S = 10.0  # a run told to stop (the service is stopping) is killed after this
+_KEYS = ("week", "url", "assignment", "token_file", "interval_s", "allow_pending", "out")
+
+
+@dataclass(frozen=True)
+class SyncEntry:
+    """One ``[[sync]]`` entry, checked: the week exists, the token file is the owner's own."""
+
+    number: int  # its place among the [[sync]] entries, from 1, for messages
+    week: str
+    url: str
+    assignment: int
+    token_file: Path
+    out: Path
+    interval_s: float = DEFAULT_INTERVAL_S
+    allow_pending: bool = False  # as --allow-pending
+
+    @property
+    def title(self) -> str:
+        return f"{self.week}: assignment {self.assignment} on {self.url}"
+
+
+@dataclass(frozen=True)
+class SyncStatus:
+    """What one entry's sync has done, as the instructor's page shows it (UTC times).
+
+    The counts are the last finished run's (None before the first, or when it failed);
+    ``error`` is that run's problem in words, None when it went through."""
+
+    entry: SyncEntry
+    state: Literal["waiting", "running", "stopped"] = "waiting"
+    started: datetime | None = None  # the run under way, or the last one
+    finished: datetime | None = None
+    next_run: datetime | None = None
+    succeeded: datetime | None = None  # the last run that went through
+    pulled: int | None = None  # new or changed hand-ins downloaded
+    graded: int | None = None
+    pushed: int | None = None
+    unchanged: int | None = None
+    kept: dict[str, str] = field(default_factory=dict)  # student -> why their grade changed in Moodle was kept
+    left: dict[str, str] = field(default_factory=dict)  # student -> why nothing was pushed for them
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def skipped(self) -> int | None:
+        """Grades left alone because someone changed them by hand in Moodle."""
+        return None if self.pulled is None else len(self.kept)
+
+
+def load_syncs(course: Course, *, service_data: Path | None = None) -> list[SyncEntry]:
+    """The ``[[sync]]`` entries of the course's service.toml, each checked; a PolicyError
+    naming the entry and the fix for the first bad one. ``service_data`` is the service's
+    own folder, which no entry may sync into."""
+    path = course.root / FILENAME
+    raw = read_config(course.root).get(SYNC_KEY, [])
+    if isinstance(raw, dict):
+        raise PolicyError(f"{path}: [{SYNC_KEY}] must be written [[{SYNC_KEY}]] (two brackets), one such table "
+                          "per Moodle assignment")
+    if not isinstance(raw, list):
+        raise PolicyError(f"{path}: {SYNC_KEY} must be [[{SYNC_KEY}]] tables, one per Moodle assignment")
+    entries: list[SyncEntry] = []
+    for number, table in enumerate(raw, start=1):
+        entry = _entry(course, path, number, table)
+        if service_data is not None and entry.out == service_data.resolve():
+            raise PolicyError(f"{path}: [[{SYNC_KEY}]] entry {number}: out is the service's data folder, where the "
+                              "Moodle users would mix with the service's attempts in one report: leave out unset "
+                              f"(results/{entry.week}-moodle-{entry.assignment}) or name another folder")
+        for other in entries:
+            if (other.url, other.assignment) == (entry.url, entry.assignment) or other.out == entry.out:
+                raise PolicyError(f"{path}: [[{SYNC_KEY}]] entries {other.number} and {number} both sync assignment "
+                                  f"{entry.assignment} into {entry.out}: keep one of them")
+        entries.append(entry)
+    return entries
+
+
+def _entry(course: Course, path: Path, number: int, table: object) -> SyncEntry:
+    """One entry, checked as `autograder moodle sync` checks its options."""
+    from autograder.moodle.sync import read_token
+    from autograder.moodle.webservice import check_site_url
+
+    if not isinstance(table, dict):
+        raise PolicyError(f"{path}: [[{SYNC_KEY}]] entry {number} must be a table of week, url, assignment and "
+                          "token_file")
+    named = ", ".join(f"{k} {table[k]!r}" for k in ("week", "assignment") if k in table)
+    where = f"{path}: [[{SYNC_KEY}]] entry {number}{f' ({named})' if named else ''}"
+    if "token" in table:
+        raise PolicyError(f"{where}: never put the token in {FILENAME}: write it to a file only you can read "
+                          "(chmod 600) and name that file as token_file")
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise PolicyError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(_KEYS)}")
+    missing = [k for k in ("week", "url", "assignment", "token_file") if k not in table]
+    if missing:
+        raise PolicyError(f"{where}: {', '.join(missing)} missing: each [[{SYNC_KEY}]] names the week, the Moodle "
+                          "site (url), the assignment's id and the token_file")
+    try:
+        week = course.week(str(table["week"])).name
+    except AutograderError as exc:
+        raise PolicyError(f"{where}: week: {exc}") from None
+    assignment = table["assignment"]
+    if isinstance(assignment, bool) or not isinstance(assignment, int) or assignment < 1:
+        raise PolicyError(f"{where}: assignment must be the assignment's id, a whole number such as 31, not "
+                          f"{assignment!r}")
+    try:
+        url = check_site_url(str(table["url"]))
+    except AutograderError as exc:
+        raise PolicyError(f"{where}: url: {exc}") from None
+    interval = table.get("interval_s", DEFAULT_INTERVAL_S)
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval < MIN_INTERVAL_S:
+        raise PolicyError(f"{where}: interval_s must be a number of seconds of at least {MIN_INTERVAL_S:g}, not "
+                          f"{interval!r}")
+    allow_pending = table.get("allow_pending", False)
+    if not isinstance(allow_pending, bool):
+        raise PolicyError(f"{where}: allow_pending must be true or false, not {allow_pending!r}")
+    paths = {}
+    for key in ("token_file", "out"):
+        if key in table and (not isinstance(table[key], str) or not table[key].strip()):
+            raise PolicyError(f"{where}: {key} must be a path (relative to the course folder {course.root}), not "
+                              f"{table[key]!r}")
+        if key in table:
+            paths[key] = course.root / Path(table[key]).expanduser()
+    try:
+        read_token(paths["token_file"])
+    except AutograderError as exc:
+        raise PolicyError(f"{where}: token_file: {exc}") from None
+    out = paths.get("out", course.root / "results" / f"{week}-moodle-{assignment}")
+    return SyncEntry(number=number, week=week, url=url, assignment=assignment, token_file=paths["token_file"],
+                     out=out.resolve(), interval_s=float(interval), allow_pending=allow_pending)
+
+
+class MoodleSyncs:
+    """The entries' threads, from ``__enter__`` to ``__exit__`` (a context manager).
+
+    ``jobs`` and ``scheduler`` are the service's: what one run grades with."""
+
+    def __init__(self, entries: list[SyncEntry], course: Course, *, jobs: int = 1,
+                 scheduler: str | None = None) -> None:
+        self.course = course
+        self.jobs = jobs
+        self.scheduler = scheduler
+        self._statuses = {entry.number: SyncStatus(entry=entry) for entry in entries}
+        self._stop = threading.Event()
+        self._turn = threading.Lock()  # one sync at a time
+        self._threads: list[threading.Thread] = []
+
+    def statuses(self) -> list[SyncStatus]:
+        """Each entry's status now, in service.toml's order."""
+        return [self._statuses[number] for number in sorted(self._statuses)]
+
+    def __enter__(self) -> Self:
+        for status in self.statuses():
+            entry = status.entry
+            thread = threading.Thread(target=self._loop, args=(entry,), daemon=True,
+                                      name=f"autograder-sync-{entry.week}-{entry.assignment}")
+            thread.start()
+            self._threads.append(thread)
+            log.info("syncing %s every %g s into %s", entry.title, entry.interval_s, entry.out)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _update(self, entry: SyncEntry, **changes: Any) -> None:
+        """Replace the entry's status (one assignment, so a page never sees half of it)."""
+        self._statuses[entry.number] = replace(self._statuses[entry.number], **changes)
+
+    def _loop(self, entry: SyncEntry) -> None:
+        due = time.monotonic()  # the first run at once: hand-ins made while the service was down
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            if not self._take_turn():
+                break
+            started = time.monotonic()
+            try:
+                self._run(entry)
+            except Exception as exc:  # one run's failure never ends the schedule
+                log.exception("the sync of %s failed", entry.title)
+                self._update(entry, state="waiting", finished=_now(), error=f"{type(exc).__name__}: {exc}")
+            finally:
+                self._turn.release()
+            due = started + entry.interval_s
+            self._update(entry, next_run=_now() + timedelta(seconds=max(0.0, due - time.monotonic())))
+        self._update(entry, state="stopped", next_run=None)
+
+    def _take_turn(self) -> bool:
+        """Wait for the other entries' runs; False (without the turn) once the service stops."""
+        while not self._turn.acquire(timeout=0.5):
+            if self._stop.is_set():
+                return False
+        if self._stop.is_set():
+            self._turn.release()
+            return False
+        return True
+
+    def _run(self, entry: SyncEntry) -> None:
+        """One sync in a child process; its outcome, or why there is none, into the status."""
+        self._update(entry, state="running", started=_now(), next_run=None)
+        context: Any = multiprocessing.get_context(START_METHOD)
+        receive, send = context.Pipe(duplex=False)
+        # not a daemon: with --jobs above 1 the run starts grader processes of its own
+        process = context.Process(target=_child, args=(entry, self.course.root, self.jobs, self.scheduler, send),
+                                  name=f"autograder-sync-{entry.week}-{entry.assignment}")
+        process.start()
+        send.close()
+        outcome: dict[str, Any] | None = None
+        try:
+            while outcome is None and process.is_alive() and not self._stop.is_set():
+                if wait([receive, process.sentinel], timeout=0.5) and receive.poll():
+                    outcome = json.loads(receive.recv_bytes())
+            if outcome is None and receive.poll():  # sent just before it ended
+                outcome = json.loads(receive.recv_bytes())
+        except (EOFError, OSError):
+            pass
+        finally:
+            receive.close()
+            _end(process, stopping=outcome is None)
+        if outcome is None:
+            why = ("stopped with the service; the next start carries on" if self._stop.is_set() else
+                   f"the sync process ended unexpectedly (exit code {process.exitcode}); tried again next run")
+            outcome = {"error": why}
+        self._record(entry, outcome)
+
+    def _record(self, entry: SyncEntry, outcome: dict[str, Any]) -> None:
+        now = _now()
+        if "error" in outcome:
+            log.warning("sync of %s: %s", entry.title, outcome["error"])
+            self._update(entry, state="waiting", finished=now, pulled=None, graded=None, pushed=None, unchanged=None,
+                         kept={}, left={}, notes=(), error=str(outcome["error"]))
+            return
+        interrupted = outcome.get("interrupted")
+        error = f"stopped early: {interrupted}; the next run pushes what is missing" if interrupted else None
+        log.info("sync of %s: %d pulled, %d graded, %d pushed, %d kept as changed in Moodle", entry.title,
+                 outcome["pulled"], outcome["graded"], outcome["pushed"], len(outcome["kept"]))
+        self._update(entry, state="waiting", finished=now, succeeded=now, pulled=outcome["pulled"],
+                     graded=outcome["graded"], pushed=outcome["pushed"], unchanged=outcome["unchanged"],
+                     kept=dict(outcome["kept"]), left=dict(outcome["left"]), notes=tuple(outcome["notes"]),
+                     error=error)
+
+
+def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None, conn: Connection) -> None:
+    """The body of one run's process: the sync, and what it did as JSON (nothing pickled back)."""
+    # SIGTERM (the service stopping) ends pytest and the run like Ctrl-C, cleaning up the sandbox
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    token = ""
+    try:
+        from autograder.batch import GradingOptions
+        from autograder.moodle.sync import read_token, sync
+        from autograder.moodle.webservice import MoodleClient
+
+        week = Course.locate(course_root).week(entry.week)
+        token = read_token(entry.token_file)  # again each run: a new token written there is used at once
+        with MoodleClient(entry.url, token, token_source=str(entry.token_file)) as client:
+            options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=jobs,
+                                     scheduler=scheduler)
+            report = sync(week, client, entry.assignment, options)
+        outcome: dict[str, Any] = {
+            "pulled": len(report.fetched), "graded": report.graded, "pushed": len(report.pushed),
+            "unchanged": report.unchanged, "kept": report.kept, "left": report.left, "notes": report.notes,
+            "interrupted": report.interrupted}
+    except KeyboardInterrupt:
+        return
+    except AutograderError as exc:
+        outcome = {"error": str(exc)}
+    except Exception as exc:  # shown on the instructor's page, tried again next run
+        log.exception("the sync of %s failed", entry.title)
+        outcome = {"error": f"unexpected {type(exc).__name__}: {exc} (the service's log has the details)"}
+    text = json.dumps(outcome, ensure_ascii=False)
+    conn.send_bytes((text.replace(token, "[token]") if token else text).encode())
+    conn.close()
+
+
+def _end(process: multiprocessing.process.BaseProcess, *, stopping: bool) -> None:
+    """Let a finished run's process exit; one still running (``stopping``: the service is
+    stopping) is asked to stop, then killed after STOP_GRACE_S."""
+    process.join(timeout=0 if stopping else 5)
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=STOP_GRACE_S)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,227 @@
+"""The Moodle sync inside `autograder serve`: ``[[sync]]`` in service.toml, over loopback.
+
+The whole service (web app, graders, outbox, syncs) runs under a real uvicorn with the
+stand-in LMS (tests/service/lms.py) and the stand-in Moodle (conftest.py). With no command
+run, a hand-in placed in "Moodle" is pulled, graded and pushed back; a second entry with a
+wrong token shows its error on the instructor's page while LTI uploads go on; stopping the
+service stops the syncs, a run under way included. Bad entries stop `serve` from starting.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import nbformat
+import pytest
+
+from autograder.course import Course
+from autograder.exceptions import PolicyError
+from autograder.gradebook import FILENAME, Gradebook
+from autograder.service.moodle_sync import MoodleSyncs, SyncStatus, load_syncs
+from autograder.service.policy import policy_for
+from tests.moodle_ws.conftest import TEACHER, Site
+from tests.service.lms import register_and_add_week, running_lms
+
+ROOT = Path(__file__).resolve().parents[2]
+CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
+
+
+def slow_notebook() -> bytes:
+    """The correct notebook with a last cell that sleeps 25 s (a cell may take 30)."""
+    notebook = nbformat.reads(CORRECT.decode(), as_version=4)
+    cell = nbformat.v4.new_code_cell("import time\ntime.sleep(25)")
+    if notebook.nbformat_minor < 5:  # cell ids came with format 4.5
+        del cell["id"]
+    notebook.cells.append(cell)
+    return nbformat.writes(notebook).encode()
+
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T | None], timeout: float = 180.0) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError("timed out waiting")
+
+
+def a_course(folder: Path, syncs: str) -> Course:
+    """A course holding week01 whose service.toml has ``syncs``, and the token files it names."""
+    shutil.copytree(ROOT / "source" / "week01", folder / "source" / "week01")
+    shutil.copytree(ROOT / "assignments" / "week01", folder / "assignments" / "week01")
+    (folder / "service.toml").write_text(syncs, encoding="utf-8")
+    return Course.locate(folder)
+
+
+def token_file(path: Path, token: str, mode: int = 0o600) -> Path:
+    path.write_text(token + "\n", encoding="utf-8")
+    os.chmod(path, mode)
+    return path
+
+
+def sync_entries(url: str) -> str:
+    return f"""
+[week01]
+max_attempts = 5
+
+[[sync]]
+week = "week01"
+url = "{url}"
+assignment = 7
+token_file = "moodle-token"
+interval_s = 10
+
+[[sync]]
+week = "1"
+url = "{url}"
+assignment = 8
+token_file = "wrong-token"
+interval_s = 10
+"""
+
+
+def status(app: Any, number: int) -> SyncStatus:
+    statuses: list[SyncStatus] = app.state.syncs.statuses()
+    return next(s for s in statuses if s.entry.number == number)
+
+
+def test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else(server: Any, tmp_path: Path) -> None:
+    site = server.use(Site())
+    site.users.update({201: "Ada Lovelace", 202: "Alan Turing"})
+    site.enrolled.update({201, 202})
+    course = a_course(tmp_path / "course", sync_entries(server.url))
+    token_file(course.root / "moodle-token", server.token)
+    token_file(course.root / "wrong-token", "f" * 32)
+    assert policy_for(course.root, "week01").max_attempts == 5  # the week tables read as before
+
+    (tmp_path / "lms").mkdir()
+    with running_lms(tmp_path / "lms", course) as lms:
+        register_and_add_week(lms)
+        app = lms.app
+        first = wait_until(lambda: (s := status(app, 1)).finished and s)
+        assert first.error is None and first.pulled == 0 and first.next_run is not None  # nobody handed in yet
+        with server.handler.lock:
+            site.hand_in(201, {"week01.ipynb": CORRECT})
+        # no command: the next scheduled run pulls, grades and pushes
+        pushed = wait_until(lambda: site.grades.get(201))
+        assert pushed.grader == TEACHER and set(pushed.files) == {"feedback.html"}
+        assert pushed.grade == -1 and pushed.comment is not None  # week01's hand-marked tasks: no grade yet
+        assert "is marked by hand and not marked yet" in pushed.comment[0]
+        synced = wait_until(lambda: (s := status(app, 1)).pushed and s)
+        assert (synced.pulled, synced.graded, synced.pushed, synced.skipped) == (1, 1, 1, 0)
+
+        # the instructor marks the hand-graded tasks in the sync's gradebook: the grade follows
+        out = course.root / "results" / "week01-moodle-7"
+        with Gradebook.open(out / FILENAME) as book:
+            book.set_manual("week01", "moodle-user-201", 3, points=20)
+            book.set_manual("week01", "moodle-user-201", 4, points=20)
+            score = next(r for r in book.results("week01") if r.key == "moodle-user-201").score
+        graded = wait_until(lambda: (g := site.grades.get(201)) and g.grade >= 0 and g)
+        assert graded.grade == pytest.approx(score * site.max_grade / 100)
+
+        # the entry with a wrong token says so on the instructor's page, and uploads go on
+        bad = wait_until(lambda: (s := status(app, 2)).error and s)
+        assert "does not know this token" in str(bad.error) and str(course.root / "wrong-token") in str(bad.error)
+        browser, page = lms.launch("s1")
+        uploaded = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT,
+                                                                      "application/x-ipynb+json")})
+        url = str(uploaded.url)
+        assert "/attempt/" in url, uploaded.text
+        assert wait_until(lambda: browser.client.get(f"{url}/state").json()["state"] in ("graded", "failed")
+                          and browser.client.get(f"{url}/state").json()["state"]) == "graded"
+        _, report = lms.launch("t1", role="instructor")
+        assert 'id="syncs"' in report.text and 'id="sync-1"' in report.text
+        row = report.text.split('id="sync-2"')[1].split("</tr>")[0]
+        assert "does not know this token" in row and "Manage tokens" in row
+        assert "assignment 7" not in row and "8 on " + server.url in row
+
+        # a run under way when the service stops is ended with it (this hand-in takes 25 s to run)
+        with server.handler.lock:
+            mark = len(site.calls)
+            site.hand_in(202, {"week01.ipynb": slow_notebook()})
+        wait_until(lambda: "mod_assign_get_submissions" in site.calls[mark:] and status(app, 1).state == "running")
+        time.sleep(2)  # downloaded, grading
+        stopping = time.monotonic()
+    assert time.monotonic() - stopping < 30
+    assert not [t for t in threading.enumerate() if t.name.startswith("autograder-sync")]
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("autograder-sync")]
+    assert [s.state for s in app.state.syncs.statuses()] == ["stopped", "stopped"]
+    assert "stopped with the service" in str(status(app, 1).error) and 202 not in site.grades
+    calls = len(site.calls)
+    time.sleep(11)  # longer than the interval: nobody asks Moodle any more
+    assert len(site.calls) == calls
+
+
+BAD = [
+    ('[sync]\nweek = "week01"\n', "must be written [[sync]] (two brackets)"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken = "abc"\n',
+     "entry 1 (week 'week01', assignment 7): never put the token in service.toml"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\n', "token_file missing"),
+    ('[[sync]]\nweek = "week09"\nurl = "{url}"\nassignment = 7\ntoken_file = "open-token"\n', "week: "),
+    ('[[sync]]\nweek = "week01"\nurl = "http://moodle.example.edu"\nassignment = 7\ntoken_file = "token"\n',
+     "url: http://moodle.example.edu is plain http"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = "seven"\ntoken_file = "token"\n',
+     "assignment must be the assignment's id"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\ninterval_s = 1\n',
+     "interval_s must be a number of seconds of at least 10"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "open-token"\n',
+     "token_file: {root}/open-token can be read by other users (mode 644): run `chmod 600 {root}/open-token`"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\nallow_pending = "yes"\n',
+     "allow_pending must be true or false"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\nevery = 5\n',
+     "unknown key(s) every; known keys: week, url"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\n' * 2,
+     "entries 1 and 2 both sync assignment 7"),
+]
+
+
+@pytest.mark.parametrize(("toml", "says"), BAD)
+def test_a_bad_sync_entry_is_refused_naming_it_and_the_fix(tmp_path: Path, toml: str, says: str) -> None:
+    course = a_course(tmp_path, toml.format(url="https://moodle.example.edu"))
+    token_file(course.root / "token", "t" * 32)
+    token_file(course.root / "open-token", "t" * 32, 0o644)
+    with pytest.raises(PolicyError) as caught:
+        load_syncs(course)
+    assert str(caught.value).startswith(f"{course.root / 'service.toml'}: ")
+    assert says.format(root=course.root) in str(caught.value)
+
+
+def test_no_sync_into_the_services_own_data_folder(tmp_path: Path) -> None:
+    toml = ('[[sync]]\nweek = "week01"\nurl = "https://m.example.edu"\nassignment = 7\ntoken_file = "token"\n'
+            'out = "service-data"\n')
+    course = a_course(tmp_path, toml)
+    token_file(course.root / "token", "t" * 32)
+    with pytest.raises(PolicyError, match="entry 1: out is the service's data folder"):
+        load_syncs(course, service_data=course.root / "service-data")
+
+
+def test_serve_does_not_start_with_a_bad_sync_entry(tmp_path: Path) -> None:
+    toml = '[[sync]]\nweek = "week01"\nurl = "https://m.example.edu"\nassignment = 7\ntoken_file = "token"\n'
+    course = a_course(tmp_path / "course", toml)
+    token_file(course.root / "token", "t" * 32, 0o640)
+    served = subprocess.run([sys.executable, "-m", "autograder", "serve", "--course", str(course.root),
+                             "--public-url", "https://grader.example.edu", "--data", str(tmp_path / "data")],
+                            capture_output=True, text=True, timeout=120)
+    assert served.returncode != 0
+    assert "[[sync]] entry 1 (week 'week01', assignment 7): token_file:" in served.stderr
+    assert "chmod 600" in served.stderr and not (tmp_path / "data").exists()  # refused before anything started
+
+
+def test_no_sync_entries_no_threads(tmp_path: Path) -> None:
+    course = a_course(tmp_path, "[week01]\nmax_attempts = 2\n")
+    assert load_syncs(course) == []
+    with MoodleSyncs([], course) as syncs:
+        assert syncs.statuses() == []
