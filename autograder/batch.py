@@ -15,19 +15,20 @@ import logging
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
-from autograder.execution.sandbox import Limits
+from autograder.exceptions import AutograderError
+from autograder.execution import Limits, Sandboxed
 from autograder.formats.atomic import write_bytes, write_text
+from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.formats.result_json import to_dict
+from autograder.formats.worksheet import fill_worksheet, write_worksheet
 from autograder.gradebook import FILENAME, Gradebook, ManualMark
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
-from autograder.moodle.feedback_zip import write_feedback_zip
-from autograder.moodle.worksheet import fill_worksheet, write_worksheet
 from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
@@ -76,58 +77,54 @@ def default_out_dir(week: Week, paths: Sequence[Path]) -> Path:
     return results / week.name if holds_export(paths) else results / f"{week.name}-notebooks"
 
 
-def run_batch(
-    week: Week,
-    paths: Sequence[Path],
-    *,
-    out_dir: Path | None = None,
-    worksheet: Path | None = None,
-    regrade: bool = False,
-    allow_pending: bool = False,
-    jobs: int = 0,
-    scheduler: str | None = None,
-    limits: Limits | None = None,
-    on_start: Callable[[int], None] | None = None,
-    on_result: Callable[[SubmissionResult], None] | None = None,
-) -> BatchOutcome:
-    """Grade ``paths`` for ``week`` into ``out_dir``; unchanged submissions are not regraded.
+@dataclass(frozen=True)
+class GradingOptions:
+    """How one grading run goes, whoever starts it (``autograder grade``, the Moodle sync,
+    a scheduler): one value, so a new option is added in one place. The CLI builds it from
+    its flags; anything left out keeps the API's default."""
 
-    ``out_dir`` defaults to ``default_out_dir``; ``jobs`` is how many submissions are graded
-    at once on this machine, 0 (the default) one per core.
+    out_dir: Path | None = None  # the results folder; ``run_batch`` defaults it (``default_out_dir``)
+    worksheet: Path | None = None  # Moodle's downloaded grading worksheet, to fill in place
+    regrade: bool = False  # grade again what the gradebook holds unchanged
+    allow_pending: bool = False  # a provisional total reaches Moodle while hand marks are pending
+    jobs: int = 0  # submissions graded at once on this machine; 0: one per core
+    scheduler: str | None = None  # a Dask scheduler address: grade on that cluster instead
+    limits: Limits = field(default_factory=Limits)
+    on_start: Callable[[int], None] | None = None  # told how many submissions the run holds
+    on_result: Callable[[SubmissionResult], None] | None = None  # each result, graded or reused
+
+    def folder(self) -> Path:
+        """``out_dir``, which every run but ``run_batch``'s must be given."""
+        if self.out_dir is None:
+            raise AutograderError("no results folder: set GradingOptions.out_dir (run_batch alone has a default)")
+        return self.out_dir
+
+
+def run_batch(week: Week, paths: Sequence[Path], options: GradingOptions | None = None) -> BatchOutcome:
+    """Grade ``paths`` for ``week``; unchanged submissions are not regraded.
+
+    ``options.out_dir`` defaults to ``default_out_dir``; ``options.jobs`` is how many
+    submissions are graded at once on this machine, 0 (the default) one per core.
     A submission graded again (``regrade``, or new hidden tests or grader) whose content the
     gradebook already holds keeps its recorded seed, so the hidden tests draw the same data."""
-    return grade_submissions(
-        week, collect(paths, week=week.name),
-        out_dir=out_dir if out_dir is not None else default_out_dir(week, paths), worksheet=worksheet,
-        regrade=regrade, allow_pending=allow_pending, jobs=jobs, scheduler=scheduler, limits=limits,
-        on_start=on_start, on_result=on_result)
+    options = options or GradingOptions()
+    if options.out_dir is None:
+        options = replace(options, out_dir=default_out_dir(week, paths))
+    return grade_submissions(week, collect(paths, week=week.name), options)
 
 
-def grade_submissions(
-    week: Week,
-    submissions: list[Submission],
-    *,
-    out_dir: Path,
-    worksheet: Path | None = None,
-    regrade: bool = False,
-    allow_pending: bool = False,
-    jobs: int = 0,
-    scheduler: str | None = None,
-    limits: Limits | None = None,
-    on_start: Callable[[int], None] | None = None,
-    on_result: Callable[[SubmissionResult], None] | None = None,
-) -> BatchOutcome:
+def grade_submissions(week: Week, submissions: list[Submission], options: GradingOptions) -> BatchOutcome:
     """``run_batch`` for submissions that come from elsewhere than files (Moodle's web
     services): the same gradebook, cache, grading and outputs. Keys must be unique;
-    ``jobs`` 0 means one per core."""
-    jobs = jobs or os.cpu_count() or 1
+    ``options.out_dir`` must be set."""
+    out_dir, on_result = options.folder(), options.on_result
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:
         run_id = book.begin_run(week.name, grader_version=grader_version())
         pending: list[Submission] = []
         reused = 0
         for submission in submissions:
-            cached = None if regrade else _cached(book, week, submission)
+            cached = None if options.regrade else _cached(book, week, submission)
             if cached is None:
                 if submission.seed is None:  # same content graded before: same hidden data
                     submission.seed = book.recorded_seed(week.name, submission.key,
@@ -137,8 +134,8 @@ def grade_submissions(
                 reused += 1
                 if on_result is not None:
                     on_result(cached)
-        if on_start is not None:
-            on_start(len(submissions))
+        if options.on_start is not None:
+            options.on_start(len(submissions))
 
         given = week.handed_out()
         by_key = {s.key: s for s in pending}
@@ -156,13 +153,13 @@ def grade_submissions(
             if on_result is not None:
                 on_result(result)
 
-        _grade(week, pending, jobs=jobs, scheduler=scheduler, limits=limits, on_result=record)
+        _grade(week, pending, options, on_result=record)
         book.finish_run(run_id, reused=reused)
         stored = {r.key: r for r in book.results(week.name)}
         marks = book.manual_marks(week.name)
     results = [stored[s.key] for s in submissions if s.key in stored]
-    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, given, worksheet=worksheet,
-                         allow_pending=allow_pending)
+    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, given,
+                         worksheet=options.worksheet, allow_pending=options.allow_pending)
     return BatchOutcome(results=results, reused=reused, outputs=outputs)
 
 
@@ -209,22 +206,24 @@ def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored:
     return outputs
 
 
-def _grade(week: Week, submissions: list[Submission], *, jobs: int, scheduler: str | None,
-           limits: Limits | None, on_result: Callable[[SubmissionResult], None]) -> None:
+def _grade(week: Week, submissions: list[Submission], options: GradingOptions,
+           on_result: Callable[[SubmissionResult], None]) -> None:
+    """Grade ``submissions`` sandboxed: on the cluster, in ``jobs`` processes, or here."""
     if not submissions:
         return
-    if scheduler is not None:
+    jobs = options.jobs or os.cpu_count() or 1
+    if options.scheduler is not None:
         from autograder.grading.distributed import grade_on_cluster
 
-        grade_on_cluster(week, submissions, scheduler=scheduler, limits=limits, on_result=on_result)
+        grade_on_cluster(week, submissions, scheduler=options.scheduler, limits=options.limits, on_result=on_result)
     elif jobs > 1 and len(submissions) > 1:
         from autograder.grading.parallel import grade_parallel
 
-        grade_parallel(week, submissions, jobs=jobs, limits=limits, on_result=on_result)
+        grade_parallel(week, submissions, jobs=jobs, limits=options.limits, on_result=on_result)
     else:
         from autograder.grading.grader import grade
 
-        grade(week, submissions, limits=limits, on_result=on_result)
+        grade(week, submissions, isolation=Sandboxed(options.limits), on_result=on_result)
 
 
 def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
@@ -307,8 +306,6 @@ def load_results(out_dir: Path, week: Week) -> list[SubmissionResult]:
 def weeks_in(out_dir: Path) -> list[str]:
     """The weeks a results folder's gradebook holds results for."""
     if not (out_dir / FILENAME).is_file():
-        from autograder.exceptions import AutograderError
-
         raise AutograderError(f"{out_dir} has no {FILENAME}: is it a folder written by `autograder grade`?")
     with Gradebook.open(out_dir / FILENAME) as book:
         return book.weeks()

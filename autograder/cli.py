@@ -116,7 +116,7 @@ def grade(
     course: CourseOption = None,
 ) -> None:
     """Grade submissions: run each notebook sandboxed, then the week's hidden tests."""
-    from autograder.batch import run_batch
+    from autograder.batch import GradingOptions, run_batch
     from autograder.formats.result_json import to_dict
 
     the_week, _ = _locate(week, course, None)
@@ -124,11 +124,11 @@ def grade(
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
         try:
-            outcome = run_batch(
-                the_week, paths, out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
+            outcome = run_batch(the_week, paths, GradingOptions(
+                out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
                 jobs=jobs, scheduler=scheduler,
                 on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
-            )
+            ))
         except AutograderError as exc:
             _fail(exc)
     if as_json:
@@ -317,6 +317,7 @@ def moodle_sync(
     course: CourseOption = None,
 ) -> None:
     """Pull new hand-ins from a Moodle Assignment, grade them, push grades and feedback back."""
+    from autograder.batch import GradingOptions
     from autograder.moodle.sync import read_token, sync
     from autograder.moodle.sync import watch as keep_watching
     from autograder.moodle.sync_report import print_report
@@ -334,9 +335,10 @@ def moodle_sync(
         with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err, transient=True) as progress:
             bar = progress.add_task(the_week.name, total=None)
-            return sync(the_week, client, assignment, out_dir=folder, dry_run=dry_run, allow_pending=allow_pending,
-                        jobs=jobs, scheduler=scheduler,
-                        on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar))
+            options = GradingOptions(out_dir=folder, allow_pending=allow_pending, jobs=jobs, scheduler=scheduler,
+                                     on_start=lambda n: progress.update(bar, total=n),
+                                     on_result=lambda _: progress.advance(bar))
+            return sync(the_week, client, assignment, options, dry_run=dry_run)
 
     with client:
         try:

@@ -76,7 +76,7 @@ def write_manual_sheet(
         participant = submission.participant
         for task in manual:
             mark = (marks or {}).get(submission.key, {}).get(task.number)
-            answer = problem or _answer(notebook, task.number, given_sources)
+            answer = problem or task_answer(notebook, task.number, given_sources)
             answer = answer if answer is not None else f"(no answer cell found for task {task.number})"
             digest = answer_sha256(answer)
             stale = mark is not None and mark.answer_sha256 is not None and mark.answer_sha256 != digest
@@ -200,7 +200,7 @@ def answer_hashes(submission: Submission, tasks: Sequence[Task],
     sources = {c.source.strip() for c in given.cells} if given is not None else None
     hashes = {}
     for task in (t for t in tasks if t.manual):
-        answer = problem or _answer(notebook, task.number, sources)
+        answer = problem or task_answer(notebook, task.number, sources)
         hashes[task.number] = answer_sha256(
             answer if answer is not None else f"(no answer cell found for task {task.number})")
     return hashes
@@ -217,12 +217,16 @@ def _notebook(submission: Submission) -> tuple[nbformat.NotebookNode | None, str
         return None, f"(the notebook cannot be read: {err})"
 
 
-def _answer(notebook: nbformat.NotebookNode | None, task: int, given: set[str] | None = None) -> str | None:
-    """The student's answer to ``task``, wherever in the task's section they wrote it.
+def task_answer(notebook: nbformat.NotebookNode | None, task: int, given: set[str] | None = None) -> str | None:
+    """The student's answer to hand-marked ``task``, wherever in the task's section they
+    wrote it: what a marker reads, on the marking sheet and on the service's marking page.
 
     The cell tagged ``autograder.answer = N`` (else the first markdown cell after the
-    heading), plus every non-empty cell of the section that is not in the handed-out
-    notebook ``given`` (unknown: none), in notebook order, separated by a blank line.
+    heading), plus every non-empty cell of the section whose source is not among ``given``
+    (the handed-out notebook's cell sources; None: unknown, so no cell counts as added), in
+    notebook order, separated by a blank line. ``notebook`` is one read by
+    ``autograder.notebook.read_notebook`` (None: unreadable). None when the task has no
+    answer cell: the caller says so in its own words.
     """
     cells: list[nbformat.NotebookNode] = notebook.cells if notebook is not None else []
     section = _section(cells, task)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from autograder.course import Course
+from autograder.execution import Sandboxed
 from autograder.grading.grader import grade
 from autograder.grading.parallel import grade_parallel
 from autograder.submission import Submission
@@ -36,7 +37,7 @@ def main() -> None:
         durations.append(result.duration_s)
 
     if args.jobs == 1:
-        results = grade(week, submissions, on_result=on_result)
+        results = grade(week, submissions, isolation=Sandboxed(), on_result=on_result)
     else:
         results = grade_parallel(week, submissions, jobs=args.jobs, on_result=on_result)
     args.out.write_text(json.dumps({

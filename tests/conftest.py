@@ -8,8 +8,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.execution.run import ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed, ZygoteSlot
 from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import SubmissionResult
@@ -63,4 +62,4 @@ def as_comparable():
 @pytest.fixture(scope="session")
 def week01_mix_local(course: Course, slot: ZygoteSlot, week01_mix: list[Submission]) -> list[dict]:
     """``week01_mix`` graded once, locally, in this process: the reference for other runs."""
-    return comparable(grade(course.week("week01"), week01_mix, slot=slot))
+    return comparable(grade(course.week("week01"), week01_mix, isolation=Sandboxed(slot=slot)))

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.batch import run_batch
+from autograder.batch import GradingOptions, run_batch
 from autograder.course import Course
 from autograder.results import Status
 
@@ -106,7 +106,7 @@ def week(course: Course):
 
 def run(week, tmp_path: Path, bad: dict[str, bytes], jobs: int = 1):
     out = tmp_path / "out"
-    outcome = run_batch(week, [export(tmp_path, bad)], out_dir=out, jobs=jobs)
+    outcome = run_batch(week, [export(tmp_path, bad)], GradingOptions(out_dir=out, jobs=jobs))
     by_name = {r.participant.full_name: r for r in outcome.results}
     assert set(by_name) == {"Honest Student", "Bad Student"}
     assert by_name["Honest Student"].status == Status.GRADED and by_name["Honest Student"].score == 60.0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course
-from autograder.execution.run import ZygoteSlot
+from autograder.execution import Sandboxed, ZygoteSlot
 from autograder.grading.grader import grade
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
@@ -36,7 +36,7 @@ def graded(course: Course, slot: ZygoteSlot, week_name: str) -> dict[str, Submis
         # draws a fresh one; how outcomes hold across seeds is checked on the reference)
         subs = [Submission(origin=name, key=Path(name).stem, content=(folder / name).read_bytes(), seed=index)
                 for index, name in enumerate(names)]
-        _graded[week_name] = {r.submission: r for r in grade(course.week(week_name), subs, slot=slot)}
+        _graded[week_name] = {r.submission: r for r in grade(course.week(week_name), subs, isolation=Sandboxed(slot=slot))}
     return _graded[week_name]
 
 

@@ -30,11 +30,10 @@ from hypothesis import strategies as st
 
 from autograder.course import Course
 from autograder.exceptions import MissingName, ProtocolError, StudentCodeError, WorkerDied, WorkerTimeout
-from autograder.execution import run as run_module
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed, SubmissionRun, ZygoteSlot
+from autograder.execution import isolation as isolation_module
+from autograder.execution.cells import cell_error
 from autograder.formats.result_json import to_dict
-from autograder.grading import loop as loop_module
 from autograder.grading.grader import grade
 from autograder.grading.judge import describe_failure
 from autograder.report.feedback import render_feedback
@@ -172,7 +171,7 @@ def hostile_runs(monkeypatch: pytest.MonkeyPatch):
             super().execute()
             self.slot.tests_started = True
 
-    monkeypatch.setattr(loop_module, "SubmissionRun", Run)
+    monkeypatch.setattr(isolation_module, "SubmissionRun", Run)  # what Sandboxed runs
 
 
 def everything_shown(result: Any, title: str) -> str:
@@ -186,7 +185,7 @@ def test_a_hostile_worker_chooses_no_word_of_what_anyone_reads(course: Course, h
     week = course.week("week01")
     slot = HostileSlot(data)
     submissions = [Submission(origin=f"s{i}", key=f"s{i}", content=notebook_bytes("x = 1", "y = 2")) for i in range(2)]
-    results = grade(week, submissions, limits=Limits(restarts=2), slot=slot)  # type: ignore[arg-type]
+    results = grade(week, submissions, isolation=Sandboxed(Limits(restarts=2), slot))  # type: ignore[arg-type]
     assert len(results) == 2
     for result in results:
         shown = everything_shown(result, week.name)
@@ -232,9 +231,9 @@ def test_an_exception_keeps_only_a_builtin_type_name_in_feedback():
 
 
 def test_cell_errors_are_shown_as_the_students_own_output_and_stored_safely():
-    assert run_module._cell_error({"ename": "ValueError", "evalue": "bad \ud800"}) == "ValueError: bad ?"
-    assert run_module._cell_error({"ename": "X(40, 2)", "evalue": None}) == "an exception"
-    assert len(run_module._cell_error({"ename": "E", "evalue": "v" * 10_000})) < 210
+    assert cell_error({"ename": "ValueError", "evalue": "bad \ud800"}) == "ValueError: bad ?"
+    assert cell_error({"ename": "X(40, 2)", "evalue": None}) == "an exception"
+    assert len(cell_error({"ename": "E", "evalue": "v" * 10_000})) < 210
 
 
 # -- the sandboxed worker, patched by the notebook ----------------------------------------------

@@ -17,8 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.course import Course
-from autograder.execution.run import ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed, ZygoteSlot
 from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.report.feedback import render_feedback
@@ -80,7 +79,7 @@ def forged_slot():
 def test_no_string_a_worker_chooses_reaches_the_feedback(week, forged_slot, draws):
     cell = HOSTILE_CELL.format(replies=json.dumps(draws))
     submission = Submission(origin="forged.ipynb", key="forged", content=notebook_bytes(cell))
-    [result] = grade(week, [submission], slot=forged_slot)
+    [result] = grade(week, [submission], isolation=Sandboxed(slot=forged_slot))
     document = json.dumps(to_dict(result))
     assert SECRET not in document
     assert SECRET not in render_feedback(result, week_title=week.title)

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.batch import run_batch
+from autograder.batch import GradingOptions, run_batch
 from autograder.course import Course
 from autograder.exceptions import SubmissionError
 from autograder.formats.result_json import from_dict, to_dict
@@ -565,7 +565,7 @@ def test_a_batch_drawn_by_hypothesis_ends_with_one_result_each(week01, tmp_path_
     paths.append(folder / "export.zip")
     paths[-1].write_bytes(archive)
     expected = collect(paths, week="week01")
-    outcome = run_batch(week01, paths, out_dir=folder / "out", jobs=1)
+    outcome = run_batch(week01, paths, GradingOptions(out_dir=folder / "out", jobs=1))
     assert [r.key for r in outcome.results] == [s.key for s in expected]
     by_key = {r.key: r for r in outcome.results}
     folders = {s.participant.folder: s.key for s in expected if s.participant}  # not by key: see check_submissions

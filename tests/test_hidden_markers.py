@@ -12,6 +12,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.exceptions import CourseError, GenerationError
+from autograder.execution import Sandboxed
 from autograder.generate import generate_week
 from autograder.grading.grader import grade
 from autograder.testing.hidden import collect, read_markers
@@ -74,4 +75,4 @@ def test_grading_refuses_a_bad_call_timeout_before_any_submission_runs(course: C
     (course.root / "source" / "week99" / "tests" / "test_week99.py").write_text(
         hidden(f"{GOOD}\n@pytest.mark.call_timeout(-1)"))
     with pytest.raises(CourseError, match=r"@pytest.mark.call_timeout\(-1\) is not valid"):
-        grade(course.week("week99"), [])
+        grade(course.week("week99"), [], isolation=Sandboxed())

@@ -26,9 +26,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.execution import cgroup
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed, SubmissionRun, ZygoteSlot, cgroup
 from autograder.grading.grader import grade
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
@@ -200,10 +198,10 @@ def batch(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Batch:
     subs += honest[len(corpus.CASES) // 2:]  # any left over go last
     slot = ZygoteSlot(HOSTILE).start()
     try:
-        alone = {r.key: r for r in grade(week, honest, limits=HOSTILE, slot=slot)}
+        alone = {r.key: r for r in grade(week, honest, isolation=Sandboxed(HOSTILE, slot))}
         zygote = slot.zygote
         started = time.monotonic()
-        results = {r.key: r for r in grade(week, subs, limits=HOSTILE, slot=slot)}
+        results = {r.key: r for r in grade(week, subs, isolation=Sandboxed(HOSTILE, slot))}
         seconds = time.monotonic() - started
         assert slot.zygote is not None and slot.zygote.plan is not None and slot.zygote.process is not None
         group = slot.zygote.plan.cgroup

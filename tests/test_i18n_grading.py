@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.execution.run import ZygoteSlot
+from autograder.execution import Sandboxed, ZygoteSlot
 from autograder.grading.grader import grade
 from autograder.report import render_feedback, write_report
 from autograder.results import Status, SubmissionResult
@@ -71,7 +71,7 @@ def graded(course: Course, slot: ZygoteSlot, week: str) -> list[SubmissionResult
             content = (FIXTURES / week / name).read_bytes()
             subs += [Submission(origin=f"{name}-{lang}", key=f"{Path(name).stem}-{lang}", seed=100 + index,
                                 content=in_language(content, course, week, lang)) for lang in offered(course)]
-        _graded[week] = grade(course.week(week), subs, slot=slot)
+        _graded[week] = grade(course.week(week), subs, isolation=Sandboxed(slot=slot))
     return _graded[week]
 
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from autograder.exceptions import ProtocolError
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, SubmissionRun, ZygoteSlot
 from autograder.testing.student import Student, check_reply, unchanged
 
 CELLS = '''

@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
+from autograder.execution import Sandboxed
 from autograder.generate.markers import find_regions
 from autograder.grading.grader import grade
 from autograder.interop import export_nbgrader, export_otter, to_nbgrader_grades_csv
@@ -54,7 +55,7 @@ SOLUTION_IDS = [c.id for i, c in enumerate(REFERENCE.cells) if c.cell_type == "c
 def ours(course: Course, slot, notebooks: dict[str, bytes]) -> dict[str, SubmissionResult]:
     """Our sandboxed grader's results on exactly the notebooks the tool graded."""
     subs = [Submission(origin=name, key=name, content=content) for name, content in notebooks.items()]
-    return {r.submission: r for r in grade(course.week("week01"), subs, slot=slot)}
+    return {r.submission: r for r in grade(course.week("week01"), subs, isolation=Sandboxed(slot=slot))}
 
 
 @tool("nbgrader")

@@ -9,8 +9,7 @@ import nbformat
 import numpy as np
 
 from autograder.course import Course
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed, SubmissionRun, ZygoteSlot
 from autograder.grading.grader import grade
 from autograder.results import Status
 from autograder.submission import Submission
@@ -89,6 +88,6 @@ def test_a_correct_notebook_after_a_mutating_one_keeps_full_marks(course: Course
     results = grade(course.week("week01"), [
         Submission(origin="mutating.ipynb", key="mutating", content=mutating),
         Submission(origin="correct.ipynb", key="correct", content=correct),
-    ], slot=slot)
+    ], isolation=Sandboxed(slot=slot))
     assert results[1].status is Status.GRADED
     assert all(task.score == task.max_score for task in results[1].tasks if not task.manual)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from autograder.moodle.feedback_zip import write_feedback_zip
+from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.results import Participant, Status, SubmissionResult
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.moodle.feedback_zip import write_feedback_zip
-from autograder.moodle.worksheet import fill_worksheet
+from autograder.formats.feedback_zip import write_feedback_zip
+from autograder.formats.worksheet import fill_worksheet
 from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.sources import collect
 

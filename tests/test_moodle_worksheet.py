@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.exceptions import WorksheetError
-from autograder.moodle.worksheet import feedback_comment, fill_worksheet, write_worksheet
+from autograder.formats.worksheet import feedback_comment, fill_worksheet, write_worksheet
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
 
 ENGLISH = (

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, SubmissionRun, ZygoteSlot
 from autograder.grading.parallel import grade_parallel
 from autograder.submission import Submission
 from autograder.testing.student import Student

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import run_batch
+from autograder.batch import GradingOptions, run_batch
 from autograder.course import Course
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.grading.parallel import grade_parallel
@@ -48,14 +48,14 @@ def test_regrade_reproduces_every_score_and_message(course: Course, tmp_path: Pa
     week = course.week("week01")
     paths = copy_fixtures(tmp_path / "in")
     out = tmp_path / "out"
-    first = run_batch(week, paths, out_dir=out).results
+    first = run_batch(week, paths, GradingOptions(out_dir=out)).results
     seeds = {r.key: r.seed for r in first}
     assert all(isinstance(s, int) for s in seeds.values()), seeds
     assert len(set(seeds.values())) == len(seeds), "every submission draws its own seed"
     lost = {r.key for r in first if any(t.score < t.max_score for t in r.tasks if not t.manual)}
     assert lost == {"wrong_no_bias", "wrong_lookup_table"}, lost
 
-    again = run_batch(week, paths, out_dir=out, regrade=True, jobs=jobs)
+    again = run_batch(week, paths, GradingOptions(out_dir=out, regrade=True, jobs=jobs))
     assert again.reused == 0
     assert fingerprint(again.results) == fingerprint(first)
 
@@ -64,9 +64,9 @@ def test_a_changed_hand_in_draws_a_fresh_seed(course: Course, tmp_path: Path) ->
     week = course.week("week01")
     paths = copy_fixtures(tmp_path / "in")
     out = tmp_path / "out"
-    before = {r.key: r.seed for r in run_batch(week, paths[:1], out_dir=out).results}
+    before = {r.key: r.seed for r in run_batch(week, paths[:1], GradingOptions(out_dir=out)).results}
     paths[0].write_bytes(paths[0].read_bytes().replace(b'"cells"', b'"cells" ', 1))
-    after = {r.key: r.seed for r in run_batch(week, paths[:1], out_dir=out).results}
+    after = {r.key: r.seed for r in run_batch(week, paths[:1], GradingOptions(out_dir=out)).results}
     assert before.keys() == after.keys() and before != after
 
 

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
+from autograder.execution import Sandboxed
 from autograder.grading.grader import grade
 from autograder.submission import Submission
 
@@ -48,6 +49,6 @@ def one_test_course(tmp_path: Path) -> Course:
 def test_every_submission_of_a_batch_is_graded_when_the_suite_is_one_test(one_test_course: Course) -> None:
     bodies = {"right-1": "return x + 1", "wrong": "return x - 1", "right-2": "return 1 + x"}
     subs = [Submission(origin=k, key=k, content=_notebook(b), seed=1) for k, b in bodies.items()]
-    results = {r.key: r for r in grade(one_test_course.week("week09"), subs)}
+    results = {r.key: r for r in grade(one_test_course.week("week09"), subs, isolation=Sandboxed())}
     assert {k: r.score for k, r in results.items()} == {"right-1": 10.0, "wrong": 0.0, "right-2": 10.0}, \
         {k: r.messages[:2] for k, r in results.items()}

@@ -20,8 +20,7 @@ from autograder.exceptions import (
     StudentTimeout,
     WorkerCrashed,
 )
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, SubmissionRun, ZygoteSlot
 from autograder.testing.student import Student
 
 FAST = Limits(cell_timeout_s=3, call_timeout_s=2, submission_timeout_s=20, tests_timeout_s=20)

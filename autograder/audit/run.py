@@ -20,7 +20,7 @@ from autograder.audit.equivalents import FILENAME, Equivalent, read_equivalents
 from autograder.audit.mutants import Generated, Mutant, generate_mutants, grading_order, mutant_notebook
 from autograder.course import Week
 from autograder.exceptions import CourseError
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
@@ -139,7 +139,7 @@ def _grade(week: Week, submissions: Iterator[Submission], *, jobs: int, limits: 
     else:
         from autograder.grading.grader import grade
 
-        grade(week, submissions, limits=limits, on_result=on_result)
+        grade(week, submissions, isolation=Sandboxed(limits), on_result=on_result)
 
 
 def _reference_lost(result: SubmissionResult | None) -> bool:

@@ -1,10 +1,12 @@
 """The in-process channel: student-facing code run right here, for trusted notebooks only.
 
-Two callers: ``pytest source/weekNN/tests`` runs the reference notebook in this process
-(``LocalChannel.run_notebook``), and an nbgrader or otter kernel lets a hidden test look
-into its own namespace (``LocalChannel.onto``, see ``autograder.interop.kernel``).
-Replies make the same JSON round trip as the sandboxed worker's, so a hidden test sees
-exactly the same values either way. There is no isolation and no time limit.
+Three callers: ``pytest source/weekNN/tests`` runs the reference notebook in this process
+(``LocalRun``, through the plugin's ``InProcessReference``), grading with the
+``InProcess`` isolation runs each notebook so (``autograder.execution.isolation``), and an
+nbgrader or otter kernel lets a hidden test look into its own namespace
+(``LocalChannel.onto``, see ``autograder.interop.kernel``). Replies make the same JSON
+round trip as the sandboxed worker's, so a hidden test sees exactly the same values
+either way. There is no isolation and no time limit.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from autograder.execution.cells import CellReport
+from autograder.grading.heard import Heard
 from autograder.worker.codec import dumps_message, loads_message
 from autograder.worker.core import WorkerCore, make_shell
 
@@ -36,19 +40,6 @@ class LocalChannel:
         self.core = core
 
     @classmethod
-    def run_notebook(cls, cells: list[str], *, folder: Path | None = None) -> LocalChannel:
-        """Run a notebook's code cells in this process's IPython shell. ``folder``: where the
-        cells run, as a student's notebook runs beside its ``data/`` (the sandbox gives
-        every worker the week's data as ``./data``)."""
-        shell = make_shell()
-        shell.reset(new_session=False)
-        core = WorkerCore(shell)
-        with contextlib.chdir(folder) if folder is not None else contextlib.nullcontext():
-            for source in cells:
-                core.run_cell(source)
-        return cls(core)
-
-    @classmethod
     def onto(cls, namespace: dict[str, Any]) -> LocalChannel:
         """A channel onto a live namespace (a Jupyter kernel's globals); cells cannot be run."""
         return cls(WorkerCore(_Namespace(namespace)))  # type: ignore[arg-type]
@@ -56,3 +47,40 @@ class LocalChannel:
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Answer as the worker would, through the same codec both ways."""
         return loads_message(dumps_message(self.core.handle(loads_message(dumps_message(message)))))
+
+
+class LocalRun(CellReport, LocalChannel):
+    """A trusted notebook run in this process's IPython shell: ``SubmissionRun``'s in-process
+    counterpart (the same ``execute``, ``messages`` and ``heard``; never times out)."""
+
+    def __init__(self, cells: list[str], *, folder: Path | None = None) -> None:
+        CellReport.__init__(self)
+        shell = make_shell()  # a singleton: one run at a time, each in a fresh namespace
+        shell.reset(new_session=False)
+        LocalChannel.__init__(self, WorkerCore(shell))
+        self.cells = cells
+        self.folder = folder  # where the cells run: a notebook runs beside its data/
+        self.heard = Heard()
+
+    def execute(self) -> None:
+        """Run the cells in order; a cell's error is reported as the sandbox reports it."""
+        with contextlib.chdir(self.folder) if self.folder is not None else contextlib.nullcontext():
+            for index, source in enumerate(self.cells, start=1):
+                error = self.core.run_cell(source).get("error")
+                if isinstance(error, dict):
+                    self.raised(index, source, error)
+
+    def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        """Answer as the worker would; remember what was said to the current test."""
+        reply = super().request(message, timeout=timeout)
+        self.heard.note(reply)
+        return reply
+
+    def close(self) -> None:
+        """Nothing to hand back: the shell is reset by the next run."""
+
+    def __enter__(self) -> LocalRun:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

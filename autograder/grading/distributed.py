@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.grading.judge import lost_result
 from autograder.grading.loop import OnResult
@@ -83,7 +83,7 @@ class WarmSession:
         from autograder.grading.grader import grade
 
         try:
-            grade(self.week, self._submissions(), limits=self.limits, on_result=self._report)
+            grade(self.week, self._submissions(), isolation=Sandboxed(self.limits), on_result=self._report)
             failure: BaseException = GradingError("the grading session ended")
         except BaseException as exc:  # noqa: BLE001 - handed to every waiting task, which re-raises it
             failure = exc

@@ -1,9 +1,10 @@
 """Grading as a pytest plugin: collect the hidden tests once, run them per submission.
 
-``GradingLoop`` replaces pytest's run loop. For each submission it runs the notebook in
-a sandboxed worker, points the ``student`` fixture at it, runs every collected test
-through pytest's own runtest protocol (fixtures, markers, reports), and hands the result
-to a callback. Module- and session-scoped data fixtures are kept across submissions.
+``GradingLoop`` replaces pytest's run loop. For each submission it runs the notebook as
+the caller's isolation says (a sandboxed worker for anything a student handed in), points
+the ``student`` fixture at it, runs every collected test through pytest's own runtest
+protocol (fixtures, markers, reports), and hands the result to a callback. Module- and
+session-scoped data fixtures are kept across submissions.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import pytest
 
 from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
-from autograder.execution.run import SubmissionRun, ZygoteSlot
-from autograder.execution.sandbox import Limits
+from autograder.execution import Run, Runs
 from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
 from autograder.i18n.languages import translations
 from autograder.i18n.runtime import speaking
@@ -49,14 +49,12 @@ def _flag_wrong_week(result: SubmissionResult, submission: Submission, week: str
 class GradingLoop:
     """The pytest plugin object that grades a stream of submissions in one session."""
 
-    def __init__(self, week: Week, submissions: Iterable[Submission], on_result: OnResult,
-                 limits: Limits, slot: ZygoteSlot) -> None:
+    def __init__(self, week: Week, submissions: Iterable[Submission], on_result: OnResult, runs: Runs) -> None:
         self.week = week
         self.submissions = submissions
         self.on_result = on_result
-        self.limits = limits
-        self.slot = slot
-        self.run: SubmissionRun | None = None
+        self.runs = runs  # a notebook's cells -> its run, sandboxed or in-process (grade's isolation)
+        self.run: Run | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.error: BaseException | None = None
         self.seed = 0
@@ -66,14 +64,14 @@ class GradingLoop:
         return self.seed
 
     # -- the channel source the `student` fixture asks -----------------------------------
-    def current_channel(self) -> Channel:
-        """The sandboxed run of the submission being graded."""
+    def current_channel(self, item: pytest.Item) -> Channel:
+        """The run of the submission being graded, whichever test asks."""
         assert self.run is not None
         return self.run
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
-        """Put this loop behind the ``student`` fixture: tests talk to the sandboxed worker."""
+        """Put this loop behind the ``student`` fixture: tests talk to the submission's run."""
         config.stash[CHANNEL_SOURCE] = self
 
     @pytest.hookimpl(tryfirst=True)
@@ -157,7 +155,7 @@ class GradingLoop:
             return empty_result(self.week, base)
         self.seed = base.seed = submission.seed if submission.seed is not None else secrets.randbits(63)
         self.outcomes = {}
-        with SubmissionRun(self.slot, cells, self.limits) as run:
+        with self.runs(cells) as run:
             self.run = run
             try:
                 run.execute()

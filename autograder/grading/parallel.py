@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.grading.judge import lost_result
 from autograder.grading.loop import OnResult
@@ -106,7 +106,7 @@ def serve(week: Week, limits: Limits, conn: Connection, memory: int | None = Non
         _send_json(conn, {"op": "result", "index": held.popleft(), "doc": to_dict(result)})
 
     try:
-        grade(week, pull(), limits=limits, on_result=report)
+        grade(week, pull(), isolation=Sandboxed(limits), on_result=report)
     except AutograderError as exc:
         _send_json(conn, {"op": "fatal", "kind": type(exc).__name__, "message": str(exc)})
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from autograder.execution.local import LocalChannel
+from autograder.execution import LocalChannel
 from autograder.grading.judge import describe_failure
 from autograder.testing.hidden import pytest_args
 from autograder.testing.plugin import CHANNEL_SOURCE
@@ -31,7 +31,8 @@ class _KernelSource:
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.channel = LocalChannel.onto(namespace)
 
-    def current_channel(self) -> LocalChannel:
+    def current_channel(self, item: pytest.Item) -> LocalChannel:
+        """The kernel's namespace, whichever test asks."""
         return self.channel
 
     def current_seed(self) -> int:
@@ -50,7 +51,9 @@ class _Binding:
         self.ran = False
         self.doc = ""
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
+        """Put the kernel's namespace behind ``student`` (before the plugin's default)."""
         config.stash[CHANNEL_SOURCE] = self.source
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:

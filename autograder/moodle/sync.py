@@ -35,16 +35,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from autograder.batch import all_graded, grade_submissions, rewrite_outputs
+from autograder.batch import GradingOptions, all_graded, grade_submissions, rewrite_outputs
 from autograder.course import Week
 from autograder.exceptions import AutograderError, MoodleServiceError
-from autograder.execution.sandbox import Limits
+from autograder.formats.worksheet import GRADED_STATUSES, feedback_comment
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle.entries import MAX_FILE_BYTES
 from autograder.moodle.export import read_export
 from autograder.moodle.sync_state import SyncState, UserState
 from autograder.moodle.webservice import NO_GRADE, Assignment, GradeUpdate, MoodleClient, RemoteGrade, RemoteSubmission
-from autograder.moodle.worksheet import GRADED_STATUSES, feedback_comment
 from autograder.report import render_feedback
 from autograder.results import Participant, Status, SubmissionResult
 from autograder.submission import Submission
@@ -100,22 +99,18 @@ def sync(
     week: Week,
     client: MoodleClient,
     assignment_id: int,
+    options: GradingOptions,
     *,
-    out_dir: Path,
     dry_run: bool = False,
-    allow_pending: bool = False,
-    jobs: int = 0,
-    scheduler: str | None = None,
-    limits: Limits | None = None,
-    on_start: Callable[[int], None] | None = None,
-    on_result: Callable[[SubmissionResult], None] | None = None,
 ) -> SyncReport:
-    """One sync of ``assignment_id`` for ``week``; results and state in ``out_dir``.
+    """One sync of ``assignment_id`` for ``week``; results and state in ``options.out_dir``,
+    graded with ``options`` as ``autograder grade`` grades.
 
     The entry point for a scheduler too (``autograder serve``): call it every few minutes
     with a client of its own. Raises MoodleServiceError when Moodle refuses the token, a
     capability or the assignment (nothing to retry until someone fixes it); a network
     failure mid-run ends the run early with ``report.interrupted`` set instead."""
+    out_dir = options.folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     with _exclusive(out_dir):
         assignment = client.assignment(assignment_id)
@@ -140,20 +135,18 @@ def sync(
             # nothing new to grade: the outputs (report, worksheet, ~4 s for a class) stay as they are
             fresh = not all_graded(week, submissions, out_dir=out_dir)
             if fresh:
-                outcome = grade_submissions(week, submissions, out_dir=out_dir, allow_pending=allow_pending,
-                                            jobs=jobs, scheduler=scheduler, limits=limits, on_start=on_start,
-                                            on_result=on_result)
+                outcome = grade_submissions(week, submissions, options)
                 report.graded = sum(s.content is not None for s in submissions) - outcome.reused
             if report.interrupted is None:
                 try:
                     _push(week, client, assignment, state, users, participants, out_dir, report,
-                          allow_pending=allow_pending)
+                          allow_pending=options.allow_pending)
                 except MoodleServiceError as err:
                     if not err.retryable:
                         raise
                     report.interrupted = str(err)
             if not fresh and report.pushed and not dry_run:  # hand marks stored since: show them there too
-                rewrite_outputs(week, submissions, out_dir=out_dir, allow_pending=allow_pending)
+                rewrite_outputs(week, submissions, out_dir=out_dir, allow_pending=options.allow_pending)
     return report
 
 

@@ -32,7 +32,7 @@ from starlette.datastructures import UploadFile
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, LaunchRefused, Refused, SubmissionError
-from autograder.manual import _answer as answer_of
+from autograder.manual import task_answer
 from autograder.notebook import read_notebook
 from autograder.service.keys import ToolKeys, _write_private
 from autograder.service.lti import (
@@ -441,7 +441,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                 continue
             notebook = read_notebook(store.content(attempt))
             rows.append((attempt, store.user_name(session.context, user) or user,
-                         [(task, answer_of(notebook, task.task)) for task in manual]))
+                         [(task, task_answer(notebook, task.task)) for task in manual]))
         return rows
 
     @app.get("/instructor/{name}/marking")

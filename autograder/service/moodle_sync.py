@@ -306,14 +306,16 @@ def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     token = ""
     try:
+        from autograder.batch import GradingOptions
         from autograder.moodle.sync import read_token, sync
         from autograder.moodle.webservice import MoodleClient
 
         week = Course.locate(course_root).week(entry.week)
         token = read_token(entry.token_file)  # again each run: a new token written there is used at once
         with MoodleClient(entry.url, token, token_source=str(entry.token_file)) as client:
-            report = sync(week, client, entry.assignment, out_dir=entry.out, allow_pending=entry.allow_pending,
-                          jobs=jobs, scheduler=scheduler)
+            options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=jobs,
+                                     scheduler=scheduler)
+            report = sync(week, client, entry.assignment, options)
         outcome: dict[str, Any] = {
             "pulled": len(report.fetched), "graded": report.graded, "pushed": len(report.pushed),
             "unchanged": report.unchanged, "kept": report.kept, "left": report.left, "notes": report.notes,

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
-from autograder.execution.sandbox import Limits
+from autograder.execution import Limits
 from autograder.formats.result_json import from_dict
 from autograder.grading.parallel import START_METHOD, grader_memory_bytes, serve
 from autograder.manual import answer_hashes

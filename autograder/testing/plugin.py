@@ -1,8 +1,12 @@
 """The pytest plugin behind the hidden tests: markers, ``--submission``, the ``student`` fixture.
 
-Run directly (``pytest source/week01/tests``), ``student`` is the reference notebook
-executed in-process: that is how CI proves every hidden test passes on the reference.
-During grading, ``autograder.grading.loop`` puts a sandboxed submission behind it.
+``student`` asks the ``ChannelSource`` in the config's stash, which whoever starts pytest
+chooses explicitly: grading passes its ``GradingLoop`` (each submission run as ``grade``'s
+isolation says, sandboxed for anything a student handed in), an nbgrader or otter kernel
+its own namespace (``autograder.interop.kernel``). Run from pytest's own command line
+(``pytest source/week01/tests``) with no such plugin, this plugin installs
+``InProcessReference``: the reference notebook executed in-process, which is how CI
+proves every hidden test passes on the reference.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from autograder.testing.student import Channel, Student
 
 
 class ChannelSource(Protocol):
-    """Whoever decides which submission ``student`` talks to (the grading loop)."""
+    """Whoever decides which submission ``student`` talks to, and how it runs."""
 
-    def current_channel(self) -> Channel: ...
+    def current_channel(self, item: pytest.Item) -> Channel:
+        """The channel the test ``item`` talks to."""
+        ...
 
     def current_seed(self) -> int:
         """The submission's seed: drawn fresh for every submission, kept in its result."""
@@ -32,7 +38,32 @@ class ChannelSource(Protocol):
 
 
 CHANNEL_SOURCE = pytest.StashKey["ChannelSource"]()
-_LOCAL = pytest.StashKey[dict[Path, "Channel"]]()
+
+
+class InProcessReference:
+    """The channel source of a plain ``pytest`` run: the week's reference notebook (or the
+    ``--submission`` notebook), run in this process. Trusted files only: no sandbox."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.runs: dict[Path, Channel] = {}  # one notebook at a time: the IPython shell is a singleton
+
+    def current_channel(self, item: pytest.Item) -> Channel:
+        """The in-process run of the notebook ``item`` is checked against, run once."""
+        from autograder.execution import LocalRun
+
+        option = self.config.getoption("submission")
+        notebook = Path(option).resolve() if option else reference_notebook(Path(item.path))
+        if notebook not in self.runs:
+            self.runs.clear()
+            run = LocalRun(code_cells(notebook.read_bytes()), folder=notebook.parent)
+            run.execute()
+            self.runs[notebook] = run
+        return self.runs[notebook]
+
+    def current_seed(self) -> int:
+        """``--seed`` (0 unless given)."""
+        return int(self.config.getoption("seed"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,10 +86,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the hidden tests' markers (declared in ``autograder.testing.hidden``)."""
+    """Register the hidden tests' markers (declared in ``autograder.testing.hidden``); with
+    no channel source chosen by whoever started pytest (they configure first), the
+    reference runs in-process."""
     for spec in MARKERS.values():
         config.addinivalue_line("markers", spec.help)
+    config.stash.setdefault(CHANNEL_SOURCE, InProcessReference(config))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -67,39 +102,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Grading, generation and the exporters collect with their own checks, which say the same
     in their own error (``autograder.testing.hidden``); so do ``--collect-only`` runs.
     """
-    if config.stash.get(CHANNEL_SOURCE, None) is not None or config.option.collectonly:
+    if not isinstance(config.stash.get(CHANNEL_SOURCE, None), InProcessReference) or config.option.collectonly:
         return
     problems = marker_problems(items)
     if problems:
         raise pytest.UsageError("hidden tests with a bad marker:\n  " + "\n  ".join(problems))
 
 
-def _local_channel(config: pytest.Config, notebook: Path) -> Channel:
-    """One in-process notebook at a time (the IPython shell is a singleton)."""
-    from autograder.execution.local import LocalChannel
-
-    cache: dict[Path, Channel] = config.stash.setdefault(_LOCAL, {})
-    if notebook not in cache:
-        cache.clear()
-        cache[notebook] = LocalChannel.run_notebook(code_cells(notebook.read_bytes()), folder=notebook.parent)
-    return cache[notebook]
-
-
 @pytest.fixture
 def student(request: pytest.FixtureRequest) -> Student:
     """The submission under test (see docs/AUTHORING.md)."""
-    timeout = read_markers(request.node).call_timeout
-    source = request.config.stash.get(CHANNEL_SOURCE, None)
-    if source is not None:
-        return Student(source.current_channel(), call_timeout=timeout)
-    option = request.config.getoption("submission")
-    notebook = Path(option).resolve() if option else reference_notebook(Path(request.node.path))
-    return Student(_local_channel(request.config, notebook), call_timeout=timeout)
-
-
-def _base_seed(request: pytest.FixtureRequest) -> int:
-    source = request.config.stash.get(CHANNEL_SOURCE, None)
-    return source.current_seed() if source is not None else int(request.config.getoption("seed"))
+    channel = request.config.stash[CHANNEL_SOURCE].current_channel(request.node)
+    return Student(channel, call_timeout=read_markers(request.node).call_timeout)
 
 
 @pytest.fixture
@@ -111,7 +125,8 @@ def seed(request: pytest.FixtureRequest) -> int:
     submission. The test's file and name are mixed in, so each test has its own stream
     whatever else runs, and a regrade with the recorded seed reproduces every input.
     """
-    label = f"{_base_seed(request)}:{Path(str(request.node.path)).name}::{request.node.name}"
+    base = request.config.stash[CHANNEL_SOURCE].current_seed()
+    label = f"{base}:{Path(str(request.node.path)).name}::{request.node.name}"
     return int.from_bytes(hashlib.sha256(label.encode()).digest()[:4], "little")
 
 

@@ -31,7 +31,9 @@ MAX_WARNINGS = 20
 class Channel(Protocol):
     """Where requests go: a sandboxed worker, or the in-process reference."""
 
-    generation: int
+    @property
+    def generation(self) -> int:
+        """Bumped whenever the code behind the channel restarts: older handles are stale."""
 
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Send one request, return the reply (raising StudentTimeout/WorkerCrashed)."""

@@ -2,8 +2,11 @@
 
 Everything here is imported inside the sandbox, so it stays small and parses whatever
 crosses the boundary defensively. Nothing here imports the hidden tests or reads
-``source/``. The grader shares three modules: ``codec`` and ``framing`` (the wire format,
-both ends), and ``core`` (the request handler, run in-process by
-``execution/local.LocalChannel`` for trusted notebooks); ``execution/sandbox.py`` asks
-``seccomp`` whether the filter can load on this machine.
+``source/``. The grader imports four of these modules too: ``codec`` and ``framing`` (the
+wire format, both ends: ``execution/zygote.py`` speaks it, ``testing/student.py`` encodes
+arguments and decodes values with ``codec``), ``core`` (the request handler, run
+in-process by ``execution/local.py`` for trusted notebooks, so both ways answer alike),
+and ``seccomp`` (``execution/sandbox.py`` asks whether the filter can load on this
+machine). ``zygote`` is only ever started, inside the sandbox, by the command
+``execution/sandbox.py`` builds.
 """

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from autograder.batch import GradingOptions
 from autograder.cli import app
 from autograder.course import Course
 from autograder.exceptions import AutograderError, MoodleServiceError
@@ -39,10 +40,10 @@ def first(server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, P
     return copy.deepcopy(site), out, report
 
 
-def run(server: Any, out: Path, **options: object) -> SyncReport:
+def run(server: Any, out: Path, *, dry_run: bool = False) -> SyncReport:
     week = Course.locate(ROOT).week("week01")
     with MoodleClient(server.url, server.token) as client:
-        return sync(week, client, 7, out_dir=out, **options)  # type: ignore[arg-type]
+        return sync(week, client, 7, GradingOptions(out_dir=out), dry_run=dry_run)
 
 
 def after_first(server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> tuple[Any, Path]:
@@ -159,7 +160,7 @@ def test_an_expired_token_says_so_and_where_to_write_a_new_one(server: Any, firs
     week = Course.locate(ROOT).week("week01")
     with MoodleClient(server.url, server.token, token_source="/srv/ml101/moodle-token") as client, \
             pytest.raises(MoodleServiceError) as caught:
-        sync(week, client, 7, out_dir=out)
+        sync(week, client, 7, GradingOptions(out_dir=out))
     message = str(caught.value)
     assert message.startswith("the Moodle token expired: ") and "refused it as expired on 20" in message
     assert "create a new one in Site administration > Server > Web services > Manage tokens" in message
@@ -192,7 +193,7 @@ def test_a_course_module_id_is_told_apart(server: Any, first: tuple[Any, Path, S
     after_first(server, first, tmp_path)
     week = Course.locate(ROOT).week("week01")
     with MoodleClient(server.url, server.token) as client, pytest.raises(MoodleServiceError, match="pass --assignment 7"):
-        sync(week, client, 57, out_dir=tmp_path / "x")
+        sync(week, client, 57, GradingOptions(out_dir=tmp_path / "x"))
 
 
 def test_a_participant_no_longer_enrolled_is_reported(server: Any, first: tuple[Any, Path, SyncReport],

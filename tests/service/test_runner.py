@@ -20,6 +20,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.exceptions import GradingError
+from autograder.execution import Sandboxed
 from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import Status
@@ -88,7 +89,7 @@ def test_warm_graders_grade_uploads_as_the_grader_does_and_post_scores(tmp_path:
         # the very grading a local run gives, with the seed the service drew
         ann = store.attempts(context=CONTEXT, user="ann", week="week01")[0]
         local = grade(week, [Submission(origin=correct.submission, key=ann.key, content=store.content(ann),
-                                        participant=correct.participant, seed=correct.seed)], slot=slot)[0]
+                                        participant=correct.participant, seed=correct.seed)], isolation=Sandboxed(slot=slot))[0]
         drop = {"duration_s", "tasks"}
         assert {k: v for k, v in to_dict(local).items() if k not in drop} == \
             {k: v for k, v in to_dict(correct).items() if k not in drop}

@@ -1,0 +1,132 @@
+"""Running a submission's code cells in a sandboxed worker, and saying how it went.
+
+``NotebookRunner`` runs the cells in order in a worker from the zygote slot. Which cells
+it leaves out and whether it may start again is asked of ``RestartPolicy``; how long each
+cell may run, of ``Budget``. What it tells the student is in student-safe words: a cell's
+own error only from the first run (see ``cell_error``), a cell that hung or ended the
+worker by its number and first line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autograder.exceptions import ProtocolError, WorkerDied, WorkerTimeout
+from autograder.execution.budget import Budget
+from autograder.execution.restarts import RestartPolicy
+from autograder.execution.slot import ZygoteSlot
+from autograder.execution.zygote import Worker
+
+
+def snippet(source: str) -> str:
+    """A cell's first non-blank line, cut to 60 characters: how the student finds the cell."""
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+    return first if len(first) <= 60 else first[:57] + "..."
+
+
+def cell_error(error: dict[str, Any]) -> str:
+    """A cell's error as the student sees it: ``ValueError: message``.
+
+    Shown only from the notebook's first run, before any hidden test has called into the
+    worker: whatever the worker says then is the student's own output (their code, their
+    exception), it cannot hold hidden data. Errors of later re-runs (after a test crashed
+    the worker) are never shown. The type must be an identifier and the text is cut to 200
+    characters, lone surrogates replaced so the gradebook and JSON can store it.
+    """
+    ename, evalue = error.get("ename"), error.get("evalue")
+    if type(ename) is not str or not ename.isidentifier() or len(ename) > 80:
+        ename = "an exception"
+    text = evalue[:200] if type(evalue) is str else ""
+    return _printable(f"{ename}: {text}" if text else ename)
+
+
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates (which no UTF-8 file can hold) replaced by ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
+class CellReport:
+    """What running a notebook told the student, and whether cells were stubs or timed out."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.stub_cells = 0  # cells that still raise NotImplementedError
+        self.timed_out = False  # the notebook's own budget ran out
+
+    def raised(self, index: int, source: str, error: dict[str, Any]) -> None:
+        """Cell ``index`` raised ``error`` (the worker's or the in-process shell's reply)."""
+        self.stub_cells += error.get("ename") == "NotImplementedError"
+        self.messages.append(f"code cell {index} (`{snippet(source)}`) raised {cell_error(error)}")
+
+
+class NotebookRunner(CellReport):
+    """Runs one submission's cells in a fresh worker, again without a cell that broke one."""
+
+    def __init__(self, slot: ZygoteSlot, cells: list[str], policy: RestartPolicy, budget: Budget) -> None:
+        super().__init__()
+        self.slot = slot
+        self.cells = cells
+        self.policy = policy
+        self.budget = budget
+        self.generation = 0  # bumped per worker: handles into an earlier worker are stale
+        self.worker: Worker | None = None
+
+    def boot(self, *, report_errors: bool) -> None:
+        """Run the notebook in a fresh worker; afterwards ``worker`` is None when no run got
+        through (out of time or of fresh workers). ``report_errors``: the first run only."""
+        while True:
+            self.generation += 1
+            self.worker = self.slot.spawn(self.budget.limits)
+            if not self._run_cells(report_errors) or self.timed_out:
+                return
+            report_errors = False  # cell errors were reported on the first pass
+            if not self.policy.take_restart():
+                self.messages.append("too many cells ended or hung the worker: stopped running the notebook")
+                return
+
+    def _run_cells(self, report_errors: bool) -> bool:
+        """Run every cell the policy keeps; True when one hung or ended the worker (it is
+        dropped and the notebook is to run again), False when the notebook ran through or
+        ran out of time."""
+        assert self.worker is not None
+        for index, source in enumerate(self.cells, start=1):
+            if self.policy.skips(index):
+                continue
+            timeout = self.budget.cell_timeout()
+            if timeout is None:
+                self._out_of_time()
+                return False
+            try:
+                with self.budget.running_cell():
+                    reply = self.worker.request({"op": "cell", "src": source}, timeout)
+            except WorkerTimeout:
+                self.end_worker(kill=True)
+                if self.budget.cut_short(timeout):
+                    self._out_of_time()
+                    return False
+                self._drop(index, f"code cell {index} (`{snippet(source)}`) did not finish within {timeout:g} s")
+                return True
+            except (WorkerDied, ProtocolError):
+                self.end_worker(kill=True)
+                self._drop(index, f"code cell {index} (`{snippet(source)}`) ended the process running it (a crash, "
+                           "sys/os exit, or the memory limit)")
+                return True
+            error = reply.get("error")
+            if report_errors and isinstance(error, dict):
+                self.raised(index, source, error)
+        return False
+
+    def _drop(self, index: int, what: str) -> None:
+        self.policy.drop_cell(index)
+        self.messages.append(f"{what}; it was skipped and the notebook run again without it")
+
+    def _out_of_time(self) -> None:
+        self.timed_out = True
+        self.messages.append(f"the notebook did not finish within {self.budget.limits.submission_timeout_s:g} s")
+        self.end_worker(kill=True)
+
+    def end_worker(self, *, kill: bool) -> None:
+        """Hand the worker back to the zygote (``kill``: end it first)."""
+        if self.worker is not None:
+            self.slot.release(kill=kill)
+            self.worker = None

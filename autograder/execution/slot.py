@@ -1,0 +1,89 @@
+"""One warm zygote for a stream of submissions, replaced when it breaks.
+
+A grader keeps one ``ZygoteSlot`` for a whole batch (a grader process for its whole life):
+a zygote imports the grading libraries once, and every worker forked from it starts warm.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from autograder.exceptions import ProtocolError, SandboxError
+from autograder.execution.sandbox import Limits
+from autograder.execution.zygote import Worker, Zygote
+
+log = logging.getLogger(__name__)
+
+
+class ZygoteSlot:
+    """One warm zygote, replaced when it breaks; hands out one worker at a time."""
+
+    def __init__(self, limits: Limits, *, data: Path | None = None) -> None:
+        self.limits = limits
+        self.data = data  # a week's data folder, read-only in every worker as ./data
+        self.zygote: Zygote | None = None
+        self.layers: tuple[str, ...] = ()
+        self.missing: tuple[str, ...] = ()
+
+    def start(self) -> ZygoteSlot:
+        """Have a live zygote, starting (or restarting) one if needed."""
+        if self.zygote is None or not self.zygote.alive:
+            if self.zygote is not None:
+                self.zygote.close()
+            self.zygote = Zygote(self.limits, data=self.data).start()
+            assert self.zygote.plan is not None
+            self.layers, self.missing = self.zygote.plan.layers, self.zygote.plan.missing
+        return self
+
+    def spawn(self, limits: Limits | None = None) -> Worker:
+        """A fresh worker; a zygote that fails to fork is replaced once before giving up."""
+        for attempt in (1, 2):
+            self.start()
+            assert self.zygote is not None
+            try:
+                return self.zygote.spawn(limits or self.limits)
+            except (SandboxError, ProtocolError, OSError) as exc:
+                log.warning("zygote failed to fork (%s); replacing it", exc)
+                self.replace()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def release(self, *, kill: bool) -> None:
+        """Let the zygote clean up after its worker (``kill``: end it first); replace a zygote that cannot."""
+        if self.zygote is None:
+            return
+        try:
+            self.zygote.finish(kill=kill)
+        except (SandboxError, ProtocolError, OSError) as exc:
+            log.warning("zygote did not clean up after a submission (%s); replacing it", exc)
+            self.replace()
+
+    def settle(self) -> None:
+        """Wait until the zygote has cleaned up after the last submission."""
+        if self.zygote is not None:
+            try:
+                self.zygote.settle()
+            except (SandboxError, ProtocolError, OSError) as exc:
+                log.warning("zygote did not clean up after a submission (%s); replacing it", exc)
+                self.replace()
+
+    def replace(self) -> None:
+        """Stop the zygote, logging what it said; the next ``start`` makes a new one."""
+        if self.zygote is not None:
+            detail = self.zygote.stderr_tail()
+            if detail.strip():
+                log.warning("the replaced zygote said:\n%s", detail)
+            self.zygote.close()
+        self.zygote = None
+
+    def close(self) -> None:
+        """Stop the zygote (and any worker it still holds)."""
+        self.replace()
+
+    def __enter__(self) -> ZygoteSlot:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
