@@ -16,6 +16,7 @@ from autograder.execution.budget import Budget
 from autograder.execution.restarts import RestartPolicy
 from autograder.execution.slot import ZygoteSlot
 from autograder.execution.zygote import Worker
+from autograder.i18n.runtime import _
 
 
 def snippet(source: str) -> str:
@@ -35,7 +36,7 @@ def cell_error(error: dict[str, Any]) -> str:
     """
     ename, evalue = error.get("ename"), error.get("evalue")
     if type(ename) is not str or not ename.isidentifier() or len(ename) > 80:
-        ename = "an exception"
+        ename = _("an exception")
     text = evalue[:200] if type(evalue) is str else ""
     return _printable(f"{ename}: {text}" if text else ename)
 
@@ -56,7 +57,8 @@ class CellReport:
     def raised(self, index: int, source: str, error: dict[str, Any]) -> None:
         """Cell ``index`` raised ``error`` (the worker's or the in-process shell's reply)."""
         self.stub_cells += error.get("ename") == "NotImplementedError"
-        self.messages.append(f"code cell {index} (`{snippet(source)}`) raised {cell_error(error)}")
+        self.messages.append(_("code cell {index} (`{code}`) raised {error}").format(
+            index=index, code=snippet(source), error=cell_error(error)))
 
 
 class NotebookRunner(CellReport):
@@ -81,7 +83,7 @@ class NotebookRunner(CellReport):
                 return
             report_errors = False  # cell errors were reported on the first pass
             if not self.policy.take_restart():
-                self.messages.append("too many cells ended or hung the worker: stopped running the notebook")
+                self.messages.append(_("too many cells ended or hung the worker: stopped running the notebook"))
                 return
 
     def _run_cells(self, report_errors: bool) -> bool:
@@ -104,25 +106,29 @@ class NotebookRunner(CellReport):
                 if self.budget.cut_short(timeout):
                     self._out_of_time()
                     return False
-                self._drop(index, f"code cell {index} (`{snippet(source)}`) did not finish within {timeout:g} s")
+                self._drop(index, _("code cell {index} (`{code}`) did not finish within {seconds} s; it was skipped "
+                                    "and the notebook run again without it").format(
+                    index=index, code=snippet(source), seconds=f"{timeout:g}"))
                 return True
             except (WorkerDied, ProtocolError):
                 self.end_worker(kill=True)
-                self._drop(index, f"code cell {index} (`{snippet(source)}`) ended the process running it (a crash, "
-                           "sys/os exit, or the memory limit)")
+                self._drop(index, _("code cell {index} (`{code}`) ended the process running it (a crash, sys/os "
+                                    "exit, or the memory limit); it was skipped and the notebook run again without "
+                                    "it").format(index=index, code=snippet(source)))
                 return True
             error = reply.get("error")
             if report_errors and isinstance(error, dict):
                 self.raised(index, source, error)
         return False
 
-    def _drop(self, index: int, what: str) -> None:
+    def _drop(self, index: int, message: str) -> None:
         self.policy.drop_cell(index)
-        self.messages.append(f"{what}; it was skipped and the notebook run again without it")
+        self.messages.append(message)
 
     def _out_of_time(self) -> None:
         self.timed_out = True
-        self.messages.append(f"the notebook did not finish within {self.budget.limits.submission_timeout_s:g} s")
+        self.messages.append(_("the notebook did not finish within {seconds} s").format(
+            seconds=f"{self.budget.limits.submission_timeout_s:g}"))
         self.end_worker(kill=True)
 
     def end_worker(self, *, kill: bool) -> None:

@@ -22,7 +22,7 @@ from autograder.exceptions import CourseError, GradingError, SandboxError, Submi
 from autograder.execution import Run, Runs
 from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
 from autograder.i18n.languages import translations
-from autograder.i18n.runtime import speaking
+from autograder.i18n.runtime import _, speaking
 from autograder.notebook import code_cells, declared_language, declared_week
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
@@ -41,8 +41,9 @@ def _flag_wrong_week(result: SubmissionResult, submission: Submission, week: str
     declared = declared_week(submission.content or b"")
     if declared is not None and declared != week:
         result.status = Status.WRONG_WEEK
-        result.messages.insert(0, f"This notebook is {declared}'s (its metadata says so), not {week}'s: "
-                               f"it was graded against {week}'s tests. Hand in {week}.ipynb.")
+        result.messages.insert(0, _("This notebook is {declared}'s (its metadata says so), not {week}'s: it was "
+                                    "graded against {week}'s tests. Hand in {week}.ipynb.").format(
+                                        declared=declared, week=week))
     return result
 
 
@@ -136,8 +137,8 @@ class GradingLoop:
                 log.warning("grading %s failed (%s); it gets an error result", submission.key, type(exc).__name__,
                             exc_info=True)
                 base.status, base.tests = Status.ERROR, []
-                base.messages.append(f"the grader could not grade this notebook ({type(exc).__name__}); "
-                                     "it was not graded: tell your instructor")
+                base.messages.append(_("the grader could not grade this notebook ({name}); it was not graded: "
+                                       "tell your instructor").format(name=type(exc).__name__))
                 return empty_result(self.week, base)
             finally:
                 base.duration_s = time.monotonic() - started
@@ -146,7 +147,7 @@ class GradingLoop:
                     tests: list[HiddenTest]) -> SubmissionResult:
         if submission.content is None or submission.status is not None:
             base.status = submission.status or Status.ERROR
-            base.messages.append(submission.message or "no notebook was found in this submission")
+            base.messages.append(submission.message or _("no notebook was found in this submission"))
             return empty_result(self.week, base)
         try:
             cells = code_cells(submission.content)
