@@ -16,9 +16,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import nbformat
 import pytest
@@ -30,6 +29,7 @@ from autograder.service.moodle_sync import MoodleSyncs, SyncStatus, load_syncs
 from autograder.service.policy import policy_for
 from tests.moodle_ws.conftest import TEACHER, Site
 from tests.service.lms import register_and_add_week, running_lms
+from tests.service.web import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
@@ -45,17 +45,6 @@ def slow_notebook() -> bytes:
     return nbformat.writes(notebook).encode()
 
 
-T = TypeVar("T")
-
-
-def wait_until(check: Callable[[], T | None], timeout: float = 180.0) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError("timed out waiting")
 
 
 def a_course(folder: Path, syncs: str) -> Course:

@@ -8,7 +8,6 @@ the limit, a file that is not a notebook, a form without its CSRF token."""
 from __future__ import annotations
 
 import io
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from autograder.course import Course
 from tests.service.lms import Lms, register_and_add_week, running_lms
-from tests.service.web import Browser, forms
+from tests.service.web import Browser, forms, wait_until
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "week01"
 CORRECT = (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()
@@ -37,14 +36,6 @@ def upload(browser: Browser, page: httpx.Response, content: bytes, name: str = "
     return browser.submit(page, "upload", files={"notebook": (name, content, "application/x-ipynb+json")})
 
 
-def wait_until(check: Any, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError("timed out waiting")
 
 
 @pytest.fixture(scope="module")

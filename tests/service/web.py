@@ -12,11 +12,11 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import uvicorn
@@ -122,3 +122,17 @@ class Browser:
 
     def close(self) -> None:
         self.client.close()
+
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T | None], timeout: float = 180.0) -> T:
+    """``check()``'s first truthy value, polled every 0.3 s; AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError("timed out waiting")
