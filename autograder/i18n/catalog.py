@@ -133,7 +133,12 @@ def read_catalog(path: Path) -> Catalog:
 
 
 def write_catalog(catalog: Catalog, path: Path) -> None:
-    """Write a ``.po``/``.pot`` file reproducibly (sorted as extracted, wrapped at 79)."""
+    """Write a ``.po``/``.pot`` file reproducibly (sorted as extracted, wrapped at 79). The
+    previous text (``#| msgid``) is kept only while an entry is fuzzy: once translated again
+    it is history a translator no longer needs."""
+    for message in catalog:
+        if not message.fuzzy:
+            message.previous_id = []
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as handle:
         write_po(handle, catalog, width=79, sort_output=False, include_previous=True)
