@@ -287,3 +287,14 @@ def test_similarity_finds_the_copied_pair_and_ignores_the_given_code() -> None:
     assert pairs[0].score > 0.8 and pairs[0].listings == (codes["alice"], codes["bob"])
     same_scaffold = {"x": scaffold, "y": scaffold}  # only given code in common: nothing to report
     assert similar_pairs(same_scaffold, given_code=scaffold) == []
+
+
+def test_plot_labels_are_text_not_formulas():
+    """A `$` in a test name or a translated label is a character: matplotlib's mathtext
+    would refuse "$$" (found by tests/test_fuzz_inputs.py) and draw "$x$" as a formula."""
+    from autograder.report import plots
+
+    results = [r.SubmissionResult(submission="a", key="0", status=r.Status.GRADED, tasks=[r.TaskResult(1, 1.0, 40.0)],
+                                  tests=[r.TestResult("$$", 1, 1.0, 1.0, "x"), r.TestResult("$\\frac{", 1, 0, 1, "y")])]
+    for draw in (plots.score_distribution, plots.task_scores, plots.pass_rates_by_test):
+        assert draw(results).startswith(b"\x89PNG")

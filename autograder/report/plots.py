@@ -56,10 +56,11 @@ def font_families() -> tuple[str, ...]:
 
 def _with_fonts(draw: Callable[[Sequence[SubmissionResult]], bytes]) -> Callable[[Sequence[SubmissionResult]], bytes]:
     """Draw with ``font_families`` (matplotlib reads fonts when a text is made, so the whole
-    drawing runs inside the setting)."""
+    drawing runs inside the setting), and with mathtext off: labels are test names and
+    translated words, where a ``$`` is a character, not the start of a formula."""
     @wraps(draw)
     def drawn(results: Sequence[SubmissionResult]) -> bytes:
-        with rc_context({"font.family": list(font_families())}):
+        with rc_context({"font.family": list(font_families()), "text.parse_math": False}):
             return draw(results)
 
     return drawn
