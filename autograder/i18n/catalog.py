@@ -101,12 +101,24 @@ def new_template(project: str) -> Catalog:
 
 
 def _add(catalog: Catalog, text: str, location: tuple[str, int], kind: str) -> None:
-    flags = ["python-brace-format"] if kind == "feedback" and "{" in text else []
+    add_message(catalog, text, location, comments=[kind], brace_format=kind == "feedback")
+
+
+def add_message(catalog: Catalog, text: str, location: tuple[str, int], *, comments: list[str],
+                brace_format: bool) -> None:
+    """Add ``text`` to a template, or one more location to it when it is there already;
+    ``brace_format`` marks a ``str.format`` message with placeholders for PO editors' checks."""
     existing = catalog.get(text)
     if existing is not None:
         existing.locations.append(location)
         return
-    catalog.add(text, locations=[location], auto_comments=[kind], flags=flags)
+    flags = ["python-brace-format"] if brace_format and "{" in text else []
+    catalog.add(text, locations=[location], auto_comments=comments, flags=flags)
+
+
+def catalog_problems(template: Catalog, path: Path) -> list[Problem]:
+    """``problems`` of the catalog at ``path`` (everything, when there is no file yet)."""
+    return problems(template, read_catalog(path) if path.is_file() else None)
 
 
 def test_descriptions(source: str) -> list[tuple[int, str]]:

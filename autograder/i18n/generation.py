@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from autograder.course import Week
 from autograder.exceptions import GenerationError
-from autograder.i18n.catalog import Problem, catalog_path, extract, problems, read_catalog
+from autograder.i18n.catalog import Problem, catalog_path, catalog_problems, extract
 from autograder.i18n.languages import (
     FRAMEWORK_SOURCE_LANGUAGE,
     framework_catalog_path,
@@ -38,13 +38,13 @@ def language_plans(week: Week) -> list[tuple[str, Callable[[str], str]]]:
         lacking: list[tuple[str, list[Problem]]] = []
         if language != languages.source and template is not None:
             path = catalog_path(week, language)
-            found = problems(template, read_catalog(path) if path.is_file() else None)
+            found = catalog_problems(template, path)
             if found:
                 lacking.append((str(path.relative_to(week.root)), found))
         if language != FRAMEWORK_SOURCE_LANGUAGE:
             framework = framework if framework is not None else framework_template()
             path = framework_catalog_path(language)
-            found = problems(framework, read_catalog(path) if path.is_file() else None)
+            found = catalog_problems(framework, path)
             if found:
                 lacking.append((f"the autograder's catalog {path.name} for {language}", found))
         for where, found in lacking:

@@ -18,7 +18,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 
 from autograder.course import Week
-from autograder.i18n.catalog import CatalogTranslations, catalog_path, new_template, read_catalog
+from autograder.i18n.catalog import CatalogTranslations, add_message, catalog_path, new_template, read_catalog
 
 PACKAGE = Path(__file__).resolve().parent.parent
 FRAMEWORK_DOMAIN = "autograder"
@@ -40,13 +40,8 @@ def framework_template() -> Catalog:
         options_map={"**/templates/**.j2": {"trim_blocks": "true", "lstrip_blocks": "true"}},
     ):
         if isinstance(message, str) and message:
-            existing = catalog.get(message)
-            location = (f"autograder/{filename}", line)
-            if existing is not None:
-                existing.locations.append(location)
-            else:
-                flags = ["python-brace-format"] if "{" in message else []
-                catalog.add(message, locations=[location], auto_comments=list(comments), flags=flags)
+            add_message(catalog, message, (f"autograder/{filename}", line), comments=list(comments),
+                        brace_format=True)
     return catalog
 
 

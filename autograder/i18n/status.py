@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autograder.course import Course
-from autograder.i18n.catalog import catalog_path, extract, problems, read_catalog
+from autograder.i18n.catalog import catalog_path, catalog_problems, extract
 from autograder.i18n.languages import FRAMEWORK_SOURCE_LANGUAGE, framework_catalog_path, framework_template
 
 
@@ -30,12 +30,12 @@ def catalog_status(course: Course, *, weeks: Sequence[str] = ()) -> list[Catalog
         for language in languages.offered:
             if language != languages.source:
                 path = catalog_path(week, language)
-                lacking = problems(template, read_catalog(path) if path.is_file() else None)
+                lacking = catalog_problems(template, path)
                 rows.append(CatalogStatus(week.name, language, len(template), len(lacking)))
     framework = framework_template()
     for language in languages.offered:
         if language != FRAMEWORK_SOURCE_LANGUAGE:
             path = framework_catalog_path(language)
-            lacking = problems(framework, read_catalog(path) if path.is_file() else None)
+            lacking = catalog_problems(framework, path)
             rows.append(CatalogStatus("autograder", language, len(framework), len(lacking)))
     return rows
