@@ -22,8 +22,9 @@ from autograder.cli import app
 from autograder.course import Course
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.gradebook import FILENAME, Gradebook
-from autograder.moodle.sync import FILES_DIR, SyncReport, read_token, sync, watch
-from autograder.moodle.webservice import MoodleClient, flatten
+from autograder.moodle.sync import FILES_DIR, SyncReport, _held_by_hand, read_token, sync, watch
+from autograder.moodle.sync_state import SyncState
+from autograder.moodle.webservice import MoodleClient, RemoteGrade, flatten
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"  # any token, for the tests that need no server
@@ -420,3 +421,25 @@ def test_watch_retries_after_a_network_failure_and_stops_on_a_refusal() -> None:
     with pytest.raises(MoodleServiceError, match="token rejected"):
         watch(once, every_s=0, on_report=reports.append, on_error=lambda e: errors.append(str(e)))
     assert reports == ["report"] and errors == ["down", "token rejected"]
+
+
+def test_a_sync_state_from_before_graders_were_kept_is_read_and_compared_by_time(tmp_path: Path) -> None:
+    """A results folder synced by an older version: its table gains the columns, its rows
+    (no grader recorded) are judged by time alone, as they were."""
+    book = tmp_path / FILENAME
+    with sqlite3.connect(book) as db:
+        db.execute("CREATE TABLE moodle_sync (site TEXT NOT NULL, assignment INTEGER NOT NULL, userid INTEGER "
+                   "NOT NULL, week TEXT NOT NULL, fullname TEXT, attemptnumber INTEGER NOT NULL, modified INTEGER "
+                   "NOT NULL, downloaded INTEGER, files TEXT NOT NULL DEFAULT '[]', pushed TEXT, pushed_attempt "
+                   "INTEGER, pushed_modified INTEGER, inflight TEXT, inflight_grade REAL, "
+                   "PRIMARY KEY (site, assignment, userid))")
+        db.execute("INSERT INTO moodle_sync (site, assignment, userid, week, attemptnumber, modified, pushed, "
+                   "pushed_attempt, pushed_modified) VALUES ('https://m', 7, 101, 'week01', 0, 5, 'sig', 0, 9)")
+    with SyncState(book, site="https://m", assignment=7, week="week01") as state:
+        user = state.users()[101]
+        assert user.pushed_grader is None and user.pushed_modified == 9
+        same_time = RemoteGrade(userid=101, attemptnumber=0, timemodified=9, grader=3, grade=7.5)
+        assert not _held_by_hand(user, same_time, state)  # nothing to tell it by: the time says ours
+        state.confirmed(101, "sig2", attempt=0, moodle_modified=9, grader=2, grade=None)
+        user = state.users()[101]
+        assert user.pushed_grader == 2 and _held_by_hand(user, same_time, state)
