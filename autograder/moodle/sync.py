@@ -14,7 +14,10 @@ One run (``sync``) does, in order:
 What was pushed and confirmed is kept in the gradebook (``sync_state``), so a second run
 pushes nothing, and a run cut short by the network loses nothing: the next run reads the
 grades back and pushes only what is missing. A grade changed in Moodle after our last
-push (its ``timemodified`` is newer) is never overwritten; the report says so.
+push (its ``timemodified`` is newer, or its grader or value differ from what our push
+left) is never overwritten; the report says so and names who changed it. The marking
+workflow state the teacher set is sent back as it is (Moodle stores whatever is sent,
+'' included), so a push never takes a released grade away from a student.
 Hand-graded tasks follow the worksheet's rule: no grade while marks are pending (unless
 ``allow_pending``), and the comment says which part is pending.
 """
@@ -42,8 +45,17 @@ from autograder.formats.worksheet import GRADED_STATUSES, feedback_comment
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle.entries import MAX_FILE_BYTES
 from autograder.moodle.export import read_export
+from autograder.moodle.replies import BadEntry
 from autograder.moodle.sync_state import SyncState, UserState
-from autograder.moodle.webservice import NO_GRADE, Assignment, GradeUpdate, MoodleClient, RemoteGrade, RemoteSubmission
+from autograder.moodle.webservice import (
+    NO_GRADE,
+    USER_NAMES,
+    Assignment,
+    GradeUpdate,
+    MoodleClient,
+    RemoteGrade,
+    RemoteSubmission,
+)
 from autograder.report import render_feedback
 from autograder.results import Participant, Status, SubmissionResult
 from autograder.submission import Submission
@@ -57,6 +69,8 @@ TOKEN_ENV = "MOODLE_TOKEN"
 _FETCHED = (".ipynb", ".zip")  # what grading can use; other files are only named
 _LOCK = ".moodle-sync.lock"
 _UNAVAILABLE = ".unavailable"  # beside a file Moodle would not give: holds why
+_ORIGINAL_NAMES = ".original-names.json"  # in a user's folder: stored path -> the name the student gave
+MAX_NAME_BYTES = 150  # a stored path part at most (file systems allow 255; Moodle's 100 characters may be 400)
 
 
 @dataclass
@@ -70,6 +84,7 @@ class Push:
     comment: str
     page: str | None
     signature: str
+    workflowstate: str = ""  # the marking workflow state to send: the one Moodle holds now
 
     def shown(self) -> str:
         return "no grade yet (hand marking pending)" if self.grade == NO_GRADE else f"{self.grade:g}"
@@ -116,10 +131,11 @@ def sync(
         assignment = client.assignment(assignment_id)
         report = SyncReport(assignment=assignment, dry_run=dry_run)
         _check(assignment, report)
-        participants = client.participants(assignment)
+        participants, unreadable = client.participants(assignment)
+        report.notes += [f"{entry.message} (that participant is not pushed to)" for entry in unreadable]
         with SyncState(out_dir / FILENAME, site=client.url, assignment=assignment.id, week=week.name) as state:
             try:
-                _pull(client, assignment, state, out_dir / FILES_DIR, report)
+                _pull(client, assignment, state, out_dir / FILES_DIR, report, participants)
             except MoodleServiceError as err:
                 if not err.retryable:
                     raise
@@ -209,10 +225,14 @@ def _check(assignment: Assignment, report: SyncReport) -> None:
         report.notes.append("marking workflow is on: students see grades only once you release them in Moodle")
 
 
-def _pull(client: MoodleClient, assignment: Assignment, state: SyncState, root: Path, report: SyncReport) -> None:
-    """List new or changed submissions and download their notebooks (and zips) to ``root``."""
+def _pull(client: MoodleClient, assignment: Assignment, state: SyncState, root: Path, report: SyncReport,
+          participants: dict[int, str | None]) -> None:
+    """List new or changed submissions and download their notebooks (and zips) to ``root``;
+    an entry Moodle's reply holds that cannot be read is set aside, the others go on."""
     users = state.users()
-    listed = client.submissions(assignment, since=state.since())
+    listed, unreadable = client.submissions(assignment, since=state.since())
+    for entry in unreadable:
+        _set_aside(entry, report, users, participants)
     for item in listed:
         known = users.get(item.userid)
         if known is None or known.modified != item.timemodified or known.attemptnumber != item.attemptnumber:
@@ -226,18 +246,37 @@ def _pull(client: MoodleClient, assignment: Assignment, state: SyncState, root: 
             report.fetched.append(str(item.userid))
 
 
+def _set_aside(entry: BadEntry, report: SyncReport, users: dict[int, UserState],
+               participants: dict[int, str | None]) -> None:
+    """Say whose hand-in could not be read, or, when even that is unreadable, say so as a note."""
+    if entry.userid is None:
+        report.notes.append(entry.message)
+        return
+    known = users.get(entry.userid)
+    name = participants.get(entry.userid) or (known.fullname if known else None) or f"user {entry.userid}"
+    report.left[name] = f"{entry.message}; their hand-in is graded once Moodle lists it readably"
+
+
 def _download(client: MoodleClient, item: RemoteSubmission, root: Path) -> None:
-    """Replace the user's folder with the hand-in's notebooks and zips, in one rename."""
+    """Replace the user's folder with the hand-in's notebooks and zips, in one rename.
+
+    Each file is stored under a bounded, printable name (``_stored``): Moodle allows 100
+    characters, which in emoji are 400 bytes, more than a file system's 255. The names the
+    student gave are kept beside them for display."""
     folder = root / _folder(item.userid)
     partial = root.parent / f"{FILES_DIR}.partial" / _folder(item.userid)  # outside what the reader reads
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
+    originals: dict[str, str] = {}
     for file in item.files:
         if not file.filename.lower().endswith(_FETCHED):
             continue
-        relative = _safe_relative(file.filepath, file.filename)
-        if relative is None:
+        given = _safe_relative(file.filepath, file.filename)
+        if given is None:
             continue
+        relative = PurePosixPath(*(_stored(part) for part in given.parts))
+        if relative != given:
+            originals[str(relative)] = str(given)
         target = partial / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -246,6 +285,8 @@ def _download(client: MoodleClient, item: RemoteSubmission, root: Path) -> None:
             if err.retryable:
                 raise
             (partial / f"{relative}{_UNAVAILABLE}").write_text(str(err), encoding="utf-8")
+    if originals:
+        (partial / _ORIGINAL_NAMES).write_text(json.dumps(originals, ensure_ascii=False), encoding="utf-8")
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
@@ -263,6 +304,29 @@ def _safe_relative(filepath: str, filename: str) -> PurePosixPath | None:
     return PurePosixPath(*parts)
 
 
+def _stored(part: str) -> str:
+    """A path part as stored: itself when short and printable, else its printable start cut
+    at ``MAX_NAME_BYTES`` (on a character boundary), a hash of the whole, and its extension."""
+    if len(part.encode("utf-8")) <= MAX_NAME_BYTES and part.isprintable():
+        return part
+    suffix = PurePosixPath(part).suffix
+    if not (suffix.isprintable() and len(suffix) <= 8):
+        suffix = ""
+    stem = "".join(c for c in part[: len(part) - len(suffix)] if c.isprintable())
+    kept = stem.encode("utf-8")[: MAX_NAME_BYTES - 32].decode("utf-8", errors="ignore")
+    return f"{kept}~{hashlib.sha256(part.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}{suffix}"
+
+
+def _shown_as_given(submission: Submission, folder: Path) -> None:
+    """Show the name the student gave rather than the bounded one it was stored under."""
+    names = folder / _ORIGINAL_NAMES
+    if not names.is_file():
+        return
+    for stored, given in json.loads(names.read_text(encoding="utf-8")).items():
+        if submission.origin.endswith(f"/{stored}"):
+            submission.origin = submission.origin[: -len(stored)] + given
+
+
 def _submissions(week: Week, root: Path, users: dict[int, UserState]) -> list[Submission]:
     """One Submission per downloaded user, chosen as an export's would be, keyed by Moodle user id."""
     found: dict[int, Submission] = {}
@@ -277,6 +341,8 @@ def _submissions(week: Week, root: Path, users: dict[int, UserState]) -> list[Su
             continue
         participant = Participant(full_name=user.fullname)
         submission = found.get(userid)
+        if submission is not None:
+            _shown_as_given(submission, root / _folder(userid))
         unavailable = sorted((root / _folder(userid)).rglob(f"*{_UNAVAILABLE}"))
         if unavailable and (submission is None or submission.content is None):
             submission = Submission(origin=f"moodle user {userid}", key="", content=None, status=Status.ERROR,
@@ -295,8 +361,9 @@ def _push(week: Week, client: MoodleClient, assignment: Assignment, state: SyncS
     """Decide per user what to push, then push in batches, confirming each by reading back."""
     with Gradebook.open(out_dir / FILENAME) as book:
         results = {r.key: r for r in book.results(week.name)}
-    remote = client.grades(assignment)
+    remote, unreadable = client.grades(assignment)
     todo: list[Push] = []
+    held: dict[str, RemoteGrade] = {}
     for userid, user in sorted(users.items()):
         result = results.get(f"moodle-user-{userid}")
         name = user.fullname or f"user {userid}"
@@ -308,17 +375,22 @@ def _push(week: Week, client: MoodleClient, assignment: Assignment, state: SyncS
         if result.status not in GRADED_STATUSES:
             report.left[name] = f"status {result.status.value}: left for you in Moodle ({'; '.join(result.messages)})"
             continue
+        if userid in unreadable:
+            report.left[name] = f"{unreadable[userid]}; their grade in Moodle is unknown, so it was left alone"
+            continue
         push = _prepare(week, assignment, userid, name, user, result, allow_pending=allow_pending)
-        held = _held_by_hand(user, remote.get(userid), state)
-        if held:
-            report.kept[name] = held
+        if _held_by_hand(user, remote.get(userid), state):
+            held[name] = remote[userid]
         elif push.signature == user.pushed:
             report.unchanged += 1
         else:
             todo.append(push)
+    _say_kept(client, held, users, report)
     if report.dry_run:
         report.pushed = todo
         return
+    if todo and assignment.marking_workflow:
+        todo = _keep_workflow_states(client, assignment, todo, report)
     for start in range(0, len(todo), PUSH_BATCH):
         _send(client, assignment, state, todo[start:start + PUSH_BATCH], report)
 
@@ -344,27 +416,73 @@ def _prepare(week: Week, assignment: Assignment, userid: int, name: str, user: U
                 signature=hashlib.sha256(body.encode()).hexdigest())
 
 
-def _held_by_hand(user: UserState, grade: RemoteGrade | None, state: SyncState) -> str | None:
-    """Why Moodle's grade must be left alone, or None when the sync may write it.
+def _held_by_hand(user: UserState, grade: RemoteGrade | None, state: SyncState) -> bool:
+    """Whether Moodle's grade must be left alone (False: the sync may write it).
 
     Ours: no grade yet, a grade of an older attempt, the grade as our last confirmed push
-    left it, or an unanswered push of ours that did land (same grade: adopted here)."""
+    left it (no later time, and the same grader and value: a teacher saving in the same
+    second as our push shows as another grader or another value), or an unanswered push
+    of ours that did land (same grade: adopted here)."""
     if grade is None or grade.attemptnumber != user.attemptnumber:
-        return None
+        return False
     if user.pushed_attempt == grade.attemptnumber and user.pushed_modified is not None \
-            and grade.timemodified <= user.pushed_modified:
-        return None
+            and grade.timemodified <= user.pushed_modified and _as_we_left_it(user, grade):
+        return False
     if user.inflight is not None and _same(grade.grade, user.inflight_grade):
-        state.confirmed(user.userid, user.inflight, attempt=grade.attemptnumber, moodle_modified=grade.timemodified)
+        state.confirmed(user.userid, user.inflight, attempt=grade.attemptnumber, moodle_modified=grade.timemodified,
+                        grader=grade.grader, grade=grade.grade)
         user.pushed, user.pushed_modified, user.pushed_attempt = user.inflight, grade.timemodified, grade.attemptnumber
-        return None
-    if grade.grade is None and user.pushed_modified is None:
-        return None  # an empty grade record (Moodle makes one when the grader page opens)
-    when = datetime.fromtimestamp(grade.timemodified, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    shown = "removed" if grade.grade is None else f"{grade.grade:g}"
-    since = "after our last push" if user.pushed_modified is not None else "before the sync ever pushed"
-    return (f"grade {shown} set in Moodle by user {grade.grader} at {when}, {since}: not overwritten "
-            "(change it in Moodle if needed)")
+        user.pushed_grader, user.pushed_grade = grade.grader, grade.grade
+        return False
+    # an empty grade record (Moodle makes one when the grader page opens)
+    return not (grade.grade is None and user.pushed_modified is None)
+
+
+def _as_we_left_it(user: UserState, grade: RemoteGrade) -> bool:
+    """Same grader and value as right after our push (a record from before these were kept: time alone)."""
+    if user.pushed_grader is None:
+        return True
+    return grade.grader == user.pushed_grader and _same(grade.grade, user.pushed_grade)
+
+
+def _say_kept(client: MoodleClient, held: dict[str, RemoteGrade], users: dict[int, UserState],
+              report: SyncReport) -> None:
+    """Why each grade was left alone, naming the teacher who changed it (when Moodle lets us see names)."""
+    names = client.user_names([g.grader for g in held.values() if g.grader]) if held else {}
+    for name, grade in held.items():
+        user = users[grade.userid]
+        if grade.grader in names:
+            who = f"{names[grade.grader]} (user {grade.grader})"
+        elif grade.grader:
+            who = f"user {grade.grader} (add {USER_NAMES} to the token's service to see teachers' names here)"
+        else:
+            who = "someone"
+        when = datetime.fromtimestamp(grade.timemodified, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        shown = "removed" if grade.grade is None else f"{grade.grade:g}"
+        since = "after our last push" if user.pushed_modified is not None else "before the sync ever pushed"
+        report.kept[name] = (f"grade {shown} set in Moodle by {who} at {when}, {since}: not overwritten "
+                             "(change it in Moodle if needed)")
+
+
+def _keep_workflow_states(client: MoodleClient, assignment: Assignment, todo: list[Push],
+                          report: SyncReport) -> list[Push]:
+    """Give each push the marking workflow state Moodle holds for that student now.
+
+    mod_assign_save_grades requires a state and stores whatever is sent ('' included,
+    assign::apply_grade_to_user), and students see a grade only once it is "released": a
+    push must hand back the state the teacher set. mod_assign_get_submissions gives it as
+    ``gradingstatus``. A student whose state cannot be read is not pushed."""
+    listed, _ = client.submissions(assignment, status="")
+    states = {item.userid: item.gradingstatus for item in listed}
+    kept = []
+    for push in todo:
+        if push.userid not in states:
+            report.left[push.name] = ("Moodle did not say their marking workflow state: not pushed, so as not to "
+                                      "change it")
+            continue
+        push.workflowstate = states[push.userid]
+        kept.append(push)
+    return kept
 
 
 def _same(moodle: float | None, ours: float | None) -> bool:
@@ -381,19 +499,23 @@ def _send(client: MoodleClient, assignment: Assignment, state: SyncState, batch:
         draft = client.upload_draft(FEEDBACK_FILENAME, push.page.encode("utf-8")) if push.page is not None else None
         comment = push.comment if "comments" in assignment.feedback_plugins else None
         updates.append(GradeUpdate(userid=push.userid, grade=push.grade, attemptnumber=push.attempt,
-                                   comment_html=comment, draft_itemid=draft))
+                                   comment_html=comment, draft_itemid=draft, workflowstate=push.workflowstate))
     for push in batch:
         state.sending(push.userid, push.signature, push.grade)
     client.save_grades(assignment, updates)
-    stored = client.grades(assignment)
+    stored, unreadable = client.grades(assignment)
     for push in batch:
+        if push.userid in unreadable:
+            report.left[push.name] = f"{unreadable[push.userid]}; whether the push landed is checked next run"
+            continue
         grade = stored.get(push.userid)
         if grade is None or not _same(grade.grade, push.grade):
             report.left[push.name] = (f"Moodle did not store the grade {push.shown()} (it holds "
                                       f"{'nothing' if grade is None or grade.grade is None else f'{grade.grade:g}'}); "
                                       "check the assignment's maximum grade and that grading is not locked")
             continue
-        state.confirmed(push.userid, push.signature, attempt=grade.attemptnumber, moodle_modified=grade.timemodified)
+        state.confirmed(push.userid, push.signature, attempt=grade.attemptnumber, moodle_modified=grade.timemodified,
+                        grader=grade.grader, grade=grade.grade)
         report.pushed.append(push)
 
 

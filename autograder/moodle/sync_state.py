@@ -3,9 +3,11 @@
 One row per Moodle user of one assignment on one site: which submission (by Moodle's
 ``timemodified``) was downloaded, and what was last pushed and confirmed: a signature of
 grade, comment and feedback page, and the grade's ``timemodified`` Moodle showed right
-after our push. That time is how a grade changed by hand in Moodle later is recognised
-and left alone. A push sent but never answered (the network dropped mid-call) stays
-``inflight`` until the next run reads the grades back and learns whether it landed.
+after our push, with who Moodle says saved it (``grader``: the token's user) and the
+grade it held. A grade whose time is later, or whose grader or value differ (a teacher
+saving in the same second as our push), was changed by hand and is left alone. A push
+sent but never answered (the network dropped mid-call) stays ``inflight`` until the next
+run reads the grades back and learns whether it landed.
 
 The table lives beside the gradebook's own tables (``CREATE TABLE IF NOT EXISTS``), so the
 gradebook's schema and its migrations stay the gradebook's.
@@ -38,6 +40,8 @@ CREATE TABLE IF NOT EXISTS moodle_sync (
     pushed_modified INTEGER,            -- the grade's timemodified Moodle showed after that push
     inflight TEXT,                      -- signature of a push sent but not confirmed
     inflight_grade REAL,
+    pushed_grader INTEGER,              -- the grade's grader after that push (NULL: not recorded)
+    pushed_grade REAL,                  -- the grade it held then (NULL: no grade)
     PRIMARY KEY (site, assignment, userid)
 )
 """
@@ -58,6 +62,8 @@ class UserState:
     pushed_modified: int | None
     inflight: str | None
     inflight_grade: float | None
+    pushed_grader: int | None = None
+    pushed_grade: float | None = None
 
     @property
     def needs_download(self) -> bool:
@@ -65,7 +71,8 @@ class UserState:
 
 
 _COLUMNS = ("userid, fullname, attemptnumber, modified, downloaded, files, pushed, pushed_attempt, "
-            "pushed_modified, inflight, inflight_grade")
+            "pushed_modified, inflight, inflight_grade, pushed_grader, pushed_grade")
+_ADDED = {"pushed_grader": "INTEGER", "pushed_grade": "REAL"}  # columns a table made by an older version lacks
 
 
 class SyncState:
@@ -75,6 +82,10 @@ class SyncState:
         self._db = sqlite3.connect(gradebook, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(moodle_sync)")}
+        for column, kind in _ADDED.items():
+            if column not in present:
+                self._db.execute(f"ALTER TABLE moodle_sync ADD COLUMN {column} {kind}")
         self._key = (site, assignment)
         self.week = week
 
@@ -91,7 +102,7 @@ class SyncState:
         return {row[0]: UserState(
             userid=row[0], fullname=row[1], attemptnumber=row[2], modified=row[3], downloaded=row[4],
             files=json.loads(row[5]), pushed=row[6], pushed_attempt=row[7], pushed_modified=row[8],
-            inflight=row[9], inflight_grade=row[10]) for row in rows}
+            inflight=row[9], inflight_grade=row[10], pushed_grader=row[11], pushed_grade=row[12]) for row in rows}
 
     def since(self) -> int:
         """Where the next listing starts: the oldest submission still to download, else the
@@ -122,7 +133,10 @@ class SyncState:
         self._db.execute("UPDATE moodle_sync SET inflight = ?, inflight_grade = ? "
                          "WHERE site = ? AND assignment = ? AND userid = ?", (signature, grade, *self._key, userid))
 
-    def confirmed(self, userid: int, signature: str, *, attempt: int, moodle_modified: int) -> None:
+    def confirmed(self, userid: int, signature: str, *, attempt: int, moodle_modified: int, grader: int,
+                  grade: float | None) -> None:
+        """Our push landed: Moodle's grade record after it (time, grader, value) is ours."""
         self._db.execute("UPDATE moodle_sync SET pushed = ?, pushed_attempt = ?, pushed_modified = ?, "
-                         "inflight = NULL, inflight_grade = NULL WHERE site = ? AND assignment = ? AND userid = ?",
-                         (signature, attempt, moodle_modified, *self._key, userid))
+                         "pushed_grader = ?, pushed_grade = ?, inflight = NULL, inflight_grade = NULL "
+                         "WHERE site = ? AND assignment = ? AND userid = ?",
+                         (signature, attempt, moodle_modified, grader, grade, *self._key, userid))

@@ -1,13 +1,15 @@
 """A small client for Moodle's REST web services: the calls ``autograder moodle sync`` needs.
 
-Every fact used here was read from Moodle's source (shared/MOODLE-SERVICES.md part A):
+Every fact used here was read from Moodle's source (docs/LMS.md names the files):
 calls go to ``webservice/rest/server.php`` as form fields with PHP's array syntax
 (``assignmentids[0]=3``); a refusal comes back as HTTP 200 with a JSON exception object
 whose ``errorcode`` says what went wrong; files download through
 ``webservice/pluginfile.php`` with ``?token=`` and upload to the token user's draft area
 through ``webservice/upload.php``. Each refusal becomes a ``MoodleServiceError`` whose
 message names what to fix (the token, the capability and the course, the assignment id),
-so an instructor running a cron job can act on it without reading Moodle's logs.
+so an instructor running a cron job can act on it without reading Moodle's logs. Every
+reply is checked for its shape first (``replies``): a malformed one is refused naming the
+function and the field, and one bad per-student entry is set aside, not the whole class.
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ from urllib.parse import urlsplit
 import httpx
 
 from autograder.exceptions import MoodleServiceError
+from autograder.moodle.replies import (
+    AssignmentEntry,
+    AssignmentsReply,
+    BadEntry,
+    GradeEntry,
+    GradesReply,
+    ParticipantEntry,
+    SubmissionEntry,
+    SubmissionsReply,
+    UploadedEntry,
+    UserEntry,
+    WarningEntry,
+    parse,
+    parse_each,
+)
 
 TIMEOUT_S = 60.0  # one call; save_grades for a large batch is the slowest
 MANAGE_TOKENS = "Site administration > Server > Web services > Manage tokens"
@@ -38,6 +55,7 @@ _CAPABILITIES = {
     "mod_assign_list_participants": "mod/assign:view and mod/assign:viewgrades (or mod/assign:grade)",
     "mod_assign_save_grades": "mod/assign:grade",
 }
+USER_NAMES = "core_user_get_users_by_field"  # optional: names the teachers who changed a grade by hand
 COMMENTS_FORMAT_HTML = 1  # assignfeedbackcomments_editor[format]: 0 Moodle, 1 HTML, 2 plain, 4 Markdown
 NO_GRADE = -1.0  # mod_assign_save_grade(s): -1 stores "no grade"
 
@@ -76,6 +94,7 @@ class RemoteSubmission:
     timemodified: int
     status: str
     files: tuple[RemoteFile, ...]
+    gradingstatus: str = ""  # the marking workflow state (assign::get_grading_status) when it is on
 
 
 @dataclass(frozen=True)
@@ -85,7 +104,7 @@ class RemoteGrade:
     userid: int
     attemptnumber: int
     timemodified: int
-    grader: int
+    grader: int  # who saved it last (assign::apply_grade_to_user sets the caller); 0 unknown
     grade: float | None  # None: no grade (Moodle stores -1, or nothing)
 
 
@@ -98,6 +117,7 @@ class GradeUpdate:
     attemptnumber: int
     comment_html: str | None = None  # None: the comment is not sent
     draft_itemid: int | None = None  # a draft area holding the feedback files; replaces the old ones
+    workflowstate: str = ""  # stored as sent, '' included (assign::apply_grade_to_user): send the current one
 
 
 def flatten(params: Mapping[str, Any]) -> dict[str, str]:
@@ -230,67 +250,106 @@ class MoodleClient:
     def assignment(self, assignment_id: int) -> Assignment:
         """The assignment with this id among the token user's courses, or an error saying
         whether the id is a course module id instead (the number in the page address)."""
-        data = self.call("mod_assign_get_assignments")
-        found = [(course, a) for course in data.get("courses", []) for a in course.get("assignments", [])]
-        for course, item in found:
-            if int(item["id"]) == assignment_id:
-                enabled = frozenset(c["plugin"] for c in item.get("configs", [])
-                                    if c.get("subtype") == "assignfeedback" and c.get("name") == "enabled"
-                                    and str(c.get("value")) == "1")
+        function = "mod_assign_get_assignments"
+        reply = parse(AssignmentsReply, self.call(function), function=function, url=self.url)
+        found: list[tuple[int, AssignmentEntry]] = []
+        unreadable = []
+        for number, course in enumerate(reply.courses):
+            items, bad = parse_each(AssignmentEntry, course.assignments, function=function,
+                                    where=f"courses[{number}].assignments")
+            found += [(course.id, item) for item in items]
+            unreadable += [b.message for b in bad]
+        for course_id, item in found:
+            if item.id == assignment_id:
+                enabled = frozenset(c.plugin for c in item.configs
+                                    if c.subtype == "assignfeedback" and c.name == "enabled" and str(c.value) == "1")
                 return Assignment(
-                    id=assignment_id, cmid=int(item["cmid"]), course_id=int(item.get("course", course["id"])),
-                    name=str(item["name"]), max_grade=float(item["grade"]),
-                    team_submission=bool(int(item.get("teamsubmission", 0))),
-                    marking_workflow=bool(int(item.get("markingworkflow", 0))), feedback_plugins=enabled)
-        by_cmid = [a for _, a in found if int(a["cmid"]) == assignment_id]
+                    id=assignment_id, cmid=item.cmid, course_id=item.course or course_id, name=item.name,
+                    max_grade=item.grade, team_submission=bool(item.teamsubmission),
+                    marking_workflow=bool(item.markingworkflow), feedback_plugins=enabled)
+        by_cmid = [a for _, a in found if a.cmid == assignment_id]
         if by_cmid:
             raise MoodleServiceError(
-                f"{assignment_id} is the course module id of {by_cmid[0]['name']!r} (the number in its page "
-                f"address); its assignment id is {by_cmid[0]['id']}: pass --assignment {by_cmid[0]['id']}")
-        hidden = [str(w.get("message")) for w in data.get("warnings", [])]
+                f"{assignment_id} is the course module id of {by_cmid[0].name!r} (the number in its page "
+                f"address); its assignment id is {by_cmid[0].id}: pass --assignment {by_cmid[0].id}")
+        hidden = [w.message for w in reply.warnings] + unreadable
         raise MoodleServiceError(
             f"assignment {assignment_id} not found on {self.url} among the courses the token's user is enrolled in "
             f"({len(found)} assignment(s) seen){': ' + '; '.join(hidden) if hidden else ''}: check --assignment, "
             "and that the token belongs to a teacher of the course")
 
-    def participants(self, assignment: Assignment) -> dict[int, str | None]:
-        """Users who may hand in now (enrolled and active) -> full name (None under blind marking)."""
-        rows = self.call("mod_assign_list_participants",
-                         {"assignid": assignment.id, "groupid": 0, "filter": ""}, where=_course(assignment))
-        return {int(row["id"]): (str(row["fullname"]) if row.get("fullname") else None) for row in rows}
+    def participants(self, assignment: Assignment) -> tuple[dict[int, str | None], list[BadEntry]]:
+        """Users who may hand in now (enrolled and active) -> full name (None under blind marking);
+        rows that cannot be read are set aside (those users count as not participating)."""
+        function = "mod_assign_list_participants"
+        rows = parse(list[Any], self.call(function, {"assignid": assignment.id, "groupid": 0, "filter": ""},
+                                          where=_course(assignment)), function=function, url=self.url)
+        good, bad = parse_each(ParticipantEntry, rows, function=function, where="")
+        return {row.id: row.fullname or None for row in good}, bad
 
-    def submissions(self, assignment: Assignment, *, since: int = 0) -> list[RemoteSubmission]:
-        """Submitted (not draft) latest attempts modified at or after ``since``."""
-        data = self.call("mod_assign_get_submissions",
-                         {"assignmentids": [assignment.id], "status": "submitted", "since": since},
-                         where=_course(assignment))
-        self._raise_no_access(data, "mod_assign_get_submissions", assignment)
-        found = []
-        for block in data.get("assignments", []):
-            if int(block["assignmentid"]) != assignment.id:
+    def submissions(self, assignment: Assignment, *, since: int = 0,
+                    status: str = "submitted") -> tuple[list[RemoteSubmission], list[BadEntry]]:
+        """Latest attempts with ``status`` ('' for any) modified at or after ``since``, and the
+        entries that could not be read (set aside, with whose they are when that is readable)."""
+        function = "mod_assign_get_submissions"
+        reply = parse(SubmissionsReply, self.call(function, {"assignmentids": [assignment.id], "status": status,
+                                                             "since": since}, where=_course(assignment)),
+                      function=function, url=self.url)
+        self._raise_no_access(reply.warnings, function, assignment)
+        found: list[RemoteSubmission] = []
+        unreadable: list[BadEntry] = []
+        for number, block in enumerate(reply.assignments):
+            if block.assignmentid != assignment.id:
                 continue
-            for item in block.get("submissions", []):
-                found.append(RemoteSubmission(
-                    id=int(item["id"]), userid=int(item["userid"]), attemptnumber=int(item["attemptnumber"]),
-                    timemodified=int(item["timemodified"]), status=str(item["status"]),
-                    files=tuple(_files(item.get("plugins", [])))))
-        return found
+            items, bad = parse_each(SubmissionEntry, block.submissions, function=function,
+                                    where=f"assignments[{number}].submissions")
+            unreadable += bad
+            found += [RemoteSubmission(
+                id=item.id, userid=item.userid, attemptnumber=item.attemptnumber, timemodified=item.timemodified,
+                status=item.status, gradingstatus=item.gradingstatus, files=tuple(_files(item)))
+                for item in items]
+        return found, unreadable
 
-    def grades(self, assignment: Assignment) -> dict[int, RemoteGrade]:
-        """Each user's grade on their latest attempt, by user id."""
-        data = self.call("mod_assign_get_grades", {"assignmentids": [assignment.id]}, where=_course(assignment))
-        self._raise_no_access(data, "mod_assign_get_grades", assignment)
-        found = {}
-        for block in data.get("assignments", []):
-            if int(block["assignmentid"]) != assignment.id:
+    def grades(self, assignment: Assignment) -> tuple[dict[int, RemoteGrade], dict[int, str]]:
+        """Each user's grade on their latest attempt, by user id; and the users whose entry could
+        not be read, with why (their grade must be left alone: it is unknown). An entry whose
+        user cannot be told refuses the reply: it could be anyone's grade."""
+        function = "mod_assign_get_grades"
+        reply = parse(GradesReply, self.call(function, {"assignmentids": [assignment.id]}, where=_course(assignment)),
+                      function=function, url=self.url)
+        self._raise_no_access(reply.warnings, function, assignment)
+        found: dict[int, RemoteGrade] = {}
+        unreadable: dict[int, str] = {}
+        for number, block in enumerate(reply.assignments):
+            if block.assignmentid != assignment.id:
                 continue
-            for item in block.get("grades", []):
-                value = _number(item.get("grade"))
-                found[int(item["userid"])] = RemoteGrade(
-                    userid=int(item["userid"]), attemptnumber=int(item["attemptnumber"]),
-                    timemodified=int(item["timemodified"]), grader=int(item.get("grader") or 0),
-                    grade=value if value is not None and value >= 0 else None)
-        return found
+            items, bad = parse_each(GradeEntry, block.grades, function=function, where=f"assignments[{number}].grades")
+            for entry in bad:
+                if entry.userid is None:
+                    raise MoodleServiceError(f"{entry.message}: it names no readable user, so any student's grade "
+                                             "could be the one changed by hand; nothing was pushed")
+                unreadable[entry.userid] = entry.message
+            for item in items:
+                found[item.userid] = RemoteGrade(
+                    userid=item.userid, attemptnumber=item.attemptnumber, timemodified=item.timemodified,
+                    grader=item.grader or 0, grade=item.grade if item.grade is not None and item.grade >= 0 else None)
+        return found, unreadable
+
+    def user_names(self, userids: Sequence[int]) -> dict[int, str]:
+        """Full names of these users, those the token's user may see (core_user_get_users_by_field
+        returns only those: user_get_user_details_courses). Empty when the function is not in the
+        token's service: names are a courtesy, never a reason to stop."""
+        if not userids:
+            return {}
+        try:
+            data = self.call(USER_NAMES, {"field": "id", "values": sorted(set(userids))})
+        except MoodleServiceError as err:
+            if err.errorcode == "accessexception":
+                return {}
+            raise
+        rows = parse(list[Any], data, function=USER_NAMES, url=self.url)
+        good, _ = parse_each(UserEntry, rows, function=USER_NAMES, where="")
+        return {row.id: row.fullname for row in good}
 
     def save_grades(self, assignment: Assignment, updates: Sequence[GradeUpdate]) -> None:
         """One mod_assign_save_grades call for all ``updates``.
@@ -306,7 +365,7 @@ class MoodleClient:
             if update.draft_itemid is not None:
                 plugindata["files_filemanager"] = update.draft_itemid
             grade = {"userid": update.userid, "grade": update.grade, "attemptnumber": update.attemptnumber,
-                     "addattempt": False, "workflowstate": ""}
+                     "addattempt": False, "workflowstate": update.workflowstate}
             grades.append({**grade, "plugindata": plugindata} if plugindata else grade)
         self.call("mod_assign_save_grades", {"assignmentid": assignment.id, "applytoall": False, "grades": grades},
                   where=_course(assignment))
@@ -346,17 +405,18 @@ class MoodleClient:
         if not isinstance(data, list) or not data or not isinstance(data[0], dict):
             raise MoodleServiceError(f"webservice/upload.php on {self.url} answered {str(data)[:200]!r}, not a file "
                                      "list: allow 'Upload files' in the token's external service")
-        if data[0].get("errortype"):
-            raise MoodleServiceError(f"Moodle refused the feedback file {filename}: {data[0].get('error')}")
-        return int(data[0]["itemid"])
+        stored = parse(UploadedEntry, data[0], function="webservice/upload.php", url=self.url, where="[0]")
+        if stored.errortype or stored.itemid is None:
+            raise MoodleServiceError(f"Moodle refused the feedback file {filename}: {stored.error or stored.errortype}")
+        return stored.itemid
 
-    def _raise_no_access(self, data: Mapping[str, Any], function: str, assignment: Assignment) -> None:
+    def _raise_no_access(self, warnings: Sequence[WarningEntry], function: str, assignment: Assignment) -> None:
         """Warning 1 ("No access rights in module context") is how these functions refuse."""
-        for warning in data.get("warnings", []):
-            if str(warning.get("warningcode")) == "1" and int(warning.get("itemid", 0)) == assignment.id:
+        for warning in warnings:
+            if str(warning.warningcode) == "1" and warning.itemid == assignment.id:
                 raise MoodleServiceError(
                     f"the token's user lacks {_CAPABILITIES[function]} {_course(assignment)} ({function}: "
-                    f"{warning.get('message')}): give their role that capability, or use a token of one of "
+                    f"{warning.message}): give their role that capability, or use a token of one of "
                     "the course's teachers", errorcode="nopermissions")
 
 
@@ -387,24 +447,17 @@ def _course(assignment: Assignment) -> str:
     return f"in course {assignment.course_id}"
 
 
-def _files(plugins: Sequence[Mapping[str, Any]]) -> Iterator[RemoteFile]:
+def _files(submission: SubmissionEntry) -> Iterator[RemoteFile]:
     """The ``file`` plugin's submission_files (mod/assign/submission/file/locallib.php)."""
-    for plugin in plugins:
-        if plugin.get("type") != "file":
+    for plugin in submission.plugins:
+        if plugin.type != "file":
             continue
-        for area in plugin.get("fileareas", []):
-            if area.get("area") != "submission_files":
+        for area in plugin.fileareas:
+            if area.area != "submission_files":
                 continue
-            for item in area.get("files", []):
-                yield RemoteFile(filename=str(item["filename"]), filepath=str(item.get("filepath", "/")),
-                                 filesize=int(item.get("filesize") or 0), fileurl=str(item["fileurl"]))
-
-
-def _number(value: object) -> float | None:
-    try:
-        return float(str(value))
-    except ValueError:
-        return None
+            for item in area.files:
+                yield RemoteFile(filename=item.filename, filepath=item.filepath, filesize=item.filesize or 0,
+                                 fileurl=item.fileurl)
 
 
 def _capped(chunks: Iterator[bytes], max_bytes: int, name: str) -> Iterator[bytes]:

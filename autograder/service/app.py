@@ -427,6 +427,18 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         wake()
         return RedirectResponse(f"/instructor/{name}", status_code=303)
 
+    @app.post("/instructor/{name}/posts/{post_id}/resend")
+    async def resend(name: str, post_id: int, request: Request) -> Response:
+        """Send a failed score post again (after the instructor fixed what the LMS refused)."""
+        session = instructor_of(request)
+        await checked_form(request, session)
+        week_of(name)
+        if not store.retry_post(post_id, context=session.context):
+            raise Refused(404, "There is no failed score post with this number in your course: reload the page.",
+                          back=f"/instructor/{name}")
+        scores_changed()
+        return RedirectResponse(f"/instructor/{name}", status_code=303)
+
     def to_mark(session: Session, name: str) -> list[tuple[Attempt, str, list[tuple[Any, str | None]]]]:
         """Each student's latest graded attempt with its hand-graded tasks and their answers."""
         latest: dict[str, Attempt] = {}

@@ -5,7 +5,7 @@ The JOSE work (signatures, key sets, claim checks) is joserfc's; this module dec
 and cached (fetched again when a token names a key we have not seen: rotation), ``iss``,
 ``aud``/``azp``, ``exp``/``iat``, a ``nonce`` used once, the ``state`` bound to the
 browser by a cookie, and a ``deployment_id`` the platform registered.  Moodle's side of
-each step is described in shared/MOODLE-SERVICES.md, part B.
+each step is described in docs/LMS.md, with the Moodle source files it was read from.
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ RESOURCE_LINK = "LtiResourceLinkRequest"
 DEEP_LINKING = "LtiDeepLinkingRequest"
 LOGIN_LIFETIME_S = 600  # from login initiation to launch
 CLOCK_LEEWAY_S = 30
+# Moodle checks our client assertion with php-jwt and no leeway at all (mod/lti/token.php
+# -> lti_verify_jwt_signature -> lib/php-jwt/src/JWT.php, ``$leeway = 0``): an ``iat`` or
+# ``nbf`` one second ahead of its clock is refused.  Ours are dated this far back.
+ASSERTION_BACKDATE_S = 60
+ASSERTION_LIFETIME_S = 300
 JWKS_MAX_AGE_S = 3600
 
 
@@ -427,8 +432,9 @@ def deep_linking_response(launch: Launch, keys: ToolKeys, *, title: str, week: s
                           launch_url: str) -> str:
     """The signed JWT that creates one activity for ``week`` with a line item worth ``points``."""
     now = int(time.time())
-    claims: dict[str, Any] = {
-        "iss": launch.platform.client_id, "aud": launch.platform.issuer, "iat": now, "exp": now + 300,
+    claims: dict[str, Any] = {  # dated back: Moodle's contentitem_return.php checks iat with no leeway either
+        "iss": launch.platform.client_id, "aud": launch.platform.issuer, "iat": now - ASSERTION_BACKDATE_S,
+        "exp": now + ASSERTION_LIFETIME_S,
         "nonce": secrets.token_urlsafe(16), f"{CLAIM}/deployment_id": launch.deployment_id,
         f"{CLAIM}/message_type": "LtiDeepLinkingResponse", f"{CLAIM}/version": "1.3.0",
         f"{DL_CLAIM}/content_items": [{
@@ -437,6 +443,15 @@ def deep_linking_response(launch: Launch, keys: ToolKeys, *, title: str, week: s
     if launch.deep_link_data is not None:
         claims[f"{DL_CLAIM}/data"] = launch.deep_link_data
     return keys.sign(claims)
+
+
+def client_assertion_claims(platform: Platform, now: int) -> dict[str, Any]:
+    """The claims of the JWT we sign for a platform's token endpoint (IMS Security Framework),
+    issued ``ASSERTION_BACKDATE_S`` in the past so that a platform clock a little behind ours
+    still finds it valid: Moodle allows no clock leeway."""
+    issued = now - ASSERTION_BACKDATE_S
+    return {"iss": platform.client_id, "sub": platform.client_id, "aud": platform.token_url,
+            "iat": issued, "nbf": issued, "exp": now + ASSERTION_LIFETIME_S, "jti": str(uuid.uuid4())}
 
 
 def scores_url(lineitem: str) -> str:
@@ -477,9 +492,7 @@ class AgsScoreSender:
             cached = self._tokens.get(key)
         if cached and cached[1] > time.monotonic():
             return cached[0]
-        now = int(time.time())
-        assertion = self.keys.sign({"iss": platform.client_id, "sub": platform.client_id, "aud": platform.token_url,
-                                    "iat": now, "exp": now + 300, "jti": str(uuid.uuid4())})
+        assertion = self.keys.sign(client_assertion_claims(platform, int(time.time())))
         reply = self.client.post(platform.token_url, timeout=15, data={
             "grant_type": "client_credentials",
             "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
@@ -500,10 +513,12 @@ class AgsScoreSender:
         except ScoreNotSent as exc:
             raise ScorePostError(None, False, str(exc)) from exc
         except httpx.HTTPStatusError as exc:  # from the token endpoint
+            # Moodle answers 400 for every failure checking our assertion, a clock ahead of
+            # its own included (mod/lti/token.php): worth trying again later, never final.
             status = exc.response.status_code
-            raise ScorePostError(status, status >= 500 or status == 429,
-                                 f"the platform's token endpoint answered {status}: {exc.response.text[:200]}"
-                                 ) from exc
+            raise ScorePostError(status, True, f"the platform's token endpoint answered {status}: "
+                                 f"{exc.response.text[:200]} (tried again later; check the platform's clock "
+                                 "and the tool's registration there if it persists)") from exc
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             raise ScorePostError(None, True, f"the platform could not be reached ({exc})") from exc
         if reply.status_code == 401:

@@ -6,7 +6,7 @@ grading (a platform that is down slows nothing but itself). Before each send the
 marked as under way, so a process killed mid-send knows at restart that the platform may
 already hold that score.
 
-What each answer means (Moodle's behaviour, /work/shared/MOODLE-SERVICES.md B6):
+What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on"):
 
 - success: posted.
 - 409: the platform holds a score with this timestamp or a newer one. After a send whose
@@ -14,10 +14,13 @@ What each answer means (Moodle's behaviour, /work/shared/MOODLE-SERVICES.md B6):
   own score: posted. If a newer post for the same user exists, this one is superseded.
   Otherwise the platform's clock is ahead of ours or someone wrote the grade since:
   the post gets a later timestamp and goes again, at most ``MAX_CONFLICTS`` times.
-- a retryable error (no answer, 5xx, 429, 401: a token to fetch again): tried again
-  after ``base_delay_s * 2**(tries-1)`` (at most ``max_delay_s``), for as long as it takes.
-- any other refusal (400, 403, 404, a line item no platform owns): failed, with the
-  platform's answer kept for the instructor; ``Store.retry_post`` queues it again.
+- a retryable error (no answer, 5xx, 429, 401: a token to fetch again, and any refusal
+  from the token endpoint: Moodle answers 400 there even for a clock a second off):
+  tried again after ``base_delay_s * 2**(tries-1)`` (at most ``max_delay_s``), for as
+  long as it takes.
+- any other refusal of the score itself (400, 403, 404, a line item no platform owns):
+  failed, with the platform's answer kept for the instructor, whose page offers to send
+  it again (``Store.retry_post``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """A stand-in Moodle web-service server for the sync's tests, served over loopback HTTP.
 
 No Moodle runs on these machines, so this reproduces what the sync relies on, and only
-that, from shared/MOODLE-SERVICES.md part A (read from Moodle 4.5's source). Each
-behaviour names the Moodle file it comes from. What it does not model (advanced grading,
-marking workflow states, team submissions, the gradebook's locks) the sync does not use.
+that, as docs/LMS.md describes it (read from Moodle 4.5's source). Each behaviour names
+the Moodle file it comes from. What it does not model (advanced grading, team submissions,
+the gradebook's locks) the sync does not use. ``Site.rewrite`` turns a function's reply
+into whatever a test needs a hostile or broken server to send.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import re
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,6 +50,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "userid": ("int", REQUIRED), "grade": ("float", REQUIRED), "attemptnumber": ("int", REQUIRED),
         "addattempt": ("bool", REQUIRED), "workflowstate": ("alpha", REQUIRED),
         "plugindata": (_PLUGINDATA, OPTIONAL), "advancedgradingdata": ({}, OPTIONAL)}], REQUIRED)},
+    # user/externallib.php core_user_external::get_users_by_field_parameters
+    "core_user_get_users_by_field": {"field": ("alpha", REQUIRED), "values": (["raw"], REQUIRED)},
 }
 
 
@@ -97,6 +100,10 @@ class Site:
     capabilities: set[str] = field(default_factory=lambda: {"mod/assign:view", "mod/assign:viewgrades",
                                                             "mod/assign:grade"})
     users: dict[int, str] = field(default_factory=dict)  # id -> full name
+    teachers: dict[int, str] = field(default_factory=lambda: {TEACHER: "Autograder Bot", 3: "Ana Lima"})
+    marking_workflow: bool = False  # assign.markingworkflow
+    flags: dict[int, str] = field(default_factory=dict)  # assign_user_flags.workflowstate by user
+    rewrite: dict[str, Callable[[Any], Any]] = field(default_factory=dict)  # function -> what its reply becomes
     enrolled: set[int] = field(default_factory=set)
     hands: dict[int, Hand] = field(default_factory=dict)
     grades: dict[int, Grade] = field(default_factory=dict)
@@ -121,13 +128,24 @@ class Site:
         self.hands[userid] = Hand(id=old.id if old else self.new_id(), attemptnumber=old.attemptnumber if old else 0,
                                   timemodified=self.tick(), status="submitted", files=files)
 
-    def grade_by_hand(self, userid: int, grade: float, grader: int = 3) -> None:
-        """A teacher saves the grading form (assign::apply_grade_to_user)."""
+    def grade_by_hand(self, userid: int, grade: float, grader: int = 3, *, same_second: bool = False) -> None:
+        """A teacher saves the grading form (assign::apply_grade_to_user: grader = the teacher,
+        timemodified = time()); ``same_second``: within the second of the last save."""
         hand = self.hands[userid]
         old = self.grades.get(userid)
+        when = old.timemodified if same_second and old else self.tick()
         self.grades[userid] = Grade(id=old.id if old else self.new_id(), attemptnumber=hand.attemptnumber,
-                                    timemodified=self.tick(), grader=grader, grade=grade,
+                                    timemodified=when, grader=grader, grade=grade,
                                     comment=old.comment if old else None, files=old.files if old else {})
+
+    def release(self, userid: int) -> None:
+        """The teacher sets the marking workflow state to Released (assign::process_set_batch_marking_workflow_state)."""
+        self.flags[userid] = "released"
+
+    def student_sees_grade(self, userid: int) -> bool:
+        """With marking workflow on, a student sees the grade only once it is released
+        (mod/assign/locallib.php, assign::get_assign_feedback_status_renderable)."""
+        return not self.marking_workflow or self.flags.get(userid) == "released"
 
     def fileurl(self, hand: Hand, name: str) -> str:
         # moodle_url::make_webservice_pluginfile_url (lib/weblib.php), names rawurlencoded
@@ -222,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if result is _DROPPED_SENT:
             return None
+        if function in site.rewrite:
+            result = site.rewrite[function](result)
         return self._send(200, json.dumps(result).encode())
 
     def _mod_assign_get_assignments(self, params: dict[str, Any]) -> Any:
@@ -231,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
                    for p in ("comments", "file")]
         assignment = {"id": site.assignment_id, "cmid": site.cmid, "course": site.course_id,
                       "name": "Week 1 The perceptron", "duedate": 0, "cutoffdate": 0, "grade": site.max_grade,
-                      "teamsubmission": 0, "blindmarking": 0, "markingworkflow": 0, "attemptreopenmethod": "none",
+                      "teamsubmission": 0, "blindmarking": 0, "markingworkflow": int(site.marking_workflow), "attemptreopenmethod": "none",
                       "maxattempts": -1, "configs": configs}
         courses = [{"id": site.course_id, "fullname": "Machine learning 101", "shortname": "ML101",
                     "timemodified": 0, "assignments": [assignment] if "mod/assign:view" in site.capabilities else []}]
@@ -265,13 +285,32 @@ class _Handler(BaseHTTPRequestHandler):
                       "mimetype": "application/x-ipynb+json", "isexternalfile": False} for n, c in hand.files.items()]
             found.append({"id": hand.id, "userid": userid, "attemptnumber": hand.attemptnumber,
                           "timecreated": hand.timemodified, "timemodified": hand.timemodified,
-                          "timestarted": None, "status": hand.status, "groupid": 0, "gradingstatus": "notgraded",
+                          "timestarted": None, "status": hand.status, "groupid": 0,
+                          "gradingstatus": self._grading_status(userid),
                           "plugins": [{"type": "file", "name": "File submissions", "fileareas": [
                               {"area": "submission_files", "files": files}]}]})
         if not found:
             return {"assignments": [], "warnings": [{"item": "module", "itemid": site.assignment_id,
                                                      "warningcode": "3", "message": "No submissions found"}]}
         return {"assignments": [{"assignmentid": site.assignment_id, "submissions": found}], "warnings": []}
+
+    def _grading_status(self, userid: int) -> str:
+        # mod/assign/locallib.php assign::get_grading_status: the workflow state (notmarked
+        # when none is set) with marking workflow on, else graded / notgraded
+        site = self.site
+        if site.marking_workflow:
+            return site.flags.get(userid) or "notmarked"
+        grade = site.grades.get(userid)
+        return "graded" if grade is not None and grade.grade != -1 else "notgraded"
+
+    def _core_user_get_users_by_field(self, params: dict[str, Any]) -> Any:
+        # user/externallib.php get_users_by_field: only the users the caller may see
+        # (user/lib.php user_get_user_details_courses: here, everyone in the course)
+        site = self.site
+        people = {**{u: n for u, n in site.users.items() if u in site.enrolled}, **site.teachers}
+        if params["field"] != "id":
+            return []
+        return [{"id": int(v), "fullname": people[int(v)]} for v in params["values"] if int(v) in people]
 
     def _mod_assign_get_grades(self, params: dict[str, Any]) -> Any:
         # get_grades: latest attempt's assign_grades rows, grade as a string
@@ -313,6 +352,9 @@ class _Handler(BaseHTTPRequestHandler):
             value = entry["grade"]
             if value == -1 or 0 <= value <= site.max_grade:
                 grade.grade = value
+            # assign::apply_grade_to_user: isset($formdata->workflowstate) -> stored as sent,
+            # '' included, marking workflow on or off (mod_assign_save_grades always sets it)
+            site.flags[userid] = entry["workflowstate"]
             site.grades[userid] = grade
         if site.drop == "after":
             site.drop = None

@@ -22,8 +22,9 @@ from autograder.cli import app
 from autograder.course import Course
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.gradebook import FILENAME, Gradebook
-from autograder.moodle.sync import FILES_DIR, SyncReport, read_token, sync, watch
-from autograder.moodle.webservice import MoodleClient, flatten
+from autograder.moodle.sync import FILES_DIR, SyncReport, _held_by_hand, read_token, sync, watch
+from autograder.moodle.sync_state import SyncState
+from autograder.moodle.webservice import MoodleClient, RemoteGrade, flatten
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"  # any token, for the tests that need no server
@@ -145,8 +146,126 @@ def test_a_grade_changed_by_hand_is_never_overwritten(server: Any, first: tuple[
         book.set_manual("week01", "moodle-user-101", 4, points=20)
     report = run(server, out)
     assert report.pushed == [] and site.grades[101].grade == 7.5
-    assert "7.5 set in Moodle by user 3" in report.kept["José Álvarez"]
+    assert "7.5 set in Moodle by Ana Lima (user 3)" in report.kept["José Álvarez"]
     assert "after our last push: not overwritten" in report.kept["José Álvarez"]
+
+
+def marks_for(out: Path, *userids: int) -> None:
+    """Hand marks stored for these users: something new to push for each."""
+    with Gradebook.open(out / FILENAME) as book:
+        for userid in userids:
+            book.set_manual("week01", f"moodle-user-{userid}", 3, points=20)
+            book.set_manual("week01", f"moodle-user-{userid}", 4, points=10)
+
+
+def test_a_grade_changed_by_hand_in_the_same_second_as_the_push_is_kept(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    """Moodle's times are whole seconds: the grader (mod_assign_get_grades) tells the two apart."""
+    site, out = after_first(server, first, tmp_path)
+    pushed_at = site.grades[101].timemodified
+    site.grade_by_hand(101, 7.5, same_second=True)
+    assert site.grades[101].timemodified == pushed_at
+    marks_for(out, 101, 102)
+    report = run(server, out)
+    assert [p.userid for p in report.pushed] == [102] and site.grades[101].grade == 7.5
+    assert "7.5 set in Moodle by Ana Lima (user 3)" in report.kept["José Álvarez"]
+
+
+def test_without_the_user_function_the_teacher_is_named_by_id_and_how_to_see_names(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+    site.service.discard("core_user_get_users_by_field")
+    site.grade_by_hand(101, 6)
+    report = run(server, out)
+    assert report.complete and "by user 3 (add core_user_get_users_by_field to the token's service" in \
+        report.kept["José Álvarez"]
+
+
+def test_a_push_keeps_the_marking_workflow_state_the_teacher_set(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    """mod_assign_save_grades stores the workflowstate sent, '' included: a released grade
+    would go back to "not marked" and vanish from the student's view."""
+    site, out = after_first(server, first, tmp_path)
+    site.marking_workflow = True
+    site.release(101)
+    site.flags[102] = "inmarking"
+    marks_for(out, 101, 102, 103)
+    report = run(server, out)
+    assert {p.userid for p in report.pushed} == {101, 102, 103}
+    assert site.flags[101] == "released" and site.student_sees_grade(101)
+    assert site.flags[102] == "inmarking" and site.flags[103] == "notmarked"
+    assert site.grades[101].grade == pytest.approx(site.max_grade * 0.01 * sum(
+        r.score for r in Gradebook.open(out / FILENAME).results("week01") if r.key == "moodle-user-101"))
+
+
+def test_a_reply_of_the_wrong_shape_is_refused_naming_the_function_and_the_field(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+
+    def bad_id(reply: Any) -> Any:
+        reply["courses"][0]["assignments"][0]["id"] = "x"
+        return reply
+
+    site.rewrite["mod_assign_get_assignments"] = bad_id
+    with pytest.raises(MoodleServiceError) as caught:
+        run(server, out)
+    assert "mod_assign_get_assignments" in str(caught.value)
+    assert "courses[0].assignments[0].id" in str(caught.value) and "'x'" in str(caught.value)
+    site.rewrite = {"mod_assign_get_submissions": lambda reply: {**reply, "assignments": None}}
+    with pytest.raises(MoodleServiceError, match=r"mod_assign_get_submissions .*\(assignments: .*got None"):
+        run(server, out)
+    assert "mod_assign_save_grades" not in site.calls
+
+
+def test_one_unreadable_submission_entry_leaves_the_others_graded(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    site, out = never_synced(server, first, tmp_path)
+
+    def bad_entry(reply: Any) -> Any:
+        for item in reply["assignments"][0]["submissions"]:
+            if item["userid"] == 105:
+                item["timemodified"] = "soon"
+        return reply
+
+    site.rewrite["mod_assign_get_submissions"] = bad_entry
+    report = run(server, out)
+    assert report.complete and {p.userid for p in report.pushed} == GRADED - {105}
+    assert "assignments[0].submissions[" in report.left["Søren Kierkegård"]
+    assert "timemodified" in report.left["Søren Kierkegård"] and "'soon'" in report.left["Søren Kierkegård"]
+
+
+def test_an_unreadable_grade_entry_leaves_that_grade_alone(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    site, out = after_first(server, first, tmp_path)
+
+    def bad_grade(reply: Any) -> Any:
+        for item in reply["assignments"][0]["grades"]:
+            if item["userid"] == 101:
+                item["grade"] = "ten"
+        return reply
+
+    site.rewrite["mod_assign_get_grades"] = bad_grade
+    marks_for(out, 101, 102)
+    report = run(server, out)
+    assert [p.userid for p in report.pushed] == [102]
+    assert "grades[0].grade" in report.left["José Álvarez"] and "left alone" in report.left["José Álvarez"]
+
+
+def test_a_file_name_of_seventy_emoji_is_stored_under_a_bounded_name(
+        server: Any, first: tuple[Any, Path, SyncReport], tmp_path: Path) -> None:
+    """Moodle allows 100 characters; 70 emoji and ".ipynb" are 286 bytes, over the 255 of a file system."""
+    site, out = after_first(server, first, tmp_path)
+    long_name = "\U0001F600" * 70 + ".ipynb"
+    assert len(long_name) <= 100 and len(long_name.encode()) == 286
+    site.hand_in(104, {long_name: (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()})
+    site.hand_in(106, {"week01.ipynb": (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()})
+    report = run(server, out)
+    assert report.complete and report.graded == 2 and {p.userid for p in report.pushed} == {104, 106}
+    [stored] = (out / FILES_DIR / "u_104_assignsubmission_file").glob("*.ipynb")
+    assert len(stored.name.encode()) <= 255 and stored.name.endswith(".ipynb")
+    with Gradebook.open(out / FILENAME) as book:
+        [result] = [r for r in book.results("week01") if r.key == "moodle-user-104"]
+    assert result.submission.endswith(long_name)  # shown as the student named it
 
 
 @pytest.mark.parametrize("debugging", [True, False])
@@ -302,3 +421,25 @@ def test_watch_retries_after_a_network_failure_and_stops_on_a_refusal() -> None:
     with pytest.raises(MoodleServiceError, match="token rejected"):
         watch(once, every_s=0, on_report=reports.append, on_error=lambda e: errors.append(str(e)))
     assert reports == ["report"] and errors == ["down", "token rejected"]
+
+
+def test_a_sync_state_from_before_graders_were_kept_is_read_and_compared_by_time(tmp_path: Path) -> None:
+    """A results folder synced by an older version: its table gains the columns, its rows
+    (no grader recorded) are judged by time alone, as they were."""
+    book = tmp_path / FILENAME
+    with sqlite3.connect(book) as db:
+        db.execute("CREATE TABLE moodle_sync (site TEXT NOT NULL, assignment INTEGER NOT NULL, userid INTEGER "
+                   "NOT NULL, week TEXT NOT NULL, fullname TEXT, attemptnumber INTEGER NOT NULL, modified INTEGER "
+                   "NOT NULL, downloaded INTEGER, files TEXT NOT NULL DEFAULT '[]', pushed TEXT, pushed_attempt "
+                   "INTEGER, pushed_modified INTEGER, inflight TEXT, inflight_grade REAL, "
+                   "PRIMARY KEY (site, assignment, userid))")
+        db.execute("INSERT INTO moodle_sync (site, assignment, userid, week, attemptnumber, modified, pushed, "
+                   "pushed_attempt, pushed_modified) VALUES ('https://m', 7, 101, 'week01', 0, 5, 'sig', 0, 9)")
+    with SyncState(book, site="https://m", assignment=7, week="week01") as state:
+        user = state.users()[101]
+        assert user.pushed_grader is None and user.pushed_modified == 9
+        same_time = RemoteGrade(userid=101, attemptnumber=0, timemodified=9, grader=3, grade=7.5)
+        assert not _held_by_hand(user, same_time, state)  # nothing to tell it by: the time says ours
+        state.confirmed(101, "sig2", attempt=0, moodle_modified=9, grader=2, grade=None)
+        user = state.users()[101]
+        assert user.pushed_grader == 2 and _held_by_hand(user, same_time, state)

@@ -5,10 +5,11 @@ lti1p3platform does the protocol: OIDC login initiation, the signed id_token (cl
 deep linking settings, the AGS endpoint claim), the access token for the client
 credentials grant with the tool's JWT assertion checked against the tool's JWKS, and the
 deep linking response's signature.  What it leaves to the LMS is written here the way
-Moodle does it (shared/MOODLE-SERVICES.md B3-B8): the dynamic registration endpoint, the
-``redirect_uri`` check, line items, and the scores endpoint with Moodle's quirks (400
-unless the required fields are there, 409 unless the timestamp is newer, ``scoreGiven``
-dropped unless ``FullyGraded``).
+Moodle does it (docs/LMS.md, each with its Moodle source file): the dynamic registration
+endpoint, the ``redirect_uri`` check, line items, the token endpoint's strictness (the
+assertion's times checked against the platform's own clock with no leeway, any failure a
+400) and the scores endpoint with Moodle's quirks (400 unless the required fields are
+there, 409 unless the timestamp is newer, ``scoreGiven`` dropped unless ``FullyGraded``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,6 +69,12 @@ class PlatformState:
     refused_scores: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     grades: dict[tuple[int, str], tuple[float | None, float]] = field(default_factory=dict)  # value, timestamp
     lock: threading.Lock = field(default_factory=threading.Lock)
+    clock_offset_s: float = 0.0  # the platform's clock minus the tool's (negative: the platform is behind)
+    token_refusals: list[str] = field(default_factory=list)  # the token endpoint's 400 answers
+
+    def now(self) -> int:
+        """PHP's time() on the platform: whole seconds, on its own clock."""
+        return int(time.time() + self.clock_offset_s)
 
     def new_registration_token(self) -> str:
         token = secrets.token_urlsafe(16)
@@ -217,9 +225,14 @@ def create_platform(state: PlatformState) -> FastAPI:
         try:
             unverified = json.loads(_b64(str(form.get("client_assertion", "")).split(".")[1]))
             config = config_for(unverified["sub"])
-            return JSONResponse(config.get_access_token(form))
+            granted = config.get_access_token(form)  # the signature, against the tool's JWKS
+            _check_times(unverified, state.now())
+            return JSONResponse(granted)
         except Exception as exc:  # noqa: BLE001 - Moodle answers 400 whatever is wrong
-            return JSONResponse({"error": "invalid_client", "why": str(exc)}, status_code=400)
+            # mod/lti/token.php: a failure in lti_verify_jwt_signature becomes 400 with the
+            # exception's message as the error
+            state.token_refusals.append(str(exc))
+            return JSONResponse({"error": str(exc)}, status_code=400)
 
     @app.post("/deep_link_return")
     async def deep_link_return(request: Request) -> Response:
@@ -272,6 +285,25 @@ def create_platform(state: PlatformState) -> FastAPI:
         return Response(status_code=200)
 
     return app
+
+
+class BeforeValid(Exception):
+    """php-jwt's BeforeValidException / ExpiredException."""
+
+
+def _check_times(claims: dict[str, Any], now: int) -> None:
+    """lib/php-jwt/src/JWT.php ``JWT::decode`` with Moodle's ``$leeway = 0``: ``nbf`` after
+    now is refused; without ``nbf``, so is ``iat`` after now; ``exp`` at or before now too."""
+    if "nbf" in claims and math.floor(claims["nbf"]) > now:
+        raise BeforeValid(f"Cannot handle token with nbf prior to {_iso(claims['nbf'])}")
+    if "nbf" not in claims and "iat" in claims and math.floor(claims["iat"]) > now:
+        raise BeforeValid(f"Cannot handle token with iat prior to {_iso(claims['iat'])}")
+    if "exp" in claims and now >= claims["exp"]:
+        raise BeforeValid("Expired token")
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(int(moment), UTC).strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def _b64(part: str) -> bytes:

@@ -34,9 +34,9 @@ def store(tmp_path: Path, endpoint: ScoreEndpoint) -> Iterator[Store]:
         yield s
 
 
-def graded(store: Store, user: str, auto: float, *, marked: bool = True) -> int:
+def graded(store: Store, user: str, auto: float, *, marked: bool = True, context: str = CONTEXT) -> int:
     """An attempt of ``user`` graded ``auto`` of 10 (plus 5 by hand when ``marked``)."""
-    attempt = store.submit(context=CONTEXT, user=user, week="week01", content=f"{user}{auto}".encode(),
+    attempt = store.submit(context=context, user=user, week="week01", content=f"{user}{auto}".encode(),
                            policy=WeekPolicy(), now=datetime.now(UTC))
     claimed = store.claim()
     assert claimed is not None and claimed.id == attempt.id
