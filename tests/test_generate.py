@@ -152,6 +152,8 @@ def test_regions_become_stubs_in_the_student_notebook_and_plain_code_in_the_solu
         pytest.param("### BEGIN SOLUTIONS\nx = 1\n### END SOLUTIONS", 1, "malformed", id="plural"),
         pytest.param("###BEGIN SOLUTION\nx = 1\n###END SOLUTION", 1, "malformed", id="no-space"),
         pytest.param("### BEGIN_SOLUTION\nx = 1", 1, "malformed", id="underscore"),
+        pytest.param("### BEGIN SOLUTION\nx = 1\n### END SOLUTON", 3, "malformed", id="misspelt-end"),
+        pytest.param("    # Begin Soltuion\nx = 1", 1, "malformed", id="misspelt-begin"),
         pytest.param("x = 1  ### BEGIN SOLUTION\ny = 2\n### END SOLUTION", 1, "malformed", id="code-before"),
         pytest.param("### BEGIN SOLUTION\ny = 2\n### END SOLUTION  # done", 3, "malformed", id="comment-after"),
         pytest.param("BEGIN SOLUTION\nx = 1\nEND SOLUTION", 1, "malformed", id="capitals-without-hash"),
@@ -169,7 +171,8 @@ def test_bad_markers_are_refused_with_file_cell_and_line(source: str, line: int,
 
 
 def test_words_that_merely_resemble_markers_are_not_refused() -> None:
-    source = "the_end_solution = 1\nprint('we begin, solution follows')  # fine\nprint('the end solution')"
+    source = ("the_end_solution = 1\nprint('we begin, solution follows')  # fine\nprint('the end solution')\n"
+              "# end of the solving loop\n# begin solving")
     assert code_cell_source(source) == source
 
 
