@@ -319,3 +319,11 @@ def test_plot_labels_are_text_not_formulas():
                                   tests=[r.TestResult("$$", 1, 1.0, 1.0, "x"), r.TestResult("$\\frac{", 1, 0, 1, "y")])]
     for draw in (plots.score_distribution, plots.task_scores, plots.pass_rates_by_test):
         assert draw(results).startswith(b"\x89PNG")
+
+
+def test_the_feedback_footer_keeps_its_sentences_apart() -> None:
+    result = make_result("101", "Jane Doe")
+    result.submission_sha256 = "c51" + "0" * 61
+    html = render_feedback(result, week_title=WEEK_TITLE)
+    footer = html[html.index("<footer"):html.index("</footer>")]
+    assert "autograder 0.1.0. Submission SHA-256 <code>c51000000000</code>." in footer, footer
