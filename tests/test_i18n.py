@@ -29,6 +29,7 @@ from autograder.i18n.catalog import (
     extract,
     problems,
     read_catalog,
+    template_path,
     update,
     write_catalog,
 )
@@ -223,6 +224,22 @@ def test_a_misspelt_marker_is_refused_as_a_marker_not_as_a_missing_translation(c
     assert re.search(r"week99\.ipynb: cell \d+, line \d+: ", message)
     assert "translation" not in message
     assert not (course.root / "assignments").exists()
+
+
+def test_only_failure_messages_are_flagged_as_brace_format_latex_is_not(course: Course):
+    from autograder.i18n.update import update_catalogs
+
+    week = course.week("week99")
+    nb = nbformat.read(week.source_notebook, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("The points $x^{(1)}, \\dots, x^{(n)}$ are given."))
+    nbformat.write(nb, week.source_notebook)
+    update_catalogs(Course(course.root), framework=False)
+    for path in (template_path(week), catalog_path(week, "ja")):
+        entries = {block.split("msgid ", 1)[1].split("\n", 1)[0]: block
+                   for block in path.read_text(encoding="utf-8").split("\n\n") if "msgid " in block}
+        assert "python-brace-format" in entries['"square({x}) should be {y}"']
+        latex = entries['"The points $x^{(1)}, \\\\dots, x^{(n)}$ are given."']
+        assert "python-brace-format" not in latex, latex
 
 
 def test_plot_labels_in_japanese_draw_without_missing_glyphs():
