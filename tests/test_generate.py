@@ -427,6 +427,31 @@ def refused(course: Course, *says: str) -> str:
     return message
 
 
+@pytest.mark.parametrize(("cell", "says"), [
+    (new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\nassert f(1) == 1"),
+     "holds a solution region, so students would get a stub instead of the check"),
+    (new_code_cell("from autograder.testing import MissingName\nassert True"), "imports autograder"),
+    (new_markdown_cell("Check that `square(2) == 4`."), "must be a code cell of plain asserts"),
+])
+def test_a_public_check_that_would_not_reach_students_whole_or_run_on_colab_is_refused(
+        course: Course, cell: nbformat.NotebookNode, says: str) -> None:
+    cell.metadata["autograder"] = {"check": True}
+    cell.id = "public-check"
+    edit_source(course, lambda nb: nb.cells.append(cell))
+    count = len(nbformat.read(course.week("week99").source_notebook, as_version=4).cells)
+    refused(course, f'cell {count}: a public check (metadata "check": true)', says)
+
+
+def test_a_public_check_of_plain_asserts_reaches_students_as_written(course: Course) -> None:
+    check = new_code_cell("import numpy as np\nassert np.isclose(square(2), 4), 'square(2) should be 4'",
+                          metadata={"autograder": {"check": True}})
+    check.id = "public-check"
+    edit_source(course, lambda nb: nb.cells.append(check))
+    generate_week(course.week("week99"))
+    student = nbformat.read(course.week("week99").assignment_notebook, as_version=4)
+    assert student.cells[-1].source == check.source and student.cells[-1].metadata.autograder.check is True
+
+
 def test_a_hand_graded_task_without_a_model_answer_cell_is_refused(course: Course) -> None:
     def forget_answer_metadata(nb):
         del nb.cells[7].metadata["autograder"]
