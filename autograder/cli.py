@@ -38,9 +38,9 @@ CourseOption = Annotated[Path | None, typer.Option("--course", help="the course 
 
 
 WeekArg = Annotated[str, typer.Argument(help="the week, e.g. week01")]
-OutOption = Annotated[
-    Path | None, typer.Option("--out", help="the results folder (default: results/WEEK in the course)")
-]
+OutOption = Annotated[Path | None, typer.Option("--out", help=(
+    "the results folder (default: the one beside the sheet holding the graded batch, else results/WEEK or "
+    "results/WEEK-notebooks, whichever holds one)"))]
 GradeOutOption = Annotated[Path | None, typer.Option("--out", help=(
     "the results folder (default: results/WEEK in the course for a Moodle export, "
     "results/WEEK-notebooks for loose notebooks, so the two never mix)"))]
@@ -198,11 +198,14 @@ def merge_manual(
     allow_pending: AllowPendingOption = False,
     course: CourseOption = None,
 ) -> None:
-    """Fold marks given by hand into the totals, the worksheet, the feedback and the report."""
+    """Fold marks given by hand into the totals, the worksheet, the feedback and the report
+    (default folder: the graded batch the sheet belongs to)."""
+    from autograder.batch import marked_batch_dir
     from autograder.batch import merge_manual as merge
 
-    the_week, folder = _locate(week, course, out_dir)
+    the_week = _locate(week, course, None)[0]
     try:
+        folder = out_dir or marked_batch_dir(the_week, sheet)
         stored, unmarked, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet,
                                           allow_pending=allow_pending)
     except AutograderError as exc:
@@ -454,7 +457,7 @@ def i18n_update(
     weeks: Annotated[list[str] | None, typer.Argument(help="weeks to extract (default: all)")] = None,
     course: CourseOption = None,
 ) -> None:
-    """Extract the .pot templates again and merge every offered language's .po catalog."""
+    """Extract the .pot templates again and merge every language's .po catalog; says which files changed."""
     from autograder.i18n.update import update_catalogs
 
     try:
@@ -465,6 +468,8 @@ def i18n_update(
     for path in written:
         out.print(f"wrote {path.relative_to(found.root) if path.is_relative_to(found.root) else path}",
                   highlight=False)
+    if not written:
+        out.print("every catalog is up to date", highlight=False)
 
 
 @i18n_app.command("status")
@@ -472,7 +477,8 @@ def i18n_status(
     weeks: Annotated[list[str] | None, typer.Argument(help="weeks to check (default: all)")] = None,
     course: CourseOption = None,
 ) -> None:
-    """How many strings each language still lacks, per week (exit 1 while any does)."""
+    """Per week, the languages offered and what each catalog still lacks (exit 1 while an
+    offered language lacks something, which `generate` refuses)."""
     from autograder.i18n.status import catalog_status
 
     try:
@@ -480,12 +486,13 @@ def i18n_status(
         rows = catalog_status(found, weeks=weeks or ())
     except AutograderError as exc:
         _fail(exc)
-    table = Table("catalog", "language", "messages", "lacking")
+    table = Table("catalog", "language", "offered", "messages", "lacking")
     for row in rows:
-        table.add_row(row.catalog, row.language, str(row.messages),
-                      f"[red]{row.lacking}[/]" if row.lacking else "0")
+        colour = "red" if row.blocks else "yellow"
+        table.add_row(row.catalog, row.language, row.offer, str(row.messages),
+                      f"[{colour}]{row.lacking}[/]" if row.lacking else "0")
     out.print(table)
-    if any(row.lacking for row in rows):
+    if any(row.blocks for row in rows):
         raise typer.Exit(1)
 
 

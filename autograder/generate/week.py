@@ -1,10 +1,11 @@
 """Generating a week's files, or checking that the committed ones are what generation writes.
 
 Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each holds one
-folder per language the course offers (``en/``, ``ja/``...) with the week's generated
+folder per language the week offers (``en/``, ``ja/``...) with the week's generated
 notebook in that language and a copy of the week's ``data/`` folder. Anything else found
 there is ``extra`` (reported by a check, deleted by a write). The source folder holds only
-the notebook, ``tests/``, ``data/``, ``locale/`` (translations) and ``audit.toml``: any other file is refused, since it
+the notebook, ``tests/``, ``data/``, ``locale/`` (translations), ``audit.toml`` and ``week.toml`` (the week's
+languages): any other file is refused, since it
 would otherwise be either copied where the sandbox cannot see it or silently dropped. Hidden files and ``__pycache__``
 are never copied, reported or deleted
 (Jupyter's ``.ipynb_checkpoints`` lives there).
@@ -20,7 +21,7 @@ from typing import Literal
 from autograder.course import Course, Week
 from autograder.exceptions import GenerationError
 from autograder.generate.notebook_io import read_source, to_bytes
-from autograder.generate.pipeline import solution_notebook, student_notebook
+from autograder.generate.pipeline import check_markers, solution_notebook, student_notebook
 from autograder.generate.validate import validate_week
 from autograder.i18n.generation import language_plans
 
@@ -85,9 +86,12 @@ def generate_weeks(weeks: Iterable[Week], *, check: bool = False) -> list[Differ
 
 def plan_week(week: Week) -> Plan:
     """The student and solution notebooks of ``week`` in every offered language, and its
-    copied files, as bytes. A language whose catalog lacks a translation is refused."""
+    copied files, as bytes. The week's structure is checked first (its declarations, tests
+    and solution markers), then its translations: a language whose catalog lacks a
+    translation is refused."""
     source = read_source(week.source_notebook)
     validate_week(week, source)
+    check_markers(source, path=week.source_notebook)  # a misspelt marker is no missing translation
     assignments, solutions = week.root / "assignments" / week.name, week.root / "solutions" / week.name
     files: dict[Path, bytes] = {}
     copied = _copied_files(week)
@@ -134,7 +138,7 @@ def apply(plan: Plan, differences: Iterable[Difference]) -> None:
                 directory.rmdir()
 
 
-ALLOWED = ("tests", "data", "audit.toml", "locale")  # besides the notebook itself
+NOT_COPIED = ("tests", "audit.toml", "locale", "week.toml")  # with data/ and the notebook: all a week's folder holds
 
 
 def _copied_files(week: Week) -> list[Path]:
@@ -143,7 +147,7 @@ def _copied_files(week: Week) -> list[Path]:
     copied = []
     for path in _files_under(week.source_dir):
         relative = path.relative_to(week.source_dir)
-        if path == week.source_notebook or relative.parts[0] in ("tests", "audit.toml", "locale"):
+        if path == week.source_notebook or relative.parts[0] in NOT_COPIED:
             continue
         if path.suffix == ".ipynb":
             raise GenerationError(
@@ -153,8 +157,8 @@ def _copied_files(week: Week) -> list[Path]:
         if relative.parts[0] != "data" or len(relative.parts) == 1:
             raise GenerationError(
                 f"{path}: nothing was written: a week's folder holds only {week.source_notebook.name}, tests/, data/, "
-                "locale/ and audit.toml. Move a data file into data/ (copied to the student and solution folders and "
-                "readable at data/ while grading), or move the file out of the week's folder."
+                "locale/, audit.toml and week.toml. Move a data file into data/ (copied to the student and solution "
+                "folders and readable at data/ while grading), or move the file out of the week's folder."
             )
         copied.append(relative)
     return copied
