@@ -116,9 +116,9 @@ def register_and_add_week(lms: Lms, week: str = "week01") -> httpx.Response:
     """What an admin and an instructor do once: dynamic registration, then adding the week by deep linking."""
     browser = lms.browser()
     token = lms.platform.new_registration_token()
-    page = browser.get(f"{lms.tool_url}/lti/register", params={
+    page = browser.get(lms.app.state.tool.new_registration_url(), params={
         "openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
-        "registration_token": token, "secret": lms.app.state.tool.registration_secret})
+        "registration_token": token})
     assert page.status_code == 200, page.text
     picker = browser.get(f"{lms.platform_url}/start", params={"user": "t1", "role": "instructor",
                                                               "deep_link": "true"})
