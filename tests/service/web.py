@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
+from autograder.service.edge import EdgeLimits, uvicorn_config
+
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and localhost: (certificate, key) files."""
@@ -53,11 +55,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: Any, port: int, *, certificate: tuple[Path, Path] | None = None) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread on 127.0.0.1:port; yields its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            ssl_certfile=str(certificate[0]) if certificate else None,
-                            ssl_keyfile=str(certificate[1]) if certificate else None)
+def serving(app: Any, port: int, *, certificate: tuple[Path, Path] | None = None,
+            limits: EdgeLimits | None = None) -> Iterator[str]:
+    """Run ``app`` with uvicorn in a thread on 127.0.0.1:port, configured as ``autograder serve``
+    configures it (the edge's connection cap and timeouts); yields its base URL."""
+    config = uvicorn_config(app, host="127.0.0.1", port=port, limits=limits or EdgeLimits(), tls=certificate,
+                            proxy_headers=False, lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
