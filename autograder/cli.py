@@ -403,7 +403,8 @@ def serve(
                     announce=lambda tool: err.print(
                         f"one-time registration URL for an LMS admin (good for one registration within a day; "
                         f"`autograder serve --registration-url` prints another): {tool.new_registration_url()}\n"
-                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False))
+                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False,
+                        soft_wrap=True))
     except AutograderError as exc:
         _fail(exc)
 

@@ -617,4 +617,7 @@ def run_service(settings: Settings, course: Course, *, host: str, port: int, job
     raise_open_files_limit()
     with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
         announce(app.state.tool)
-        uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=settings.edge, tls=tls)).run()
+        try:
+            uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=settings.edge, tls=tls)).run()
+        except KeyboardInterrupt:  # SIGINT, re-raised by uvicorn once it has shut down: a clean stop
+            pass
