@@ -73,8 +73,8 @@ class Settings:
     data: Path                           # keys, registrations, login states
     tool_name: str = "ML autograder"
     upload_limit_bytes: int = 5 * 1024 * 1024
-    requests_per_minute: int = 120       # per user, every route
-    uploads_per_minute: int = 6          # per user, on top of the course's own minimum interval
+    requests_per_minute: int = 120       # per (issuer, user), every route
+    uploads_per_minute: int = 6          # per (issuer, user), on top of the course's own minimum interval
     launches_per_minute: int = 1200      # per address (a campus NAT is one address for a whole class)
     edge: EdgeLimits = field(default_factory=EdgeLimits)  # connections, timeouts, body sizes
 
@@ -189,15 +189,19 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         response.headers.append("set-cookie", f"{name}={value}; Max-Age={max_age}; Path=/; HttpOnly; Secure; "
                                               "SameSite=None; Partitioned")
 
-    def session_of(request: Request) -> Session:
-        raw = request.cookies.get(SESSION_COOKIE)
-        if not raw:
-            raise Refused(401, "There is no session: open this activity from the course page in the LMS.")
+    def cookie_session(request: Request) -> Session | None:
+        """The session the browser's cookie holds, if it is ours, signed and not expired."""
         try:
-            session = Session(**signer.loads(raw, max_age=SESSION_LIFETIME_S))
+            return Session(**signer.loads(request.cookies.get(SESSION_COOKIE) or "", max_age=SESSION_LIFETIME_S))
         except (BadSignature, TypeError):  # TypeError: signed by an older version, other fields
-            raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS."
-                          ) from None
+            return None
+
+    def session_of(request: Request) -> Session:
+        if not request.cookies.get(SESSION_COOKIE):
+            raise Refused(401, "There is no session: open this activity from the course page in the LMS.")
+        session = cookie_session(request)
+        if session is None:
+            raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS.")
         wait = per_user.allow(session.who)
         if wait:
             raise Refused(429, f"Too many requests: wait {wait:.0f} s and try again.")
@@ -287,9 +291,8 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     def earlier_weeks(request: Request, launch: Launch) -> list[str]:
         """The weeks this browser's session was launched into before, if it is the same user in
         the same course (two activities open in two tabs both keep working)."""
-        try:
-            earlier = Session(**signer.loads(request.cookies.get(SESSION_COOKIE) or "", max_age=SESSION_LIFETIME_S))
-        except (BadSignature, TypeError):
+        earlier = cookie_session(request)
+        if earlier is None:
             return []
         same = (earlier.issuer, earlier.user, earlier.context) == (launch.platform.issuer, launch.sub, launch.context)
         return earlier.weeks if same else []

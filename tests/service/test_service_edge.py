@@ -32,7 +32,7 @@ from autograder.service.app import SESSION_COOKIE, STATE_COOKIE
 from autograder.service.edge import EdgeLimits
 from tests.service.lms import Lms, register_and_add_week, running_lms, unique
 from tests.service.lti_platform import PlatformState, create_platform
-from tests.service.web import Browser, forms, free_port, make_certificate, serving, wait_until
+from tests.service.web import Browser, forms, free_port, make_certificate, serving, wait_for_server, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "week01"
@@ -435,14 +435,7 @@ def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_
     url = f"https://127.0.0.1:{port}"
     verify = ssl.create_default_context(cafile=str(certificate[0]))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/lti/jwks", verify=verify, timeout=2)
-                break
-            except httpx.TransportError:
-                assert server.poll() is None and time.monotonic() < deadline, server.communicate()
-                time.sleep(0.3)
+        wait_for_server(f"{url}/lti/jwks", server, verify=verify)
         held = [tls_socket(url, certificate[0]) for _ in range(4)]
         extra = tls_socket(url, certificate[0])
         assert closed_within(extra, 1.0)  # the fifth

@@ -10,6 +10,7 @@ import datetime as dt
 import ipaddress
 import socket
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -128,6 +129,19 @@ class Browser:
 
 
 T = TypeVar("T")
+
+
+def wait_for_server(url: str, process: subprocess.Popen[str], timeout: float = 60.0,
+                    **options: Any) -> httpx.Response:
+    """The first answer to GET ``url`` from a server ``process`` that is starting (``options``
+    go to httpx); AssertionError with its output if it exits or does not answer in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return httpx.get(url, timeout=2, **options)
+        except httpx.TransportError:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.3)
 
 
 def wait_until(check: Callable[[], T | None], timeout: float = 180.0) -> T:
