@@ -7,8 +7,10 @@ would give are the service's own, in two layers:
 - **connections** (``edge_protocol``, uvicorn's h11 protocol with two additions): at most
   ``max_connections`` open at once (one more is closed as soon as it is accepted, before a
   byte is read), and a connection that has not sent a whole request head within
-  ``header_timeout_s`` is closed (uvicorn alone waits for ever: 1,025 half-sent heads used
-  up its file descriptors). uvicorn's own limits stay on: the keep-alive timeout between
+  ``header_timeout_s``, or nothing for ``keep_alive_s`` between requests, is dropped at once
+  (uvicorn alone waits for ever for a first head, 1,025 half-sent heads used up its file
+  descriptors; and its graceful close of an idle TLS connection keeps it, counted, until the
+  client answers or 30 s pass). uvicorn's own limits stay on: the keep-alive timeout between
   requests, ``limit_concurrency`` (503 past it), h11's cap on the size of a request head.
 - **bodies** (``BodyLimit``, an ASGI middleware): every request body is counted while it
   streams in, ``Content-Length`` or not (chunked), and refused with 413 the moment it is over
@@ -80,9 +82,16 @@ def edge_protocol(limits: EdgeLimits) -> type[H11Protocol]:
 
         def _head_timeout(self) -> None:
             # ``cycle`` is set once a whole request head has arrived; later heads on the same
-            # connection are under uvicorn's keep-alive timeout
+            # connection are under the keep-alive timeout below
             if getattr(self, "cycle", None) is None and not self.transport.is_closing():
-                self.transport.close()
+                self.transport.abort()
+
+        def timeout_keep_alive_handler(self) -> None:
+            # uvicorn closes an idle connection gracefully; over TLS that waits up to 30 s for the
+            # client's close_notify, with the connection still counted against the cap. A client
+            # that sent nothing for ``keep_alive_s`` gets no such grace: the connection is dropped.
+            if not self.transport.is_closing():
+                self.transport.abort()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._head_timer is None:  # refused by connection_made: nothing was set up
