@@ -4,14 +4,14 @@ any route sees them.
 ``autograder serve`` may run with no proxy in front (``--tls-cert``), so the limits a proxy
 would give are the service's own, in two layers:
 
-- **connections** (``edge_protocol``, uvicorn's h11 protocol with two additions): at most
+- **connections** (``edge_protocol``, uvicorn's h11 protocol with a cap and firmer timeouts): at most
   ``max_connections`` open at once (one more is closed as soon as it is accepted, before a
   byte is read), and a connection that has not sent a whole request head within
   ``header_timeout_s``, or nothing for ``keep_alive_s`` between requests, is dropped at once
   (uvicorn alone waits for ever for a first head, 1,025 half-sent heads used up its file
   descriptors; and its graceful close of an idle TLS connection keeps it, counted, until the
-  client answers or 30 s pass). uvicorn's own limits stay on: the keep-alive timeout between
-  requests, ``limit_concurrency`` (503 past it), h11's cap on the size of a request head.
+  client answers or 30 s pass). uvicorn's own limits stay on: ``limit_concurrency`` (503
+  past it) and h11's cap on the size of a request head.
 - **bodies** (``BodyLimit``, an ASGI middleware): every request body is counted while it
   streams in, ``Content-Length`` or not (chunked), and refused with 413 the moment it is over
   its route's limit (the upload limit on the upload route, ``form_limit_bytes`` on every other
@@ -68,7 +68,8 @@ def token(value: object, what: str) -> str:
 
 
 def edge_protocol(limits: EdgeLimits) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a connection cap and a timeout on the first request head."""
+    """uvicorn's h11 protocol with a connection cap, a timeout on the first request head, and
+    connections it gives up on dropped rather than closed gracefully."""
 
     class EdgeProtocol(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
