@@ -371,29 +371,43 @@ def serve(
     upload_limit_mib: Annotated[float, typer.Option("--upload-limit", help="largest notebook accepted, MiB")] = 5.0,
     rotate_key: Annotated[bool, typer.Option("--rotate-key", help="make a new signing key (the old one stays "
                                              "published) and exit")] = False,
+    registration_url: Annotated[bool, typer.Option("--registration-url", help="print a new one-time registration "
+                                                   "URL for an LMS admin (good for one registration within a "
+                                                   "day) and exit")] = False,
+    max_connections: Annotated[int | None, typer.Option("--max-connections", min=1, help="connections open at once "
+                                                        "(default 400); one more is closed at once (docs/LMS.md)")
+                               ] = None,
     tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="serve https directly with this "
                                                   "certificate (PEM), without a TLS proxy")] = None,
     tls_key: Annotated[Path | None, typer.Option("--tls-key", help="the certificate's private key (PEM)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
-    from autograder.service.app import Settings, run_service
+    from autograder.service.app import Settings, Tool, run_service
+    from autograder.service.edge import EdgeLimits
     from autograder.service.keys import ToolKeys
 
     try:
         found = Course.locate(course)
         settings = Settings(public_url=public_url, data=data or found.root / "service-data",
-                            upload_limit_bytes=int(upload_limit_mib * 2**20))
+                            upload_limit_bytes=int(upload_limit_mib * 2**20),
+                            edge=EdgeLimits(**({} if max_connections is None else
+                                                {"max_connections": max_connections})))
         if rotate_key:
             out.print(f"new signing key: {ToolKeys(settings.data / 'keys').rotate()}")
+            return
+        if registration_url:
+            out.print(Tool(settings).new_registration_url(), highlight=False, soft_wrap=True)
             return
         if (tls_cert is None) != (tls_key is None):
             raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
         run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
                     tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
                     announce=lambda tool: err.print(
-                        f"registration URL for the LMS admin (keep it private): {tool.registration_url}\n"
-                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False))
+                        f"one-time registration URL for an LMS admin (good for one registration within a day; "
+                        f"`autograder serve --registration-url` prints another): {tool.new_registration_url()}\n"
+                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False,
+                        soft_wrap=True))
     except AutograderError as exc:
         _fail(exc)
 

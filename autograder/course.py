@@ -196,8 +196,11 @@ class Course:
 
 
 def normalise_week_name(name: str) -> str:
-    """Accept ``week01``, ``week1``, ``01`` and ``1`` for the same week."""
+    """Accept ``week01``, ``week1``, ``01`` and ``1`` for the same week.
+
+    ASCII only: ``str.lower`` folds the Kelvin sign into ``k``, so ``wee\u212a01`` would
+    otherwise be week01 under a name no other check expects."""
     digits = name.lower().removeprefix("week")
-    if digits.isascii() and digits.isdigit() and len(digits) <= 4:  # int() refuses '²' and 4,300 digits
+    if name.isascii() and digits.isdigit() and len(digits) <= 4:  # int() refuses '²' and 4,300 digits
         return f"week{int(digits):02d}"
     raise CourseError(f"{name!r} is not a week name: use week01 ... week06 (or just 1 ... 6)")

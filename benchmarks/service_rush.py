@@ -94,10 +94,11 @@ class Server:
         self.peak_rss = max(self.peak_rss, rss)
 
 
-def registration_secret(log: Path) -> str:
+def registration_url(log: Path) -> str:
+    """The one-time registration URL ``autograder serve`` printed when it started."""
     for line in log.read_text().splitlines():
-        if "?secret=" in line:
-            return line.split("?secret=")[1].split()[0]
+        if "/lti/register/" in line:
+            return "https://" + line.split("https://")[-1].split()[0]
     raise RuntimeError(f"no registration URL in {log}")
 
 
@@ -131,9 +132,9 @@ def main() -> None:
     with serving(create_platform(state), platform_port) as lms:
         server.start()
         admin = Browser(certificate[0])
-        admin.get(f"{tool}/lti/register", params={
+        admin.get(registration_url(server.log), params={
             "openid_configuration": f"{lms}/.well-known/openid-configuration",
-            "registration_token": state.new_registration_token(), "secret": registration_secret(server.log)})
+            "registration_token": state.new_registration_token()})
         picker = admin.get(f"{lms}/start", params={"user": "teacher", "role": "instructor", "deep_link": "true"})
         link = admin.submit(picker, "pick", data={"week": "week01"}).json()["created"][0]["resource_link_id"]
 

@@ -4,19 +4,21 @@ Everything a browser sees comes from here; grading, the queue and the outbox are
 store's and the runner's (store.py, runner.py, outbox.py).  The app runs behind a TLS
 reverse proxy inside the LMS's iframe, so its session cookie is ``SameSite=None; Secure;
 Partitioned`` (third-party cookies otherwise vanish), every form carries a CSRF token,
-learner and instructor routes check the role the launch carried, and each user's
-requests are rate-limited.
+learner and instructor routes check the role the launch carried, a session uploads only
+to the weeks it was launched into, and each user's requests are rate-limited. What a
+connection, a body and a client's value may be is decided before any route, in edge.py.
 """
 
 from __future__ import annotations
 
 import hmac
 import io
+import re
 import secrets
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +36,7 @@ from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, LaunchRefused, Refused, SubmissionError
 from autograder.manual import task_answer
 from autograder.notebook import read_notebook
+from autograder.service.edge import BodyLimit, EdgeLimits, raise_open_files_limit, token, uvicorn_config
 from autograder.service.keys import ToolKeys, _write_private
 from autograder.service.lti import (
     DEEP_LINKING,
@@ -53,9 +56,13 @@ if TYPE_CHECKING:
     from autograder.service.policy import WeekPolicy
     from autograder.service.store import Attempt, Store
 
-SESSION_COOKIE = "ag-session"
-STATE_COOKIE = "ag-lti-state"
+# ``__Host-``: the browser takes these only over https (or from localhost), with Path=/ and no
+# Domain, so a sibling subdomain cannot plant ("toss") a session or a state of its own choosing
+SESSION_COOKIE = "__Host-ag-session"
+STATE_COOKIE = "__Host-ag-lti-state"
 SESSION_LIFETIME_S = 8 * 3600
+UPLOAD_FORM_OVERHEAD = 64 * 1024  # the multipart envelope around the notebook and the CSRF field
+MARK_FIELD = re.compile(r"points-(\d{1,18})-(\d{1,6})")
 
 
 @dataclass(frozen=True)
@@ -66,9 +73,10 @@ class Settings:
     data: Path                           # keys, registrations, login states
     tool_name: str = "ML autograder"
     upload_limit_bytes: int = 5 * 1024 * 1024
-    requests_per_minute: int = 120       # per user, every route
-    uploads_per_minute: int = 6          # per user, on top of the course's own minimum interval
+    requests_per_minute: int = 120       # per (issuer, user), every route
+    uploads_per_minute: int = 6          # per (issuer, user), on top of the course's own minimum interval
     launches_per_minute: int = 1200      # per address (a campus NAT is one address for a whole class)
+    edge: EdgeLimits = field(default_factory=EdgeLimits)  # connections, timeouts, body sizes
 
 
 class Tool:
@@ -84,14 +92,15 @@ class Tool:
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
         self.session_secret = _secret(settings.data / "keys" / "session.secret")
-        # Only who knows it may register a platform: otherwise anyone could point the tool at
-        # their own "LMS" and have it fetch URLs and grade for them.
-        self.registration_secret = _secret(settings.data / "keys" / "registration.secret").hex()[:32]
 
-    @property
-    def registration_url(self) -> str:
-        """The one URL a Moodle admin pastes (secret included): printed by ``autograder serve``."""
-        return f"{self.urls.register}?secret={self.registration_secret}"
+    def new_registration_url(self) -> str:
+        """The one URL a Moodle admin pastes: good for one registration within a day.
+
+        Only who holds one may register a platform (otherwise anyone could point the tool at
+        their own "LMS" and have it fetch URLs and grade for them). The code is in the path,
+        not a query string, and spent by its first use, so a copy left in a log or a browser
+        history registers nothing."""
+        return f"{self.urls.register}/{self.states.new_registration_code()}"
 
 
 def _secret(path: Path) -> bytes:
@@ -106,13 +115,19 @@ def _secret(path: Path) -> bytes:
 class Session:
     """Who is at the browser, from the last launch; signed into the session cookie."""
 
+    issuer: str
     user: str
     context: str
     name: str
     instructor: bool
-    week: str | None
+    weeks: list[str]  # the weeks (canonical names) this browser was launched into, in this context
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     deep_link: dict[str, str | None] | None = None
+
+    @property
+    def who(self) -> tuple[str, str]:
+        """The user as rate limits count them: one platform's user 7 is not another's."""
+        return self.issuer, self.user
 
 
 class RateLimiter:
@@ -120,10 +135,10 @@ class RateLimiter:
 
     def __init__(self, rate: int) -> None:
         self.rate = rate
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self._buckets: dict[Hashable, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
-    def allow(self, key: str) -> float:
+    def allow(self, key: Hashable) -> float:
         """0 when the request may go on, else the seconds to wait."""
         now = time.monotonic()
         with self._lock:
@@ -156,6 +171,8 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     grader started when a student opens its upload page (the upload then skips the cold start),
     ``syncs`` gives the state of the Moodle Assignment syncs for the instructors' pages."""
     app = FastAPI(title=settings.tool_name, docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(BodyLimit, limit_for=_body_limits(settings), idle_timeout_s=settings.edge.body_idle_timeout_s,
+                       total_timeout_s=settings.edge.body_timeout_s)
     templates = _templates()
     signer = URLSafeTimedSerializer(tool.session_secret, salt="ag-session")
     per_user = RateLimiter(settings.requests_per_minute)
@@ -172,17 +189,20 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         response.headers.append("set-cookie", f"{name}={value}; Max-Age={max_age}; Path=/; HttpOnly; Secure; "
                                               "SameSite=None; Partitioned")
 
-    def session_of(request: Request) -> Session:
-        raw = request.cookies.get(SESSION_COOKIE)
-        if not raw:
-            raise Refused(401, "There is no session: open this activity from the course page in the LMS.")
+    def cookie_session(request: Request) -> Session | None:
+        """The session the browser's cookie holds, if it is ours, signed and not expired."""
         try:
-            data = signer.loads(raw, max_age=SESSION_LIFETIME_S)
-        except BadSignature:
-            raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS."
-                          ) from None
-        session = Session(**data)
-        wait = per_user.allow(session.user)
+            return Session(**signer.loads(request.cookies.get(SESSION_COOKIE) or "", max_age=SESSION_LIFETIME_S))
+        except (BadSignature, TypeError):  # TypeError: signed by an older version, other fields
+            return None
+
+    def session_of(request: Request) -> Session:
+        if not request.cookies.get(SESSION_COOKIE):
+            raise Refused(401, "There is no session: open this activity from the course page in the LMS.")
+        session = cookie_session(request)
+        if session is None:
+            raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS.")
+        wait = per_user.allow(session.who)
         if wait:
             raise Refused(429, f"Too many requests: wait {wait:.0f} s and try again.")
         return session
@@ -199,11 +219,13 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
 
     async def checked_form(request: Request, session: Session) -> dict[str, Any]:
         form = await request.form()
-        if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
+        if not hmac.compare_digest(token(form.get("csrf"), "form's CSRF token"), session.csrf):
             raise Refused(403, "The form is stale or was not sent from this page (CSRF check): reload and retry.")
         return dict(form)
 
     def week_of(name: str) -> Week:
+        """The week a path or a launch names, by its canonical name (``1``, ``week1``, ``WEEK01``
+        are week01): every route goes on with ``week.name`` only, so an alias is never stored."""
         try:
             return course.week(name)
         except CourseError as exc:
@@ -234,16 +256,22 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
 
     @app.get("/lti/config")
     def config() -> HTMLResponse:
-        return page("config.html.j2", values=tool.urls.manual_values(), register_url=tool.urls.register,
-                    platforms=tool.platforms.all())
+        # the values an admin types; which platforms are registered is no one else's business
+        return page("config.html.j2", values=tool.urls.manual_values(), register_url=tool.urls.register)
 
     @app.get("/lti/register")
-    def register(request: Request, openid_configuration: str, registration_token: str | None = None,
-                 secret: str = "") -> HTMLResponse:
+    def register_without_code(request: Request) -> HTMLResponse:
         limit_address(request)
-        if not hmac.compare_digest(secret, tool.registration_secret):
-            raise Refused(403, "This registration URL lacks the tool's secret: use the URL `autograder serve` "
-                               "prints when it starts (…/lti/register?secret=…).")
+        raise Refused(403, "This registration URL lacks its one-time code: run `autograder serve --registration-url` "
+                           "on the server and paste the URL it prints (…/lti/register/<code>).")
+
+    @app.get("/lti/register/{code}")
+    def register(request: Request, code: str, openid_configuration: str,
+                 registration_token: str | None = None) -> HTMLResponse:
+        limit_address(request)
+        if not tool.states.use_registration_code(token(code, "registration code")):
+            raise Refused(403, "This registration URL is used up, expired or was never issued here: run "
+                               "`autograder serve --registration-url` on the server for a new one.")
         platform = register_dynamically(tool.client, openid_configuration=openid_configuration,
                                         registration_token=registration_token, urls=tool.urls,
                                         tool_name=settings.tool_name, platforms=tool.platforms)
@@ -260,32 +288,42 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         set_cookie(response, STATE_COOKIE, state, 600)
         return response
 
+    def earlier_weeks(request: Request, launch: Launch) -> list[str]:
+        """The weeks this browser's session was launched into before, if it is the same user in
+        the same course (two activities open in two tabs both keep working)."""
+        earlier = cookie_session(request)
+        if earlier is None:
+            return []
+        same = (earlier.issuer, earlier.user, earlier.context) == (launch.platform.issuer, launch.sub, launch.context)
+        return earlier.weeks if same else []
+
     @app.post("/lti/launch")
     async def launch(request: Request) -> Response:
         limit_address(request)
         form = await request.form()
-        launch = tool.validator.validate(str(form.get("id_token", "")), str(form.get("state", "")),
-                                         request.cookies.get(STATE_COOKIE))
+        launch = tool.validator.validate(str(form.get("id_token", "")), token(form.get("state"), "launch's state"),
+                                         token(request.cookies.get(STATE_COOKIE), "login state cookie"))
         store.remember_user(launch.context, launch.sub, launch.name, launch.email)
         if launch.message_type == DEEP_LINKING:
             if not launch.is_instructor:
                 raise Refused(403, "Only instructors add activities.")
-            session = Session(user=launch.sub, context=launch.context, name=launch.name, instructor=True,
-                              week=None, deep_link=_deep_link_fields(launch))
+            session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context,
+                              name=launch.name, instructor=True, weeks=[], deep_link=_deep_link_fields(launch))
             return save(RedirectResponse("/deep-link", status_code=303), session)
-        week = str(launch.custom.get("week") or "")
-        if not week:
+        named = str(launch.custom.get("week") or "")
+        if not named:
             raise Refused(400, "This activity names no week: the instructor adds it again through the "
                                "tool's activity picker, or sets the custom parameter week=weekNN.")
-        week_of(week)
+        week = week_of(named).name
         if launch.lineitem:
             store.set_lineitem(launch.context, week, launch.lineitem)
             tool.states.bind_lineitem(launch.lineitem, launch.platform)
-        session = Session(user=launch.sub, context=launch.context, name=launch.name,
-                          instructor=launch.is_instructor, week=week)
+        weeks = [w for w in earlier_weeks(request, launch) if w != week] + [week]
+        session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context, name=launch.name,
+                          instructor=launch.is_instructor, weeks=weeks)
         target = f"/instructor/{week}" if launch.is_instructor else f"/week/{week}"
         response = save(RedirectResponse(target, status_code=303), session)
-        response.delete_cookie(STATE_COOKIE, path="/", secure=True, samesite="none")
+        set_cookie(response, STATE_COOKIE, "", 0)  # spent; deleted with the same attributes it was set with
         return response
 
     @app.get("/deep-link")
@@ -310,39 +348,38 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
 
     # ---- students ------------------------------------------------------------------------
 
-    def own_week(request: Request, name: str) -> Session:
+    def own_week(request: Request, name: str) -> tuple[Session, Week]:
+        """The session and the week, if this session was launched into that week: a learner
+        launched from week 1's activity cannot upload to (and be graded in) week 4's."""
         session = session_of(request)
-        week_of(name)
-        return session
+        week = week_of(name)
+        if week.name not in session.weeks:
+            raise Refused(403, f"This page was not opened from {week.name}'s activity: open {week.name} from the "
+                               "course page in the LMS.")
+        return session, week
 
     @app.get("/week/{name}")
     def student_week(name: str, request: Request) -> HTMLResponse:
-        session = own_week(request, name)
-        week = week_of(name)
-        warm(name)
-        attempts = store.attempts(context=session.context, user=session.user, week=name)
+        session, week = own_week(request, name)
+        warm(week.name)
+        attempts = store.attempts(context=session.context, user=session.user, week=week.name)
         return page("week.html.j2", week=week, attempts=list(reversed(attempts)), csrf=session.csrf,
-                    counted=store.counted_score(context=session.context, user=session.user, week=name),
-                    policy=policy_for(name), limit_mib=settings.upload_limit_bytes / 2**20,
+                    counted=store.counted_score(context=session.context, user=session.user, week=week.name),
+                    policy=policy_for(week.name), limit_mib=settings.upload_limit_bytes / 2**20,
                     session=session)
 
     @app.post("/week/{name}/upload")
     async def upload(name: str, request: Request) -> Response:
-        session = own_week(request, name)
+        session, week = own_week(request, name)
         try:
-            return await _upload(name, request, session)
+            return await _upload(week.name, request, session)
         except Refused as exc:
-            exc.back = f"/week/{name}"
+            exc.back = f"/week/{week.name}"
             raise
 
     async def _upload(name: str, request: Request, session: Session) -> Response:
-        declared = int(request.headers.get("content-length") or 0)
-        if declared > settings.upload_limit_bytes + 64 * 1024:
-            raise Refused(413, f"The upload is {declared / 2**20:.1f} MiB, over the "
-                               f"{settings.upload_limit_bytes / 2**20:.0f} MiB limit: clear the notebook's "
-                               "outputs (Kernel > Restart & Clear Output) and upload it again.")
-        form = await checked_form(request, session)
-        wait = uploads.allow(session.user)
+        form = await checked_form(request, session)  # its size: BodyLimit, while it streams in
+        wait = uploads.allow(session.who)
         if wait:
             raise Refused(429, f"Too many uploads: wait {wait:.0f} s and try again.")
         file = form.get("notebook")
@@ -370,7 +407,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     def own_attempt(request: Request, attempt_id: int) -> tuple[Session, Attempt]:
         session = session_of(request)
         attempt = store.attempt(attempt_id, context=session.context,
-                                user=None if session.instructor else session.user)
+                                user=None if session.instructor else session.user) if 0 < attempt_id < 2**63 else None
         if attempt is None:
             raise Refused(403, "This attempt is not yours: you see only your own attempts.")
         return session, attempt
@@ -404,16 +441,16 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     def instructor_week(name: str, request: Request) -> HTMLResponse:
         session = instructor_of(request)
         week = week_of(name)
-        attempts = store.week_attempts(context=session.context, week=name)
+        attempts = store.week_attempts(context=session.context, week=week.name)
         latest: dict[str, Attempt] = {}
         for attempt in attempts:
             if attempt.user not in latest or attempt.number > latest[attempt.user].number:
                 latest[attempt.user] = attempt
         counts = {user: sum(a.user == user for a in attempts) for user in latest}
-        counted = {user: store.counted_score(context=session.context, user=user, week=name) for user in latest}
+        counted = {user: store.counted_score(context=session.context, user=user, week=week.name) for user in latest}
         return page("instructor.html.j2", week=week, latest=sorted(latest.values(), key=lambda a: a.user),
-                    lineitem=store.lineitem(session.context, name),
-                    counts=counts, counted=counted, posts=store.posts(context=session.context, week=name),
+                    lineitem=store.lineitem(session.context, week.name),
+                    counts=counts, counted=counted, posts=store.posts(context=session.context, week=week.name),
                     names={user: store.user_name(session.context, user) or user for user in latest},
                     syncs=[status for status in syncs() if status.entry.week == week.name],
                     csrf=session.csrf, session=session)
@@ -422,10 +459,10 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     async def regrade(name: str, request: Request) -> Response:
         session = instructor_of(request)
         await checked_form(request, session)
-        week_of(name)
-        store.regrade(context=session.context, week=name)
+        week = week_of(name)
+        store.regrade(context=session.context, week=week.name)
         wake()
-        return RedirectResponse(f"/instructor/{name}", status_code=303)
+        return RedirectResponse(f"/instructor/{week.name}", status_code=303)
 
     @app.post("/instructor/{name}/posts/{post_id}/resend")
     async def resend(name: str, post_id: int, request: Request) -> Response:
@@ -459,36 +496,41 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     @app.get("/instructor/{name}/marking")
     def marking(name: str, request: Request) -> HTMLResponse:
         session = instructor_of(request)
-        return page("marking.html.j2", week=week_of(name), rows=to_mark(session, name), csrf=session.csrf,
+        week = week_of(name)
+        return page("marking.html.j2", week=week, rows=to_mark(session, week.name), csrf=session.csrf,
                     problems=[])
 
     @app.post("/instructor/{name}/marking")
     async def save_marks(name: str, request: Request) -> Response:
         session = instructor_of(request)
         form = await checked_form(request, session)
-        week_of(name)
+        week = week_of(name)
         problems = []
         for key, value in form.items():
-            if not key.startswith("points-") or not str(value).strip():
+            field_name = MARK_FIELD.fullmatch(key)  # the form's own fields; any other key is not ours
+            if field_name is None or not str(value).strip():
                 continue
-            _, attempt_id, task = key.split("-")
+            attempt_id, task = field_name.groups()
             try:
-                store.mark(int(attempt_id), context=session.context, task=int(task), points=float(str(value)),
-                           comment=str(form.get(f"comment-{attempt_id}-{task}", "")))
+                points = float(str(value))
             except ValueError:
                 problems.append(f"attempt {attempt_id}, task {task}: {value!r} is not a number of points")
+                continue
+            try:
+                store.mark(int(attempt_id), context=session.context, task=int(task), points=points,
+                           comment=str(form.get(f"comment-{attempt_id}-{task}", "")))
             except AutograderError as exc:
                 problems.append(f"attempt {attempt_id}, task {task}: {exc}")
         scores_changed()
         if problems:
-            return page("marking.html.j2", status=400, week=week_of(name), rows=to_mark(session, name),
+            return page("marking.html.j2", status=400, week=week, rows=to_mark(session, week.name),
                         csrf=session.csrf, problems=problems)
-        return RedirectResponse(f"/instructor/{name}/marking", status_code=303)
+        return RedirectResponse(f"/instructor/{week.name}/marking", status_code=303)
 
     @app.get("/instructor/{name}/results.zip")
     def results_zip(name: str, request: Request) -> Response:
         session = instructor_of(request)
-        week_of(name)
+        name = week_of(name).name
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             lines = ["user,attempt,state,score,max_score,late_penalty_fraction,submitted_at"]
@@ -504,6 +546,22 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                         headers={"Content-Disposition": f'attachment; filename="{name}-results.zip"'})
 
     return app
+
+
+def _body_limits(settings: Settings) -> Callable[[str], tuple[int, str]]:
+    """Each route's largest body, and what to do when it is passed: a notebook upload gets the
+    upload limit (and its form's envelope), everything else ``edge.form_limit_bytes``."""
+    upload_mib = settings.upload_limit_bytes / 2**20
+    upload = (settings.upload_limit_bytes + UPLOAD_FORM_OVERHEAD,
+              f"The upload is over the {upload_mib:.0f} MiB limit: clear the notebook's outputs (Kernel > Restart "
+              "& Clear Output) and upload it again.")
+    other = (settings.edge.form_limit_bytes,
+             f"The request is over the {settings.edge.form_limit_bytes / 2**20:.0f} MiB this page accepts.")
+
+    def limit_for(path: str) -> tuple[int, str]:
+        return upload if path.startswith("/week/") and path.endswith("/upload") else other
+
+    return limit_for
 
 
 def _deep_link_fields(launch: Launch) -> dict[str, str | None]:
@@ -571,8 +629,10 @@ def run_service(settings: Settings, course: Course, *, host: str, port: int, job
     ``announce`` is shown the tool once it is ready (the CLI prints the registration URL)."""
     import uvicorn
 
+    raise_open_files_limit()
     with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
         announce(app.state.tool)
-        uvicorn.run(app, host=host, port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
-                    log_level="warning", ssl_certfile=str(tls[0]) if tls else None,
-                    ssl_keyfile=str(tls[1]) if tls else None)
+        try:
+            uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=settings.edge, tls=tls)).run()
+        except KeyboardInterrupt:  # SIGINT, re-raised by uvicorn once it has shut down: a clean stop
+            pass

@@ -10,6 +10,7 @@ each step is described in docs/LMS.md, with the Moodle source files it was read 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import sqlite3
@@ -53,6 +54,7 @@ CLOCK_LEEWAY_S = 30
 ASSERTION_BACKDATE_S = 60
 ASSERTION_LIFETIME_S = 300
 JWKS_MAX_AGE_S = 3600
+REGISTRATION_LIFETIME_S = 24 * 3600  # a one-time registration URL is good for a day
 
 
 
@@ -97,12 +99,19 @@ class Platforms:
         matches = [p for p in self.all() if p.issuer == issuer and client_id in (None, p.client_id)]
         return matches[0] if len(matches) == 1 or (matches and client_id) else None
 
-    def add(self, platform: Platform) -> None:
-        """Add ``platform``, or merge its deployments into the registration with the same client id."""
+    def add(self, platform: Platform, *, merge: bool = True) -> None:
+        """Add ``platform``, or merge its deployments into the registration with the same client id.
+
+        ``merge=False`` (dynamic registration) refuses a client id this issuer already has: a
+        registration made from a URL can add a platform, never rewrite one an admin relies on."""
         with self._lock:
             rows = self.all()
             for i, known in enumerate(rows):
                 if (known.issuer, known.client_id) == (platform.issuer, platform.client_id):
+                    if not merge:
+                        raise LaunchRefused(f"{platform.issuer} already has a registration with client id "
+                                            f"{platform.client_id!r}: it is kept as it is. To change it, edit "
+                                            f"{self.path} by hand or use `autograder lti-platform`")
                     ids = tuple(dict.fromkeys(known.deployment_ids + platform.deployment_ids))
                     rows[i] = Platform(**{**asdict(platform), "deployment_ids": ids})
                     break
@@ -133,6 +142,24 @@ class LoginStates:
                              "used REAL NOT NULL, PRIMARY KEY (issuer, nonce))")
             self._db.execute("CREATE TABLE IF NOT EXISTS lti_lineitem (lineitem TEXT PRIMARY KEY, "
                              "issuer TEXT NOT NULL, client_id TEXT NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS lti_registration (digest TEXT PRIMARY KEY, "
+                             "expires REAL NOT NULL)")
+
+    def new_registration_code(self, lifetime_s: float = REGISTRATION_LIFETIME_S) -> str:
+        """A code for one dynamic registration within ``lifetime_s``: only its SHA-256 is kept."""
+        code = secrets.token_urlsafe(24)
+        with self._lock:
+            self._db.execute("INSERT INTO lti_registration VALUES (?, ?)", (_digest(code), time.time() + lifetime_s))
+        return code
+
+    def use_registration_code(self, code: str) -> bool:
+        """True once for a code made here and not expired; it is spent by asking."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("DELETE FROM lti_registration WHERE expires < ?", (now,))
+            row = self._db.execute("DELETE FROM lti_registration WHERE digest = ? RETURNING expires",
+                                   (_digest(code),)).fetchone()
+        return row is not None
 
     def begin(self, issuer: str, client_id: str) -> tuple[str, str]:
         """A fresh (state, nonce) for one login; old unfinished logins are forgotten."""
@@ -390,9 +417,10 @@ def register_dynamically(client: httpx.Client, *, openid_configuration: str, reg
         raise LaunchRefused(f"the platform's configuration could not be read from {openid_configuration} ({exc})"
                             ) from exc
     issuer = str(config.get("issuer") or "")
-    if not issuer or not openid_configuration.startswith(issuer):
-        raise LaunchRefused(f"the platform's issuer {issuer!r} is not a prefix of its configuration URL "
-                            f"{openid_configuration}: refusing to register")
+    if not _issued_by(openid_configuration, issuer):
+        raise LaunchRefused(f"the platform's configuration at {openid_configuration} names the issuer {issuer!r}, "
+                            "which is not the configuration's own site (scheme, host and port, no user name, the "
+                            "issuer's path above it): refusing to register")
     for key in ("registration_endpoint", "authorization_endpoint", "token_endpoint", "jwks_uri"):
         if not config.get(key):
             raise LaunchRefused(f"the platform's configuration lacks {key}")
@@ -424,8 +452,36 @@ def register_dynamically(client: httpx.Client, *, openid_configuration: str, reg
                         auth_login_url=config["authorization_endpoint"], token_url=config["token_endpoint"],
                         jwks_url=config["jwks_uri"], deployment_ids=(str(tool_config["deployment_id"]),),
                         name=str((config.get(PLATFORM_CONFIGURATION) or {}).get("product_family_code", "")))
-    platforms.add(platform)
+    platforms.add(platform, merge=False)
     return platform
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) URL without user info; None for anything else."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or not port:
+        return None
+    return parts.scheme, parts.hostname, port
+
+
+def _issued_by(configuration_url: str, issuer: str) -> bool:
+    """Whether the configuration at ``configuration_url`` may speak for ``issuer``: the same
+    origin, parsed (so ``http://<issuer>@attacker/`` is the attacker's), and a path under the
+    issuer's path, segment by segment (Moodle's issuer is its wwwroot, which may have one)."""
+    origin = _origin(configuration_url)
+    if origin is None or origin != _origin(issuer):
+        return False
+    base = urlsplit(issuer).path.rstrip("/")
+    path = urlsplit(configuration_url).path
+    return path == base or path.startswith(base + "/")
+
+
+def _digest(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
 
 
 def deep_linking_response(launch: Launch, keys: ToolKeys, *, title: str, week: str, points: float,

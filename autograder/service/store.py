@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, cast
 
-from autograder.course import Course, Week
+from autograder.course import Course, Week, normalise_week_name
 from autograder.exceptions import AttemptRefused, CourseError, GradebookError
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.gradebook import FILENAME, Gradebook, transaction
@@ -83,6 +83,21 @@ _SCHEMA = (
         sending_since TEXT)                  -- set while a send is under way: its outcome is unknown""",
     "CREATE INDEX IF NOT EXISTS posts_due ON posts (state, next_try_at)",
 )
+
+# The queue, fair across learners: a learner's attempt waits behind every other learner's
+# attempts that have had fewer turns. A turn is an attempt of theirs being graded, graded
+# since the oldest waiting attempt was uploaded, or waiting ahead of it. One learner's ten
+# uploads thus take every other learner's first in turn, and someone who uploads while they
+# wait is graded next, not after the ten.
+_FAIR_QUEUE = """
+    WITH since AS (SELECT MIN(submitted_at) AS t FROM attempts WHERE state = 'queued'),
+    served AS (SELECT context, user, COUNT(*) AS n FROM attempts, since
+               WHERE state = 'grading' OR (state = 'graded' AND graded_at >= since.t) GROUP BY context, user),
+    queue AS (SELECT id, tries, week, context, user,
+                     ROW_NUMBER() OVER (PARTITION BY context, user ORDER BY id) - 1 AS ahead
+              FROM attempts WHERE state = 'queued')
+    SELECT q.id, q.tries, q.week FROM queue q LEFT JOIN served s ON s.context = q.context AND s.user = q.user
+    ORDER BY COALESCE(s.n, 0) + q.ahead, q.id"""
 
 
 
@@ -193,6 +208,27 @@ def _attempt(row: Sequence[Any]) -> Attempt:
                    counted_mode=counted_mode)
 
 
+def _queue_under_canonical_names(db: sqlite3.Connection) -> None:
+    """Waiting attempts an older version stored under the week name as typed (``1``, ``week1``):
+    renamed to the canonical week, numbered after that week's attempts, so its grader claims
+    them (under the alias none ever did, and the dispatcher restarted graders for them every
+    few seconds). One whose name is no week at all is failed, saying why."""
+    rows = db.execute("SELECT id, context, user, week FROM attempts WHERE state IN ('queued', 'grading') "
+                      "ORDER BY id").fetchall()
+    for id_, context, user, week in rows:
+        try:
+            canonical = normalise_week_name(week)
+        except CourseError:
+            db.execute("UPDATE attempts SET state = 'failed', message = ? WHERE id = ?", (
+                f"uploaded under {week!r}, which names no week; it was not graded and does not count as an "
+                "attempt: open the week's activity from the LMS and upload it again.", id_))
+            continue
+        if canonical != week:
+            (number,) = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE context = ? AND "
+                                   "user = ? AND week = ?", (context, user, canonical)).fetchone()
+            db.execute("UPDATE attempts SET week = ?, number = ? WHERE id = ?", (canonical, number, id_))
+
+
 def _post(row: Sequence[Any]) -> Post:
     (id_, context, user, week, lineitem, payload, state, tries, next_try_at, last_error, posted_at,
      sending_since) = row
@@ -221,6 +257,7 @@ class Store:
                     raise GradebookError(f"{self.root / FILENAME}: service schema {row[0]} is newer than this "
                                          f"autograder's ({SERVICE_SCHEMA}); upgrade the autograder")
                 db.execute("INSERT OR IGNORE INTO service_meta VALUES ('schema', ?)", (str(SERVICE_SCHEMA),))
+                _queue_under_canonical_names(db)
         except BaseException:
             self.close()
             raise
@@ -285,7 +322,10 @@ class Store:
         """Record an upload as a queued attempt, or raise ``AttemptRefused`` saying why.
 
         The file is stored (once per content) before the attempt names it, and the policy
-        is checked in the transaction that inserts the attempt."""
+        is checked in the transaction that inserts the attempt. ``week`` is the canonical name
+        (``week01``): an alias would be a queue no grader claims and a count no limit sees."""
+        if week != normalise_week_name(week):
+            raise CourseError(f"{week!r} is not a canonical week name (week01 ...): normalise it before submitting")
         content_hash = hashlib.sha256(content).hexdigest()
         path = self.upload_path(content_hash)
         if not path.is_file():
@@ -338,11 +378,10 @@ class Store:
             f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE context = ? AND week = ? ORDER BY id", (context, week))]
 
     def queue_position(self, attempt_id: int) -> int:
-        """1 for the next attempt to be graded, 2 for the one after...; 0 once grading started."""
-        rows = self._read(
-            "SELECT COUNT(*) FROM attempts WHERE state = 'queued' AND id <= ? "
-            "AND EXISTS (SELECT 1 FROM attempts WHERE id = ? AND state = 'queued')", (attempt_id, attempt_id))
-        return int(rows[0][0])
+        """1 for the next attempt to be graded, 2 for the one after... in the fair order; 0 once
+        grading started."""
+        order = [row[0] for row in self._read(_FAIR_QUEUE)]
+        return order.index(attempt_id) + 1 if attempt_id in order else 0
 
     def result(self, attempt_id: int, *, context: str, user: str | None = None) -> SubmissionResult | None:
         """A graded attempt's result with hand marks applied; None if not graded or not theirs."""
@@ -354,31 +393,26 @@ class Store:
     # --- the queue (the runner's side) ------------------------------------------------------
 
     def claim(self, weeks: Sequence[str] | None = None) -> Attempt | None:
-        """Take the oldest queued attempt (of ``weeks``, if given) for grading, atomically.
+        """Take the next queued attempt (of ``weeks``, if given) in the fair order for grading,
+        atomically.
 
         An attempt whose grading already started ``MAX_TRIES`` times (each time the grader
         or the whole service died with it) is failed instead: it will not take the service
         down again."""
-        where = "state = 'queued'"
-        params: list[Any] = []
-        if weeks is not None:
-            where += f" AND week IN ({', '.join('?' * len(weeks))})"
-            params = list(weeks)
         with self._transaction() as db:
-            while True:
-                row = db.execute(f"SELECT id, tries FROM attempts WHERE {where} ORDER BY id LIMIT 1",
-                                 params).fetchone()
-                if row is None:
-                    return None
-                if row[1] >= MAX_TRIES:
-                    db.execute("UPDATE attempts SET state = 'failed', message = ? WHERE id = ?", (
-                        (f"grading stopped unexpectedly {row[1]} times while this notebook was graded; it was not "
-                        "graded and does not count as an attempt. Tell your instructor."),
-                        row[0]))
+            for id_, tries, week in db.execute(_FAIR_QUEUE).fetchall():
+                if weeks is not None and week not in weeks:
                     continue
-                db.execute("UPDATE attempts SET state = 'grading', tries = tries + 1 WHERE id = ?", (row[0],))
+                if tries >= MAX_TRIES:
+                    db.execute("UPDATE attempts SET state = 'failed', message = ? WHERE id = ?", (
+                        (f"grading stopped unexpectedly {tries} times while this notebook was graded; it was not "
+                        "graded and does not count as an attempt. Tell your instructor."),
+                        id_))
+                    continue
+                db.execute("UPDATE attempts SET state = 'grading', tries = tries + 1 WHERE id = ?", (id_,))
                 return _attempt(db.execute(f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE id = ?",
-                                           (row[0],)).fetchone())
+                                           (id_,)).fetchone())
+        return None
 
     def queued_weeks(self) -> dict[str, int]:
         """How many attempts wait per week, for the runner to start graders where work is."""

@@ -96,18 +96,19 @@ def tool_app(settings: Settings, course: Course, *, grading: bool) -> Iterator[A
 
 @contextmanager
 def running_lms(folder: Path, course: Course, *, grading: bool = True,
-                upload_limit_bytes: int = 512 * 1024) -> Iterator[Lms]:
+                upload_limit_bytes: int = 512 * 1024, **changes: Any) -> Iterator[Lms]:
+    """``changes``: other ``Settings`` of the tool (``edge=EdgeLimits(...)``, rate limits)."""
     certificate = make_certificate(folder)
     state = PlatformState()
     platform_port, tool_port = free_port(), free_port()
     state.base = f"http://127.0.0.1:{platform_port}"
-    settings = Settings(public_url=f"https://127.0.0.1:{tool_port}", data=folder / "service",
-                        upload_limit_bytes=upload_limit_bytes, uploads_per_minute=30)
+    settings = Settings(**{"public_url": f"https://127.0.0.1:{tool_port}", "data": folder / "service",
+                           "upload_limit_bytes": upload_limit_bytes, "uploads_per_minute": 30, **changes})
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))  # the LMS fetches our JWKS over https
         with tool_app(settings, course, grading=grading) as app, \
                 serving(create_platform(state), platform_port) as platform_url, \
-                serving(app, tool_port, certificate=certificate) as tool_url:
+                serving(app, tool_port, certificate=certificate, limits=settings.edge) as tool_url:
             yield Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
                       app=app)
 
@@ -116,9 +117,9 @@ def register_and_add_week(lms: Lms, week: str = "week01") -> httpx.Response:
     """What an admin and an instructor do once: dynamic registration, then adding the week by deep linking."""
     browser = lms.browser()
     token = lms.platform.new_registration_token()
-    page = browser.get(f"{lms.tool_url}/lti/register", params={
+    page = browser.get(lms.app.state.tool.new_registration_url(), params={
         "openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
-        "registration_token": token, "secret": lms.app.state.tool.registration_secret})
+        "registration_token": token})
     assert page.status_code == 200, page.text
     picker = browser.get(f"{lms.platform_url}/start", params={"user": "t1", "role": "instructor",
                                                               "deep_link": "true"})

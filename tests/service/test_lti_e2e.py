@@ -12,7 +12,7 @@ from joserfc.jwk import RSAKey
 from lti1p3platform.registration import Registration
 
 from autograder.course import Course
-from autograder.service.app import STATE_COOKIE
+from autograder.service.app import SESSION_COOKIE, STATE_COOKIE
 from tests.service.lms import Lms, register_and_add_week, running_lms
 from tests.service.lti_platform import TOOL_CONFIG, new_private_key
 
@@ -39,24 +39,26 @@ def test_dynamic_registration_sends_every_value_and_keeps_the_answer(lms: Lms) -
     assert known.jwks_url == f"{lms.platform_url}/jwks"
 
 
-def test_the_registration_page_closes_moodles_dialog_and_a_used_token_is_refused(lms: Lms) -> None:
+def test_the_registration_page_closes_moodles_dialog_and_a_used_url_is_refused(lms: Lms) -> None:
     browser = lms.browser()
-    config = f"{lms.platform_url}/.well-known/openid-configuration"
-    token = lms.platform.new_registration_token()
-    params = {"openid_configuration": config, "registration_token": token,
-              "secret": lms.app.state.tool.registration_secret}
-    first = browser.get(f"{lms.tool_url}/lti/register", params=params)
+    url = lms.app.state.tool.new_registration_url()
+    params = {"openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
+              "registration_token": lms.platform.new_registration_token()}
+    first = browser.get(url, params=params)
     assert "org.imsglobal.lti.close" in first.text
-    again = browser.get(f"{lms.tool_url}/lti/register", params=params)
-    assert again.status_code == 401 and "refused the registration" in again.text
-
-
-def test_registration_without_the_tools_secret_is_refused(lms: Lms) -> None:
     before = len(lms.platform.tool_requests)
-    reply = lms.browser().get(f"{lms.tool_url}/lti/register", params={
-        "openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
-        "registration_token": lms.platform.new_registration_token(), "secret": "guessed"})
-    assert reply.status_code == 403 and "secret" in reply.text
+    again = browser.get(url, params={**params, "registration_token": lms.platform.new_registration_token()})
+    assert again.status_code == 403 and "used up" in again.text
+    assert len(lms.platform.tool_requests) == before  # the platform was not even asked
+
+
+def test_registration_without_a_code_the_tool_issued_is_refused(lms: Lms) -> None:
+    before = len(lms.platform.tool_requests)
+    params = {"openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
+              "registration_token": lms.platform.new_registration_token()}
+    for url in (f"{lms.tool_url}/lti/register", f"{lms.tool_url}/lti/register/guessed"):
+        reply = lms.browser().get(url, params=params)
+        assert reply.status_code == 403 and "registration-url" in reply.text
     assert len(lms.platform.tool_requests) == before  # the platform was not even asked
 
 
@@ -64,7 +66,6 @@ def test_the_manual_registration_page_lists_every_url(lms: Lms) -> None:
     page = lms.browser().get(f"{lms.tool_url}/lti/config")
     for path in ("/lti/login", "/lti/launch", "/lti/jwks"):
         assert f"{lms.tool_url}{path}" in page.text
-    assert lms.platform.base in page.text  # the registered platform is listed
 
 
 def test_the_jwks_serves_the_public_key_only(lms: Lms) -> None:
@@ -82,7 +83,7 @@ def test_a_learner_launch_lands_on_the_weeks_upload_page(lms: Lms) -> None:
     _, page = lms.launch("s-launch")
     assert page.status_code == 200 and str(page.url).endswith("/week/week01")
     assert 'id="upload"' in page.text and "User s-launch" in page.text
-    cookie = next(h for h in page.history[-1].headers.get_list("set-cookie") if h.startswith("ag-session="))
+    cookie = next(h for h in page.history[-1].headers.get_list("set-cookie") if h.startswith(SESSION_COOKIE))
     assert all(flag in cookie for flag in ("Secure", "HttpOnly", "SameSite=None", "Partitioned"))
 
 
@@ -178,7 +179,7 @@ def test_moodles_login_initiation_by_form_post_is_accepted(lms: Lms) -> None:
         "lti_message_hint": '{"cmid":7,"launchid":"ltilaunch7_1"}'})
     assert reply.status_code == 302 and reply.headers["location"].startswith(f"{lms.platform_url}/auth?")
     assert "lti_message_hint=%7B%22cmid%22%3A7" in reply.headers["location"]  # echoed for Moodle
-    assert "ag-lti-state=" in reply.headers["set-cookie"]
+    assert reply.headers["set-cookie"].startswith(f"{STATE_COOKIE}=")
 
 
 def test_a_login_from_an_unregistered_platform_is_refused(lms: Lms) -> None:

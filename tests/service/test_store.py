@@ -4,13 +4,15 @@ which score is posted when, and that nobody reads another student's attempts."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from autograder.exceptions import AttemptRefused, GradebookError, PolicyError
+from autograder.exceptions import AttemptRefused, CourseError, GradebookError, PolicyError
+from autograder.gradebook import FILENAME
 from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.service.policy import WeekPolicy, load_policies, policy_for
 from autograder.service.store import MAX_TRIES, Store
@@ -299,3 +301,26 @@ def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path:
         assert store.reconcile_marks() == 1
         assert "Fine." in store.attempt(attempt.id).feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
         assert store.posts(context=A)[0].payload["scoreGiven"] == 13
+
+
+def test_attempts_an_older_version_queued_under_a_week_alias_are_queued_under_the_canonical_name(
+        tmp_path: Path) -> None:
+    with Store(tmp_path) as store:
+        first = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+        aliased = store.submit(context=A, user="ann", week="week02", content=notebook("2"), policy=OPEN, now=T0)
+        lost = store.submit(context=A, user="bob", week="week03", content=notebook("3"), policy=OPEN, now=T0)
+    with sqlite3.connect(tmp_path / FILENAME) as db:  # as the version before the edge stored them
+        db.execute("UPDATE attempts SET week = '1' WHERE id = ?", (aliased.id,))
+        db.execute("UPDATE attempts SET week = 'wee\u212a03' WHERE id = ?", (lost.id,))  # KELVIN SIGN
+    with Store(tmp_path) as store:
+        renamed = store.attempt(aliased.id)
+        assert renamed is not None and (renamed.week, renamed.number) == ("week01", 2)
+        assert [a.id for a in store.attempts(context=A, user="ann", week="week01")] == [first.id, aliased.id]
+        failed = store.attempt(lost.id)
+        assert failed is not None and failed.state == "failed" and "names no week" in str(failed.message)
+        assert store.queued_weeks() == {"week01": 2}
+
+
+def test_the_store_refuses_a_week_name_that_is_not_canonical(store: Store) -> None:
+    with pytest.raises(CourseError, match="canonical"):
+        store.submit(context=A, user="ann", week="1", content=notebook("x"), policy=OPEN, now=T0)

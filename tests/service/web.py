@@ -10,6 +10,7 @@ import datetime as dt
 import ipaddress
 import socket
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
+
+from autograder.service.edge import EdgeLimits, uvicorn_config
 
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:
@@ -53,11 +56,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: Any, port: int, *, certificate: tuple[Path, Path] | None = None) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread on 127.0.0.1:port; yields its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            ssl_certfile=str(certificate[0]) if certificate else None,
-                            ssl_keyfile=str(certificate[1]) if certificate else None)
+def serving(app: Any, port: int, *, certificate: tuple[Path, Path] | None = None,
+            limits: EdgeLimits | None = None) -> Iterator[str]:
+    """Run ``app`` with uvicorn in a thread on 127.0.0.1:port, configured as ``autograder serve``
+    configures it (the edge's connection cap and timeouts); yields its base URL."""
+    config = uvicorn_config(app, host="127.0.0.1", port=port, limits=limits or EdgeLimits(), tls=certificate,
+                            proxy_headers=False, lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -125,6 +129,19 @@ class Browser:
 
 
 T = TypeVar("T")
+
+
+def wait_for_server(url: str, process: subprocess.Popen[str], timeout: float = 60.0,
+                    **options: Any) -> httpx.Response:
+    """The first answer to GET ``url`` from a server ``process`` that is starting (``options``
+    go to httpx); AssertionError with its output if it exits or does not answer in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return httpx.get(url, timeout=2, **options)
+        except httpx.TransportError:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.3)
 
 
 def wait_until(check: Callable[[], T | None], timeout: float = 180.0) -> T:
