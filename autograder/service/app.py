@@ -407,7 +407,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
     def own_attempt(request: Request, attempt_id: int) -> tuple[Session, Attempt]:
         session = session_of(request)
         attempt = store.attempt(attempt_id, context=session.context,
-                                user=None if session.instructor else session.user) if 0 < attempt_id < 2**63 else None
+                                user=None if session.instructor else session.user) if _is_row_id(attempt_id) else None
         if attempt is None:
             raise Refused(403, "This attempt is not yours: you see only your own attempts.")
         return session, attempt
@@ -469,12 +469,12 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         """Send a failed score post again (after the instructor fixed what the LMS refused)."""
         session = instructor_of(request)
         await checked_form(request, session)
-        week_of(name)
-        if not store.retry_post(post_id, context=session.context):
+        week = week_of(name)
+        if not (_is_row_id(post_id) and store.retry_post(post_id, context=session.context)):
             raise Refused(404, "There is no failed score post with this number in your course: reload the page.",
-                          back=f"/instructor/{name}")
+                          back=f"/instructor/{week.name}")
         scores_changed()
-        return RedirectResponse(f"/instructor/{name}", status_code=303)
+        return RedirectResponse(f"/instructor/{week.name}", status_code=303)
 
     def to_mark(session: Session, name: str) -> list[tuple[Attempt, str, list[tuple[Any, str | None]]]]:
         """Each student's latest graded attempt with its hand-graded tasks and their answers."""
@@ -578,6 +578,12 @@ def _launch_for_response(fields: dict[str, str | None], platforms: Platforms) ->
     return Launch(message_type=DEEP_LINKING, platform=platform, deployment_id=str(fields["deployment_id"]),
                   sub="", name="", email=None, roles=(), context_id="", context_title="", resource_link_id=None,
                   deep_link_return_url=fields["return_url"], deep_link_data=fields["data"])
+
+
+def _is_row_id(number: int) -> bool:
+    """Whether a number from a URL can be a database row id (SQLite's are signed 64-bit):
+    a larger one is nobody's, answered as such rather than as an overflow."""
+    return 0 < number < 2**63
 
 
 def _utcnow() -> datetime:

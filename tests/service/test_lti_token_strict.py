@@ -17,7 +17,7 @@ from tests.service.lms import Lms, register_and_add_week, running_lms
 from tests.service.lti_platform import COURSE
 from tests.service.test_lti_ags import lineitem, payload
 from tests.service.test_outbox import graded
-from tests.service.web import Browser
+from tests.service.web import Browser, forms
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +105,13 @@ def test_a_refused_post_is_sent_again_from_the_instructors_page(lms: Lms, instru
 def test_the_resend_needs_the_forms_csrf_token(lms: Lms, instructor: Browser) -> None:
     reply = instructor.client.post(f"{lms.tool_url}/instructor/week01/posts/1/resend", data={"csrf": "forged"})
     assert reply.status_code == 403
+
+
+@pytest.mark.parametrize("post_id", [2**63, 2**64 + 5])
+def test_a_resend_of_a_number_no_post_can_have_is_a_404_under_the_weeks_own_name(
+        lms: Lms, instructor: Browser, post_id: int) -> None:
+    page = instructor.get(f"{lms.tool_url}/instructor/week01")
+    csrf = next(f for f in forms(page.text) if "csrf" in f["fields"])["fields"]["csrf"]
+    reply = instructor.client.post(f"{lms.tool_url}/instructor/1/posts/{post_id}/resend", data={"csrf": csrf})
+    assert reply.status_code == 404, reply.text
+    assert 'href="/instructor/week01"' in reply.text  # the way back names the week, not the alias
