@@ -38,7 +38,7 @@ def test_import_gives_a_week_whose_tests_pass_on_the_reference(tmp_path: Path, i
 def test_imported_tests_fail_on_a_wrong_answer(tmp_path: Path):
     import nbformat
 
-    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path)
+    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path).notebook
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
         cell.source = cell.source.replace("return [i ** 2 for i in range(1, n + 1)]", "return [i * 2 for i in range(1, n + 1)]")
@@ -53,7 +53,7 @@ def test_a_student_exception_subclassing_the_expected_one_passes_as_in_nbgrader(
     catches ``class NotPositive(ValueError)``: the imported test must agree."""
     import nbformat
 
-    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path)
+    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path).notebook
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
         cell.source = cell.source.replace("def squares(n):", "class NotPositive(ValueError):\n    pass\n\n\ndef squares(n):")
@@ -102,12 +102,11 @@ def test_the_authors_headings_stay_the_task_headings(tmp_path: Path):
     source = tmp_path / "headed.ipynb"
     nbformat.write(nb, source)
 
-    imported = nbformat.read(import_nbgrader(source, week="week90", out_root=tmp_path / "course"), as_version=4)
+    imported = nbformat.read(import_nbgrader(source, week="week90", out_root=tmp_path / "course").notebook, as_version=4)
 
-    texts = [c.source for c in imported.cells if c.cell_type == "markdown"]
-    assert not any(t.startswith("## Task 1") for t in texts), texts
-    (question,) = [c for c in imported.cells if c.source.startswith("## Question 1: squares")]
-    assert question.metadata["autograder"] == {"task": 1, "points": 2.0}
+    (question,) = [c for c in imported.cells if c.source.startswith("## Task 1 ")]
+    assert question.source.startswith("## Task 1 (2 points): Question 1: squares\n")
+    assert "autograder" not in question.metadata  # written once: the heading is the declaration
     week = Course.locate(tmp_path / "course").week("week90")
     assert [(t.number, t.title) for t in week.tasks][0] == (1, "Question 1: squares")
     assert run_hidden_tests(tmp_path / "course", "week90").returncode == 0
