@@ -473,7 +473,7 @@ def i18n_update(
     weeks: Annotated[list[str] | None, typer.Argument(help="weeks to extract (default: all)")] = None,
     course: CourseOption = None,
 ) -> None:
-    """Extract the .pot templates again and merge every offered language's .po catalog."""
+    """Extract the .pot templates again and merge every language's .po catalog; says which files changed."""
     from autograder.i18n.update import update_catalogs
 
     try:
@@ -484,6 +484,8 @@ def i18n_update(
     for path in written:
         out.print(f"wrote {path.relative_to(found.root) if path.is_relative_to(found.root) else path}",
                   highlight=False)
+    if not written:
+        out.print("every catalog is up to date", highlight=False)
 
 
 @i18n_app.command("status")
@@ -491,7 +493,8 @@ def i18n_status(
     weeks: Annotated[list[str] | None, typer.Argument(help="weeks to check (default: all)")] = None,
     course: CourseOption = None,
 ) -> None:
-    """How many strings each language still lacks, per week (exit 1 while any does)."""
+    """Per week, the languages offered and what each catalog still lacks (exit 1 while an
+    offered language lacks something, which `generate` refuses)."""
     from autograder.i18n.status import catalog_status
 
     try:
@@ -499,12 +502,13 @@ def i18n_status(
         rows = catalog_status(found, weeks=weeks or ())
     except AutograderError as exc:
         _fail(exc)
-    table = Table("catalog", "language", "messages", "lacking")
+    table = Table("catalog", "language", "offered", "messages", "lacking")
     for row in rows:
-        table.add_row(row.catalog, row.language, str(row.messages),
-                      f"[red]{row.lacking}[/]" if row.lacking else "0")
+        colour = "red" if row.blocks else "yellow"
+        table.add_row(row.catalog, row.language, row.offer, str(row.messages),
+                      f"[{colour}]{row.lacking}[/]" if row.lacking else "0")
     out.print(table)
-    if any(row.lacking for row in rows):
+    if any(row.blocks for row in rows):
         raise typer.Exit(1)
 
 

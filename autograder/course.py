@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,53 +19,10 @@ from pathlib import Path
 import nbformat
 
 from autograder.authoring import WeekSpec, read_spec
+from autograder.course_languages import Languages, read_languages, read_week_languages
 from autograder.exceptions import CourseError
 
 WEEK_PATTERN = re.compile(r"^week\d{2}$")
-LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
-SETTINGS_FILE = "course.toml"
-
-
-@dataclass(frozen=True)
-class Languages:
-    """The course's languages, from ``[languages]`` in ``course.toml`` at the course root.
-
-    ``source`` is the language the reference notebooks and hidden tests are written in;
-    ``offered`` the languages students get notebooks and feedback in (``autograder
-    generate`` writes one folder each); ``instructor`` the language of the report and the
-    Moodle worksheet. A course without the file is a one-language course in English.
-    """
-
-    source: str = "en"
-    offered: tuple[str, ...] = ("en",)
-    instructor: str = "en"
-
-    def pick(self, language: object) -> str:
-        """``language`` if the course offers it, else the source language: a notebook's
-        metadata is the student's to edit, and an unknown value must not break feedback."""
-        return language if isinstance(language, str) and language in self.offered else self.source
-
-
-def read_languages(root: Path) -> Languages:
-    """The ``[languages]`` table of ``root/course.toml``; CourseError naming the fix."""
-    path = root / SETTINGS_FILE
-    if not path.is_file():
-        return Languages()
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("languages", {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise CourseError(f"{path}: not valid TOML ({error}); fix the file") from error
-    source = table.get("source", "en")
-    offered = table.get("offered", [source])
-    instructor = table.get("instructor", source)
-    codes = [source, instructor, *offered] if isinstance(offered, list) else None
-    if codes is None or not all(isinstance(c, str) and LANGUAGE_PATTERN.match(c) for c in codes):
-        raise CourseError(f"{path}: [languages] takes language codes such as \"en\", \"ja\" or \"pt_BR\": "
-                          "source = \"en\", offered = [\"en\", \"ja\"], instructor = \"en\"")
-    if source not in offered or instructor not in offered or len(set(offered)) != len(offered):
-        raise CourseError(f"{path}: [languages] offered = {offered} must list each language once, "
-                          f"the source ({source!r}) and the instructor's ({instructor!r}) among them")
-    return Languages(source=source, offered=tuple(offered), instructor=instructor)
 
 
 @dataclass(frozen=True)
@@ -106,8 +62,9 @@ class Week:
 
     @cached_property
     def languages(self) -> Languages:
-        """The course's languages (``course.toml``)."""
-        return read_languages(self.root)
+        """The week's languages: the course's (``course.toml``), narrowed by the week's own
+        ``week.toml`` (``autograder.course_languages``)."""
+        return read_week_languages(self.source_dir, read_languages(self.root))
 
     def assignment_notebook_in(self, language: str) -> Path:
         """The generated student notebook in ``language`` (``autograder generate``)."""
@@ -128,7 +85,7 @@ class Week:
         return self.solution_notebook_in(self.languages.source)
 
     def handed_out(self) -> nbformat.NotebookNode | None:
-        """Every cell students were given, in any language, as one notebook: what tells the
+        """Every cell students were given, in any language the week offers, as one notebook: what tells the
         cells a student added (``autograder.manual``); None when nothing is generated yet."""
         cells = []
         for language in self.languages.offered:

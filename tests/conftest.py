@@ -1,10 +1,10 @@
-"""Shared fixtures for the framework's own tests."""
+"""Shared fixtures for the framework's own tests (fixtures only: a helper function two test
+files share goes in ``tests/helpers.py``, which they can import)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder.course import Course
@@ -29,13 +29,6 @@ def slot():
     """One warm, sandboxed zygote shared by the tests (starting one costs about a second)."""
     with ZygoteSlot(Limits()) as s:
         yield s
-
-
-def notebook_bytes(*cells: str) -> bytes:
-    """A notebook of code cells, as a student's file would hold it."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    return nbformat.writes(nb).encode()
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.report.feedback import render_feedback
 from autograder.submission import Submission
-from tests.conftest import notebook_bytes
+from tests.helpers import notebook_bytes
 
 SECRET = "zq7xsecretzq7x"
 

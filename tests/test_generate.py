@@ -8,13 +8,12 @@ with ``generate_week`` and review the diff before committing.
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from autograder.course import Course
 from autograder.exceptions import GenerationError, MarkerError
@@ -29,6 +28,7 @@ from autograder.generate.steps import (
     Preprocessor,
     StripMarkers,
 )
+from tests.helpers import numbered_notebook, write_week_from_the_docs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "generate"
 SOURCE = FIXTURES / "week99.ipynb"
@@ -51,15 +51,8 @@ def course(tmp_path: Path) -> Course:
     return Course(tmp_path)
 
 
-def notebook(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=list(cells))
-    for index, cell in enumerate(nb.cells):
-        cell.id = f"c{index}"
-    return nb
-
-
 def code_cell_source(cell_source: str, *, solution: bool = False) -> str:
-    nb = notebook(new_code_cell(cell_source))
+    nb = numbered_notebook(new_code_cell(cell_source))
     build = solution_notebook if solution else student_notebook
     return build(nb, path=Path("w.ipynb")).cells[0].source
 
@@ -169,7 +162,7 @@ def test_regions_become_stubs_in_the_student_notebook_and_plain_code_in_the_solu
     ],
 )
 def test_bad_markers_are_refused_with_file_cell_and_line(source: str, line: int, says: str) -> None:
-    nb = notebook(new_markdown_cell("## Task 1"), new_code_cell(source))
+    nb = numbered_notebook(new_markdown_cell("## Task 1"), new_code_cell(source))
     for build in (student_notebook, solution_notebook):
         with pytest.raises(MarkerError, match=rf"^src/w\.ipynb: cell 2, line {line}: .*{says}"):
             build(nb, path=Path("src/w.ipynb"))
@@ -181,7 +174,7 @@ def test_words_that_merely_resemble_markers_are_not_refused() -> None:
 
 
 def test_marker_text_outside_code_cells_is_refused() -> None:
-    nb = notebook(new_code_cell("x = 1"), new_markdown_cell("Answer:\n### BEGIN SOLUTION\n42\n### END SOLUTION"))
+    nb = numbered_notebook(new_code_cell("x = 1"), new_markdown_cell("Answer:\n### BEGIN SOLUTION\n42\n### END SOLUTION"))
     with pytest.raises(MarkerError, match=r"cell 2, line 2: solution markers work only in code cells"):
         student_notebook(nb, path=Path("w.ipynb"))
 
@@ -206,7 +199,7 @@ def test_a_refused_week_writes_nothing(course: Course) -> None:
 )
 def test_a_malformed_answer_cell_is_refused(cell: nbformat.NotebookNode, says: str) -> None:
     with pytest.raises(GenerationError, match=rf"^w\.ipynb: cell 1: {says}"):
-        student_notebook(notebook(cell), path=Path("w.ipynb"))
+        student_notebook(numbered_notebook(cell), path=Path("w.ipynb"))
 
 
 def test_a_second_notebook_in_the_week_folder_is_refused(course: Course) -> None:
@@ -262,7 +255,7 @@ def test_the_leak_guard_refuses_a_solution_line_moved_to_another_cell() -> None:
 
 def test_lines_shared_with_public_code_and_empty_lines_are_not_leaks() -> None:
     """A region may repeat what its cell shows outside it, and keywords reveal nothing."""
-    nb = notebook(
+    nb = numbered_notebook(
         new_code_cell("total = compute(x)\nfor item in items:\n    pass\nelse:\n    pass"),
         new_code_cell(
             "def f(x):\n"
@@ -287,7 +280,7 @@ def test_lines_shared_with_public_code_and_empty_lines_are_not_leaks() -> None:
 
 def test_the_leak_guard_ignores_lines_that_reveal_nothing_but_not_the_rest() -> None:
     """Blank lines, punctuation and keyword-only lines are never secret, wherever they turn up."""
-    source = notebook(
+    source = numbered_notebook(
         new_code_cell("x = 1"),
         new_code_cell("### BEGIN SOLUTION\nif ready:\n    return self\nelse:\n    pass\n)\n\nsteps = 2 * x\n### END SOLUTION"),
     )
@@ -507,7 +500,8 @@ def test_a_stray_file_in_the_week_folder_is_refused_and_audit_toml_is_not_copied
     assert not (course.root / "assignments" / "week99" / "en" / "audit.toml").exists()
     (week / "points.csv").write_text("x\n")
     with pytest.raises(GenerationError, match=r"points\.csv: nothing was written: a week's folder holds only "
-                                              r"week99\.ipynb, tests/, data/, locale/ and audit\.toml\. Move a data file into data/"):
+                                              r"week99\.ipynb, tests/, data/, locale/, audit\.toml and week\.toml\. "
+                                              r"Move a data file into data/"):
         generate_week(course.week("week99"), check=True)
 
 
@@ -572,26 +566,6 @@ def test_a_task_heading_without_points_is_refused(course: Course) -> None:
 
 
 # --- a week written from scratch, as docs/AUTHORING.md tells -------------------------------------
-
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "AUTHORING.md"
-_BLOCK = re.compile(r"^```(\w+) (cell|file=\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-
-
-def write_week_from_the_docs(root: Path) -> Path:
-    """The week-7 example of docs/AUTHORING.md, written from its blocks; returns the notebook."""
-    cells = []
-    for language, kind, body in _BLOCK.findall(DOCS.read_text(encoding="utf-8")):
-        if kind == "cell":
-            make = new_markdown_cell if language == "markdown" else new_code_cell
-            cells.append(make(body.rstrip("\n")))
-        else:
-            path = root / kind.removeprefix("file=")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(body, encoding="utf-8")
-    path = root / "source" / "week07" / "week07.ipynb"
-    nbformat.write(notebook(*cells), path)
-    return path
-
 
 def test_the_week_written_from_scratch_in_the_docs_generates_and_its_tests_pass(tmp_path: Path) -> None:
     import subprocess

@@ -16,7 +16,8 @@ import pytest
 from babel.messages.catalog import Catalog
 
 from autograder import results as r
-from autograder.course import Course, Languages, read_languages
+from autograder.course import Course
+from autograder.course_languages import Languages, read_languages
 from autograder.exceptions import CourseError, GenerationError
 from autograder.generate import generate_week
 from autograder.generate.markers import BEGIN, END

@@ -24,7 +24,7 @@ from autograder.execution import Limits, SubmissionRun, ZygoteSlot
 from autograder.grading.parallel import grade_parallel
 from autograder.submission import Submission
 from autograder.testing.student import Student
-from tests.conftest import notebook_bytes
+from tests.helpers import notebook_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb")

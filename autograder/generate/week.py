@@ -1,10 +1,11 @@
 """Generating a week's files, or checking that the committed ones are what generation writes.
 
 Generation owns ``assignments/weekNN/`` and ``solutions/weekNN/`` entirely: each holds one
-folder per language the course offers (``en/``, ``ja/``...) with the week's generated
+folder per language the week offers (``en/``, ``ja/``...) with the week's generated
 notebook in that language and a copy of the week's ``data/`` folder. Anything else found
 there is ``extra`` (reported by a check, deleted by a write). The source folder holds only
-the notebook, ``tests/``, ``data/``, ``locale/`` (translations) and ``audit.toml``: any other file is refused, since it
+the notebook, ``tests/``, ``data/``, ``locale/`` (translations), ``audit.toml`` and ``week.toml`` (the week's
+languages): any other file is refused, since it
 would otherwise be either copied where the sandbox cannot see it or silently dropped. Hidden files and ``__pycache__``
 are never copied, reported or deleted
 (Jupyter's ``.ipynb_checkpoints`` lives there).
@@ -134,7 +135,7 @@ def apply(plan: Plan, differences: Iterable[Difference]) -> None:
                 directory.rmdir()
 
 
-ALLOWED = ("tests", "data", "audit.toml", "locale")  # besides the notebook itself
+NOT_COPIED = ("tests", "audit.toml", "locale", "week.toml")  # with data/ and the notebook: all a week's folder holds
 
 
 def _copied_files(week: Week) -> list[Path]:
@@ -143,7 +144,7 @@ def _copied_files(week: Week) -> list[Path]:
     copied = []
     for path in _files_under(week.source_dir):
         relative = path.relative_to(week.source_dir)
-        if path == week.source_notebook or relative.parts[0] in ("tests", "audit.toml", "locale"):
+        if path == week.source_notebook or relative.parts[0] in NOT_COPIED:
             continue
         if path.suffix == ".ipynb":
             raise GenerationError(
@@ -153,8 +154,8 @@ def _copied_files(week: Week) -> list[Path]:
         if relative.parts[0] != "data" or len(relative.parts) == 1:
             raise GenerationError(
                 f"{path}: nothing was written: a week's folder holds only {week.source_notebook.name}, tests/, data/, "
-                "locale/ and audit.toml. Move a data file into data/ (copied to the student and solution folders and "
-                "readable at data/ while grading), or move the file out of the week's folder."
+                "locale/, audit.toml and week.toml. Move a data file into data/ (copied to the student and solution "
+                "folders and readable at data/ while grading), or move the file out of the week's folder."
             )
         copied.append(relative)
     return copied

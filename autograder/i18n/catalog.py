@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import difflib
 import gettext
+import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -144,16 +145,23 @@ def read_catalog(path: Path) -> Catalog:
         return read_po(handle)
 
 
-def write_catalog(catalog: Catalog, path: Path) -> None:
-    """Write a ``.po``/``.pot`` file reproducibly (sorted as extracted, wrapped at 79). The
-    previous text (``#| msgid``) is kept only while an entry is fuzzy: once translated again
-    it is history a translator no longer needs."""
+def write_catalog(catalog: Catalog, path: Path) -> bool:
+    """Write a ``.po``/``.pot`` file reproducibly (sorted as extracted, wrapped at 79), and
+    only when its contents change (so ``i18n update`` can say which catalogs it changed,
+    and an untouched file keeps its time stamp); whether it wrote. The previous text
+    (``#| msgid``) is kept only while an entry is fuzzy: once translated again it is
+    history a translator no longer needs."""
     for message in catalog:
         if not message.fuzzy:
             message.previous_id = []
+    buffer = io.BytesIO()
+    write_po(buffer, catalog, width=79, sort_output=False, include_previous=True)
+    contents = buffer.getvalue()
+    if path.is_file() and path.read_bytes() == contents:
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as handle:
-        write_po(handle, catalog, width=79, sort_output=False, include_previous=True)
+    path.write_bytes(contents)
+    return True
 
 
 def update(template: Catalog, path: Path, language: str) -> Catalog:

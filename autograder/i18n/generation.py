@@ -24,11 +24,13 @@ SHOWN = 8  # problems named per language; the rest are counted
 
 
 def language_plans(week: Week) -> list[tuple[str, Callable[[str], str]]]:
-    """``(language, gettext)`` for every language ``week``'s course offers, source first.
+    """``(language, gettext)`` for every language ``week`` offers (its ``week.toml``, else
+    the course's), source first.
 
     Raises GenerationError when a language's week catalog or the framework's catalog lacks
     a translation of the current source (untranslated, fuzzy, or changed since translated),
-    naming the strings and the command that merges the catalog."""
+    naming the strings and the command that merges the catalog. A language the autograder
+    has no catalog for at all gets the autograder's own words in English."""
     languages = week.languages
     order = [languages.source, *(lang for lang in languages.offered if lang != languages.source)]
     template = extract(week) if len(order) > 1 else None
@@ -41,9 +43,9 @@ def language_plans(week: Week) -> list[tuple[str, Callable[[str], str]]]:
             found = catalog_problems(template, path)
             if found:
                 lacking.append((str(path.relative_to(week.root)), found))
-        if language != FRAMEWORK_SOURCE_LANGUAGE:
+        path = framework_catalog_path(language)
+        if language != FRAMEWORK_SOURCE_LANGUAGE and path.is_file():
             framework = framework if framework is not None else framework_template()
-            path = framework_catalog_path(language)
             found = catalog_problems(framework, path)
             if found:
                 lacking.append((f"the autograder's catalog {path.name} for {language}", found))
@@ -56,7 +58,8 @@ def language_plans(week: Week) -> list[tuple[str, Callable[[str], str]]]:
         raise GenerationError(
             "\n".join(refusals) + "\nNothing was written. Run `autograder i18n update` to merge the catalogs "
             "with the source, translate what is empty or fuzzy (docs/AUTHORING.md, \"Translating\"), or take "
-            "the language out of `offered` in course.toml."
+            "the language out of `offered` for this week (its week.toml; docs/AUTHORING.md, "
+            "\"A week in fewer languages\")."
         )
     plans: list[tuple[str, Callable[[str], str]]] = []
     for language in order:

@@ -56,10 +56,13 @@ def framework_catalog_path(language: str) -> Path:
 
 
 def translations(week: Week, language: str) -> gettext.NullTranslations | None:
-    """What ``_`` should use for a submission of ``week`` in ``language``: the week's
-    catalog, then the framework's; None when both are the source text."""
+    """What ``_`` should use for ``week`` in ``language``: the week's catalog when the
+    week offers ``language`` (otherwise the week's text stays in its source language, as a
+    catalog still being translated may be half done), then the framework's when the
+    autograder has one for ``language`` (otherwise its words stay English); None when
+    both are the source text."""
     paths = []
-    if language != week.languages.source:
+    if language != week.languages.source and language in week.languages.offered:
         paths.append(catalog_path(week, language))
     if language != FRAMEWORK_SOURCE_LANGUAGE:
         paths.append(framework_catalog_path(language))

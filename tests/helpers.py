@@ -1,0 +1,53 @@
+"""Helpers shared by several test files: the one home for them.
+
+``conftest.py`` holds fixtures only. pytest loads it itself, and under
+``--import-mode=importlib`` (pyproject.toml) it is not a module other files can import
+(``from conftest import ...`` fails). A plain function two test files need lives here and
+is imported as ``from tests.helpers import NAME`` (the repository root is on the path of
+every pytest run, as for ``tests.service``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "AUTHORING.md"
+_BLOCK = re.compile(r"^```(\w+) (cell|file=\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def notebook_bytes(*cells: str) -> bytes:
+    """A notebook of code cells, as a student's file would hold it."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    return nbformat.writes(nb).encode()
+
+
+def numbered_notebook(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A notebook of ``cells`` with the ids ``c0``, ``c1``...: reproducible output."""
+    nb = new_notebook(cells=list(cells))
+    for index, cell in enumerate(nb.cells):
+        cell.id = f"c{index}"
+    return nb
+
+
+def write_week_from_the_docs(root: Path) -> Path:
+    """The week-7 example of docs/AUTHORING.md, written under ``root`` from its blocks (a
+    ``markdown cell``/``python cell`` block is one notebook cell, a ``file=`` block a
+    file); returns the notebook's path."""
+    cells = []
+    for language, kind, body in _BLOCK.findall(DOCS.read_text(encoding="utf-8")):
+        if kind == "cell":
+            make = new_markdown_cell if language == "markdown" else new_code_cell
+            cells.append(make(body.rstrip("\n")))
+        else:
+            path = root / kind.removeprefix("file=")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body, encoding="utf-8")
+    path = root / "source" / "week07" / "week07.ipynb"
+    nbformat.write(numbered_notebook(*cells), path)
+    return path
