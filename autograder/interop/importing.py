@@ -2,8 +2,8 @@
 
 The week is first written to a temporary course holding the target's ``course.toml``
 and checked there as ``generate`` and grading will use it: the structural validation
-(``validate_week``), the student and solution notebooks in the week's language (a
-student cell that does not compile is refused: a stub at the wrong depth), every
+and generation of the student and solution notebooks (``plan_week``: a student cell
+that does not compile is refused too: a stub at the wrong depth), every
 library the notebook imports present in the grading environment, and every hidden test
 passing on the reference. Only a week passing all of it is written into the course.
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.course import LANGUAGE_PATTERN, SETTINGS_FILE, Week, read_languages
+from autograder.course import Week
+from autograder.course_languages import LANGUAGE_PATTERN, SETTINGS_FILE, read_languages
 from autograder.exceptions import AutograderError, InteropError
 from autograder.generate.notebook_io import read_source
-from autograder.generate.pipeline import solution_notebook, student_notebook
-from autograder.generate.validate import validate_week
+from autograder.generate.week import plan_week
 from autograder.interop.report import ImportReport, Note
 from autograder.interop.week_writer import ImportedWeek, python_name, write_week
 
@@ -133,12 +133,11 @@ def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None
     """Everything that would stop ``generate`` or grading, as problems in ``report``."""
     source = read_source(week.source_notebook)
     try:
-        validate_week(week, source)
-        student = student_notebook(source, path=week.source_notebook, language=imported.language)
-        solution_notebook(source, path=week.source_notebook, language=imported.language)
+        plan = plan_week(week)
     except AutograderError as error:
         report.problems.append(str(error))
         return
+    student = nbformat.reads(plan.files[week.assignment_notebook].decode("utf-8"), as_version=4)
     for index, (given, cell) in enumerate(zip(source.cells, student.cells)):
         if cell.cell_type == "code" and _compiles(given.source) and not _compiles(cell.source):
             report.problems.append(f"cell {index + 1} of the student notebook does not compile although the "

@@ -19,10 +19,10 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.authoring import ANSWER_HEADING, number
+from autograder.course_languages import WEEK_SETTINGS_FILE
 from autograder.generate.markers import BEGIN, END
 from autograder.generate.notebook_io import to_bytes
 
-WEEK_SETTINGS = "week.toml"
 TITLE_LINE = re.compile(r"^#\s+(.+?)\s*$")
 
 
@@ -155,7 +155,8 @@ def tests_module(tool: str, origin: str, prelude: str, tests: list[CellTest]) ->
 
 def written_files(notebook: Path, tool: str) -> list[Path]:
     """The files ``write_week`` writes for the week of ``notebook`` (data files aside)."""
-    return [notebook, notebook.parent / "tests" / f"test_{notebook.stem}_{tool}.py", notebook.parent / WEEK_SETTINGS]
+    folder = notebook.parent
+    return [notebook, folder / "tests" / f"test_{notebook.stem}_{tool}.py", folder / WEEK_SETTINGS_FILE]
 
 
 def title_cell(nb: NotebookNode, week: str, title: str, total: float) -> str:
