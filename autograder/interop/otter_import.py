@@ -20,8 +20,8 @@ question ``# BEGIN SOLUTION``, ``# BEGIN PROMPT`` and ``# BEGIN TESTS`` blocks. 
   ``failure_message`` its failure;
 - otter's own statements (``import otter``, ``grader = otter.Notebook()``,
   ``grader.check(...)``, ``grader.export()``) are dropped, the rest of their cells kept;
-- the assignment's ``files`` are copied into the week's ``data/`` and the notebook's
-  literal paths to them rewritten.
+- the assignment's ``files`` and ``student_files`` are copied into the week's ``data/``
+  and the notebook's literal paths to them rewritten.
 """
 
 from __future__ import annotations
@@ -55,13 +55,14 @@ from autograder.interop.week_writer import (
 DELIMITER = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|PROMPT|TESTS)\b", re.IGNORECASE)
 MARKER = re.compile(r"^(\s*)#\s*(BEGIN|END) SOLUTION( NO PROMPT)?\s*$")
 LINE_SOLUTION = re.compile(r"^(\s*)(.*?)\s*# ?SOLUTION( NO PROMPT)?\s*$")
-PROMPT_LINE = re.compile(r"^\s*#\s*(BEGIN|END) PROMPT\s*$")
+PROMPT_LINE = re.compile(r"#\s*(BEGIN|END) PROMPT\s*$")  # at a line's end: `_ = """ # BEGIN PROMPT`
 IGNORE_BEGIN = re.compile(r"^\s*#\s*BEGIN\s*IGNORE\s*$", re.IGNORECASE)
 CONFIG_BEGIN = re.compile(r'^(?:.\s*=\s*)?"""?\s*#\s*BEGIN\s*TEST\s*CONFIG', re.IGNORECASE)
 CONFIG_END = re.compile(r'^"""?\s*#\s*END\s*TEST\s*CONFIG', re.IGNORECASE)
 FENCE_OPEN = re.compile(r"^\s*```\s*(otter)?\s*$")
 FENCE_CLOSE = re.compile(r"^\s*```\s*$")
 INCLUDE_TAG = "otter_include"
+IGNORED = "otter removes it from every notebook it writes"
 
 
 def unfence(cells: list[NotebookNode]) -> list[tuple[int, NotebookNode]]:
@@ -104,16 +105,16 @@ def strip_lines(source: str, cell: int, report: ImportReport) -> str:
             block = None if text.endswith("# END IGNORE") else block
             continue
         if block == "PROMPT":
-            block = None if PROMPT_LINE.match(text) else block
+            block = None if PROMPT_LINE.search(text) else block
             continue
         if IGNORE_BEGIN.match(text):
             block = "IGNORE"
-            report.note("dropped", where(cell, index), "a # BEGIN IGNORE block (otter runs it for no one)")
-        elif PROMPT_LINE.match(text):
+            report.note("dropped", where(cell, index), f"a # BEGIN IGNORE block ({IGNORED})")
+        elif PROMPT_LINE.search(text):
             block = "PROMPT"
             report.note("dropped", where(cell, index), "an inline prompt block (generation writes our stub there)")
         elif text.endswith("# IGNORE"):
-            report.note("dropped", where(cell, index), f"{line.strip()!r} (# IGNORE: otter runs it for no one)")
+            report.note("dropped", where(cell, index), f"{line.strip()!r} (# IGNORE: {IGNORED})")
         elif text.endswith("# SEED"):
             report.note("dropped", where(cell, index), f"{line.strip()!r} (# SEED: the grader seeds each "
                         "submission itself, the `seed` fixture of the hidden tests)")
@@ -261,9 +262,7 @@ class _Builder:
             if question.get("all_or_nothing"):
                 break
             description = str(config.get("success_message") or f"otter test {k} of {name} passes")
-            failure = config.get("failure_message")
-            self.tests.append(CellTest(f"{name}_{k}", self.number, share, description, (test,),
-                                       None if failure is None else str(failure)))
+            self.tests.append(CellTest(f"{name}_{k}", self.number, share, description, (test,)))
         self.cells.insert(self.heading_at, task_cell(self.number, total, name, manual=manual))
         self.total += total
         self.question = None
@@ -287,7 +286,8 @@ class _Builder:
             self.report.problems.append(
                 f"{where(index)}: the test cell ends in `{ast.unparse(last)}` but has no recorded output, so otter "
                 "expects none and fails everyone: run the master notebook (Restart & Run All), save it, import again")
-        self.pending.append((config, TestCell(code, expected), index))
+        failure = config.get("failure_message")
+        self.pending.append((config, TestCell(code, expected, None if failure is None else str(failure)), index))
 
     def solution(self, cell: NotebookNode, index: int) -> None:
         if cell.cell_type == "code":
@@ -357,26 +357,27 @@ def build_otter(master_notebook: Path, report: ImportReport, week: str) -> Impor
 
 
 def _files(build: _Builder, master: Path, report: ImportReport) -> list[Path]:
-    """The assignment's ``files``, to copy into ``data/``: the notebook's and tests' string
-    literals naming one are rewritten to ``data/NAME``, where the worker finds it."""
+    """The assignment's ``files`` and ``student_files`` (otter hands both out), to copy into
+    ``data/``: the notebook's and tests' string literals naming one are rewritten to
+    ``data/NAME``, where the worker finds it."""
     found = []
-    for name in [str(f) for f in build.config.get("files", []) or []]:
-        path = master.parent / name
-        if not path.is_file():
-            report.problems.append(f"ASSIGNMENT CONFIG: files: {name!r} is not next to the notebook ({path})")
-            continue
-        found.append(path)
-        pattern = re.compile(rf"""(['"]){re.escape(name)}\1""")
-        for cell in build.cells:
-            if cell.cell_type == "code":
-                cell.source = _rename(cell.source, pattern, path.name)
-        build.tests = [_rename_in(test, pattern, path.name) for test in build.tests]
-        report.note("changed", "ASSIGNMENT CONFIG", f"files: {name!r} is the week's data/{Path(name).name} "
-                    "(students read it there); the notebook's literal paths to it are rewritten")
-    for key in ("student_files", "autograder_files"):
-        for name in build.config.get(key, []) or []:
-            report.note("dropped", "ASSIGNMENT CONFIG", f"{key}: {name!r} (students write student_files "
-                        "themselves; the grader has no files of its own beside data/)")
+    for key in ("files", "student_files"):
+        for name in [str(f) for f in build.config.get(key, []) or []]:
+            path = master.parent / name
+            if not path.is_file():
+                report.problems.append(f"ASSIGNMENT CONFIG: {key}: {name!r} is not next to the notebook ({path})")
+                continue
+            found.append(path)
+            pattern = re.compile(rf"""(['"]){re.escape(name)}\1""")
+            for cell in build.cells:
+                if cell.cell_type == "code":
+                    cell.source = _rename(cell.source, pattern, path.name)
+            build.tests = [_rename_in(test, pattern, path.name) for test in build.tests]
+            report.note("changed", "ASSIGNMENT CONFIG", f"{key}: {name!r} is the week's data/{path.name} (students "
+                        "and tests read it there); the notebook's and tests' literal paths to it are rewritten")
+    for name in build.config.get("autograder_files", []) or []:
+        report.note("dropped", "ASSIGNMENT CONFIG", f"autograder_files: {name!r} (hidden tests here read only the "
+                    "week's data/, which students see too: move what they need there, or into the test code)")
     return found
 
 
@@ -385,8 +386,9 @@ def _rename(source: str, pattern: re.Pattern[str], name: str) -> str:
 
 
 def _rename_in(test: CellTest, pattern: re.Pattern[str], name: str) -> CellTest:
-    cells = tuple(TestCell(_rename(c.source, pattern, name), c.expected_output) for c in test.cells)
-    return CellTest(test.name, test.task, test.points, test.description, cells, test.failure_message)
+    cells = tuple(TestCell(_rename(c.source, pattern, name), c.expected_output, c.failure_message)
+                  for c in test.cells)
+    return CellTest(test.name, test.task, test.points, test.description, cells)
 
 
 def import_otter(notebook: Path, *, week: str, out_root: Path, language: str | None = None) -> Imported:

@@ -32,6 +32,7 @@ class TestCell:
 
     source: str
     expected_output: str | None = None  # None: no comparison (nbgrader: the cell must only not raise)
+    failure_message: str | None = None  # otter's failure_message: said when the cell fails
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,6 @@ class CellTest:
     points: float
     description: str  # shown to the student: what the test checks
     cells: tuple[TestCell, ...]
-    failure_message: str | None = None  # otter's failure_message: said when the test fails
 
 
 @dataclass
@@ -146,8 +146,8 @@ def tests_module(tool: str, origin: str, prelude: str, tests: list[CellTest]) ->
         used.add(name)
         out += ["", "", f"@pytest.mark.task({test.task})", f"@pytest.mark.points({points_text(test.points)})",
                 f"def {name}(student):", f"    {test.description!r}"]
-        message = "" if test.failure_message is None else f", failure_message={test.failure_message!r}"
         for cell in test.cells:
+            message = "" if cell.failure_message is None else f", failure_message={cell.failure_message!r}"
             expected = "" if cell.expected_output is None else f", expected_output={literal(cell.expected_output)}"
             out.append(f"    run_cell(student, PRELUDE, {literal(cell.source)}{expected}{message})")
     return "\n".join(out) + "\n"
