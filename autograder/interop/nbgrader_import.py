@@ -46,7 +46,7 @@ from autograder.interop.week_writer import (
 HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
 HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
 SOLUTION_MARKER = re.compile(r"^(\s*)#+\s*(BEGIN|END) SOLUTION\s*$")
-STUB = re.compile(r"^\s*#\s*YOUR CODE HERE\s*$|^\s*raise NotImplementedError\(\)\s*$", re.IGNORECASE)
+RELEASED = re.compile(r"^\s*#\s*YOUR CODE HERE\s*\n\s*raise NotImplementedError\(\)\s*$", re.IGNORECASE | re.MULTILINE)
 CODE_ANSWER = "The code cell above: its solution is the model answer (nbgrader graded it by hand)."
 NO_ANSWER = "(nbgrader's task cell gave no model answer: write the one markers compare against.)"
 
@@ -78,9 +78,9 @@ def solution_source(source: str, cell: int, report: ImportReport) -> str:
         source = "\n".join(
             f"{m.group(1)}{BEGIN if m.group(2) == 'BEGIN' else END}" if (m := SOLUTION_MARKER.match(line)) else line
             for line in lines)
-    elif source.strip() and all(STUB.match(line) or not line.strip() for line in lines):
-        report.problems.append(f"{where(cell)}: holds only nbgrader's stub (# YOUR CODE HERE): import the source "
-                               "notebook, the one with the solutions, not the released one")
+    elif RELEASED.search(source):
+        report.problems.append(f"{where(cell)}: holds nbgrader's stub (# YOUR CODE HERE) where the solution goes: "
+                               "import the source notebook, the one with the solutions, not the released one")
         return source
     else:
         source = wrap_solution(source)
