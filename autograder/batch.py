@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
-from autograder.exceptions import AutograderError
+from autograder.exceptions import AutograderError, ManualMarksError
 from autograder.execution import Limits, Sandboxed
 from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.feedback_zip import write_feedback_zip
@@ -75,6 +75,26 @@ def default_out_dir(week: Week, paths: Sequence[Path]) -> Path:
     look), ``results/WEEK-notebooks`` for loose notebooks, so the two never mix."""
     results = week.root / "results"
     return results / week.name if holds_export(paths) else results / f"{week.name}-notebooks"
+
+
+def marked_batch_dir(week: Week, sheet: Path) -> Path:
+    """The results folder of the batch a filled marking sheet belongs to, for
+    ``merge-manual`` without ``--out``: the sheet's own folder when it holds a gradebook
+    (``grade`` writes the sheet there), else whichever of ``default_out_dir``'s two
+    folders (a Moodle export's, loose notebooks') holds one. ManualMarksError when both
+    do or neither does: the marks must not go into another batch's gradebook, nor into a
+    new empty one."""
+    results = week.root / "results"
+    candidates = [sheet.resolve().parent] if (sheet.resolve().parent / FILENAME).is_file() else [
+        folder for folder in (results / week.name, results / f"{week.name}-notebooks") if (folder / FILENAME).is_file()]
+    if len(candidates) == 1:
+        return candidates[0]
+    if candidates:
+        raise ManualMarksError(f"{sheet}: both {candidates[0]} and {candidates[1]} hold graded results of "
+                               f"{week.name}: say which batch the marks are for with --out FOLDER")
+    raise ManualMarksError(f"{sheet}: no graded results of {week.name} beside the sheet, nor in {results / week.name} "
+                           f"or {results / (week.name + '-notebooks')}: grade first, or pass --out FOLDER "
+                           "(the folder `autograder grade` wrote the sheet to)")
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,9 @@ CourseOption = Annotated[Path | None, typer.Option("--course", help="the course 
 
 
 WeekArg = Annotated[str, typer.Argument(help="the week, e.g. week01")]
-OutOption = Annotated[
-    Path | None, typer.Option("--out", help="the results folder (default: results/WEEK in the course)")
-]
+OutOption = Annotated[Path | None, typer.Option("--out", help=(
+    "the results folder (default: the one beside the sheet holding the graded batch, else results/WEEK or "
+    "results/WEEK-notebooks, whichever holds one)"))]
 GradeOutOption = Annotated[Path | None, typer.Option("--out", help=(
     "the results folder (default: results/WEEK in the course for a Moodle export, "
     "results/WEEK-notebooks for loose notebooks, so the two never mix)"))]
@@ -198,11 +198,14 @@ def merge_manual(
     allow_pending: AllowPendingOption = False,
     course: CourseOption = None,
 ) -> None:
-    """Fold marks given by hand into the totals, the worksheet, the feedback and the report."""
+    """Fold marks given by hand into the totals, the worksheet, the feedback and the report
+    (default folder: the graded batch the sheet belongs to)."""
+    from autograder.batch import marked_batch_dir
     from autograder.batch import merge_manual as merge
 
-    the_week, folder = _locate(week, course, out_dir)
+    the_week = _locate(week, course, None)[0]
     try:
+        folder = out_dir or marked_batch_dir(the_week, sheet)
         stored, unmarked, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet,
                                           allow_pending=allow_pending)
     except AutograderError as exc:

@@ -85,14 +85,23 @@ class Week:
         return self.solution_notebook_in(self.languages.source)
 
     def handed_out(self) -> nbformat.NotebookNode | None:
-        """Every cell students were given, in any language the week offers, as one notebook: what tells the
-        cells a student added (``autograder.manual``); None when nothing is generated yet."""
+        """Every cell students were given, in any language the week offers, as one notebook:
+        what tells the cells a student added (``autograder.manual``); None when nothing is
+        generated yet.
+
+        The languages' notebooks share their cell ids (one source), and a notebook older
+        than nbformat 4.5 has none; joined as they are, nbformat would repair both with a
+        warning per cell. So each cell is normalised as it is read: its id becomes
+        ``<language>-<index>`` (no caller reads these ids, only the cells' text)."""
         cells = []
         for language in self.languages.offered:
             try:
-                cells += nbformat.read(self.assignment_notebook_in(language), as_version=4).cells
+                given = nbformat.read(self.assignment_notebook_in(language), as_version=4)
             except (OSError, ValueError):
                 continue
+            for index, cell in enumerate(given.cells):
+                cell.id = f"{language}-{index}"
+                cells.append(cell)
         return nbformat.v4.new_notebook(cells=cells) if cells else None
 
     @cached_property

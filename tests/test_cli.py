@@ -157,3 +157,39 @@ def test_loose_notebooks_by_default_stay_out_of_the_moodle_results_folder(export
     own = (loose_out / "code" / "correct_loop_eta_y_x.py").read_text(encoding="utf-8")  # for the similarity section
     assert "def " in own and "load_iris()" not in own  # the student's code, not the given cells
     assert 'id="similarity"' in (loose_out / "report.html").read_text(encoding="utf-8")
+
+
+def test_merge_manual_finds_the_batch_its_sheet_came_from(tmp_path: Path):
+    import shutil
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source" / "week01", course / "source" / "week01")
+    shutil.copytree(ROOT / "assignments" / "week01", course / "assignments" / "week01")
+    graded = run("grade", "week01", str(FIXTURES / "correct_loop_eta_y_x.ipynb"), "--course", str(course),
+                 "--jobs", "1")
+    assert graded.returncode == 0, graded.stderr
+    loose = course / "results" / "week01-notebooks"
+    marking = loose / "manual-marking.csv"
+    rows = list(csv.DictReader(io.StringIO(marking.read_text(encoding="utf-8-sig"))))
+    for row in rows:
+        row["points"] = "10"
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0].keys()))
+    writer.writeheader()
+    writer.writerows(rows)
+    marking.write_text(buffer.getvalue(), encoding="utf-8")
+
+    merged = run("merge-manual", "week01", str(marking), "--course", str(course))
+    assert merged.returncode == 0, merged.stderr
+    assert f"{len(rows)} mark(s) stored; every row is marked" in merged.stderr
+    assert not (course / "results" / "week01").exists()  # not a new, empty batch beside the real one
+    assert json.loads((loose / "correct_loop_eta_y_x.json").read_text())["score"] == 60 + 10 * len(rows)
+
+    downloaded = tmp_path / "Downloads" / "manual-marking.csv"  # the sheet moved away from its batch
+    downloaded.parent.mkdir()
+    shutil.copy(marking, downloaded)
+    assert run("merge-manual", "week01", str(downloaded), "--course", str(course)).returncode == 0
+    (course / "results" / "week01").mkdir()
+    shutil.copy(loose / "gradebook.sqlite", course / "results" / "week01" / "gradebook.sqlite")
+    ambiguous = run("merge-manual", "week01", str(downloaded), "--course", str(course))
+    assert ambiguous.returncode == 2 and "--out FOLDER" in ambiguous.stderr, ambiguous.stderr

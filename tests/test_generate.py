@@ -152,6 +152,8 @@ def test_regions_become_stubs_in_the_student_notebook_and_plain_code_in_the_solu
         pytest.param("### BEGIN SOLUTIONS\nx = 1\n### END SOLUTIONS", 1, "malformed", id="plural"),
         pytest.param("###BEGIN SOLUTION\nx = 1\n###END SOLUTION", 1, "malformed", id="no-space"),
         pytest.param("### BEGIN_SOLUTION\nx = 1", 1, "malformed", id="underscore"),
+        pytest.param("### BEGIN SOLUTION\nx = 1\n### END SOLUTON", 3, "malformed", id="misspelt-end"),
+        pytest.param("    # Begin Soltuion\nx = 1", 1, "malformed", id="misspelt-begin"),
         pytest.param("x = 1  ### BEGIN SOLUTION\ny = 2\n### END SOLUTION", 1, "malformed", id="code-before"),
         pytest.param("### BEGIN SOLUTION\ny = 2\n### END SOLUTION  # done", 3, "malformed", id="comment-after"),
         pytest.param("BEGIN SOLUTION\nx = 1\nEND SOLUTION", 1, "malformed", id="capitals-without-hash"),
@@ -169,7 +171,8 @@ def test_bad_markers_are_refused_with_file_cell_and_line(source: str, line: int,
 
 
 def test_words_that_merely_resemble_markers_are_not_refused() -> None:
-    source = "the_end_solution = 1\nprint('we begin, solution follows')  # fine\nprint('the end solution')"
+    source = ("the_end_solution = 1\nprint('we begin, solution follows')  # fine\nprint('the end solution')\n"
+              "# end of the solving loop\n# begin solving")
     assert code_cell_source(source) == source
 
 
@@ -422,6 +425,31 @@ def refused(course: Course, *says: str) -> str:
     assert not (course.root / "assignments").exists()
     assert not (course.root / "solutions").exists()
     return message
+
+
+@pytest.mark.parametrize(("cell", "says"), [
+    (new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\nassert f(1) == 1"),
+     "holds a solution region, so students would get a stub instead of the check"),
+    (new_code_cell("from autograder.testing import MissingName\nassert True"), "imports autograder"),
+    (new_markdown_cell("Check that `square(2) == 4`."), "must be a code cell of plain asserts"),
+])
+def test_a_public_check_that_would_not_reach_students_whole_or_run_on_colab_is_refused(
+        course: Course, cell: nbformat.NotebookNode, says: str) -> None:
+    cell.metadata["autograder"] = {"check": True}
+    cell.id = "public-check"
+    edit_source(course, lambda nb: nb.cells.append(cell))
+    count = len(nbformat.read(course.week("week99").source_notebook, as_version=4).cells)
+    refused(course, f'cell {count}: a public check (metadata "check": true)', says)
+
+
+def test_a_public_check_of_plain_asserts_reaches_students_as_written(course: Course) -> None:
+    check = new_code_cell("import numpy as np\nassert np.isclose(square(2), 4), 'square(2) should be 4'",
+                          metadata={"autograder": {"check": True}})
+    check.id = "public-check"
+    edit_source(course, lambda nb: nb.cells.append(check))
+    generate_week(course.week("week99"))
+    student = nbformat.read(course.week("week99").assignment_notebook, as_version=4)
+    assert student.cells[-1].source == check.source and student.cells[-1].metadata.autograder.check is True
 
 
 def test_a_hand_graded_task_without_a_model_answer_cell_is_refused(course: Course) -> None:

@@ -76,3 +76,25 @@ def test_grading_refuses_a_bad_call_timeout_before_any_submission_runs(course: C
         hidden(f"{GOOD}\n@pytest.mark.call_timeout(-1)"))
     with pytest.raises(CourseError, match=r"@pytest.mark.call_timeout\(-1\) is not valid"):
         grade(course.week("week99"), [], isolation=Sandboxed())
+
+
+@pytest.mark.parametrize("points", [12, 8])
+def test_pytest_on_the_source_refuses_tests_that_do_not_add_up_to_the_tasks_points(course: Course,
+                                                                                  points: int) -> None:
+    tests = course.root / "source" / "week99" / "tests"
+    (tests / "test_week99.py").write_text(hidden(f"@pytest.mark.task(1)\n@pytest.mark.points({points})"))
+
+    def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", *args, "-q", "-p", "no:randomly"],
+                              capture_output=True, text=True, timeout=120)
+
+    run = pytest_run(str(tests))
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
+    assert f"hidden tests of task 1 add up to {points} points, the task is worth 10: fix their " \
+           "@pytest.mark.points" in run.stderr
+    assert pytest_run(str(tests), "-k", "hidden").returncode == pytest.ExitCode.USAGE_ERROR  # -k narrows later
+    # one test named alone is not the week's whole suite: its points cannot be judged
+    single = pytest_run(f"{tests / 'test_week99.py'}::test_hidden")
+    assert single.returncode == 0, single.stdout + single.stderr
+    (tests / "test_week99.py").write_text(hidden(GOOD))
+    assert pytest_run(str(tests)).returncode == 0

@@ -7,6 +7,7 @@ tests/test_i18n_grading.py.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -18,7 +19,7 @@ from babel.messages.catalog import Catalog
 from autograder import results as r
 from autograder.course import Course
 from autograder.course_languages import Languages, read_languages
-from autograder.exceptions import CourseError, GenerationError
+from autograder.exceptions import CourseError, GenerationError, MarkerError
 from autograder.generate import generate_week
 from autograder.generate.markers import BEGIN, END
 from autograder.i18n import _, speaking
@@ -28,6 +29,7 @@ from autograder.i18n.catalog import (
     extract,
     problems,
     read_catalog,
+    template_path,
     update,
     write_catalog,
 )
@@ -209,6 +211,35 @@ def test_a_language_without_a_catalog_is_refused_with_the_fix(course: Course):
         generate_week(Course(course.root).week("week99"))
     assert "not in the catalog" in str(refused.value)
     assert not (course.root / "assignments").exists()
+
+
+def test_a_misspelt_marker_is_refused_as_a_marker_not_as_a_missing_translation(course: Course):
+    week = course.week("week99")
+    text = week.source_notebook.read_text()
+    week.source_notebook.write_text(text.replace("### END SOLUTION", "### END SOLUTON", 1))
+    with pytest.raises(MarkerError) as refused:
+        generate_week(Course(course.root).week("week99"))
+    message = str(refused.value)
+    assert "malformed solution marker '### END SOLUTON'" in message and "'### END SOLUTION' exactly" in message
+    assert re.search(r"week99\.ipynb: cell \d+, line \d+: ", message)
+    assert "translation" not in message
+    assert not (course.root / "assignments").exists()
+
+
+def test_only_failure_messages_are_flagged_as_brace_format_latex_is_not(course: Course):
+    from autograder.i18n.update import update_catalogs
+
+    week = course.week("week99")
+    nb = nbformat.read(week.source_notebook, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("The points $x^{(1)}, \\dots, x^{(n)}$ are given."))
+    nbformat.write(nb, week.source_notebook)
+    update_catalogs(Course(course.root), framework=False)
+    for path in (template_path(week), catalog_path(week, "ja")):
+        entries = {block.split("msgid ", 1)[1].split("\n", 1)[0]: block
+                   for block in path.read_text(encoding="utf-8").split("\n\n") if "msgid " in block}
+        assert "python-brace-format" in entries['"square({x}) should be {y}"']
+        latex = entries['"The points $x^{(1)}, \\\\dots, x^{(n)}$ are given."']
+        assert "python-brace-format" not in latex, latex
 
 
 def test_plot_labels_in_japanese_draw_without_missing_glyphs():

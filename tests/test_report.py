@@ -220,10 +220,31 @@ def test_pass_rates_per_test_and_task(batch: list[r.SubmissionResult]) -> None:
 
 def test_the_histogram_keeps_scores_awaiting_hand_marking_apart(batch: list[r.SubmissionResult]) -> None:
     groups = {g.label: sorted(g.scores) for g in score_groups(batch)}
-    # 101 and 103 are marked; 102 still waits for its task 3 mark
+    # 101 and 103 are marked; 102 still waits for its task 3 mark; so do 104 (not attempted), 105 and 106
     assert groups["graded"] == sorted([batch[0].score, batch[2].score])
     assert groups["graded, hand marking pending"] == [batch[1].score]
-    assert "timeout" in groups and "not submitted" not in groups
+    assert groups["not attempted, hand marking pending"] == [batch[3].score]
+    assert "timeout, hand marking pending" in groups and "not submitted" not in groups
+
+
+def test_the_histogram_draws_a_bar_for_every_group_its_legend_lists(batch: list[r.SubmissionResult]) -> None:
+    marked = make_result("108", "Eve", status=r.Status.NOT_ATTEMPTED, manual=1.0)  # not attempted, marked
+    for results in (batch, [*batch, marked], [batch[3]]):
+        groups = score_groups(results)
+        assert all(g.scores for g in groups), [g.label for g in groups if not g.scores]
+        drawn = sorted(s for g in groups for s in g.scores)
+        assert drawn == sorted(x.score for x in results if x.status is not r.Status.NOT_SUBMITTED)
+    assert {g.label for g in score_groups([*batch, marked])} >= {"not attempted", "not attempted, hand marking pending"}
+
+
+def test_the_mean_says_how_points_awaiting_hand_marking_are_counted(tmp_path: Path,
+                                                                    batch: list[r.SubmissionResult]) -> None:
+    text = Page(write_report(batch, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8")).plain
+    assert summarize(batch)["graded_pending"] == 1  # 102: graded, task 3 not marked yet
+    assert "mean score of graded (of 20) 1 of them await hand marking: points not marked yet count as 0" in text
+    marked = [b for b in batch if b.status is not r.Status.GRADED or not b.pending_points]
+    text = Page(write_report(marked, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8")).plain
+    assert "count as 0" not in text
 
 
 def test_summary_counts_statuses_and_means_graded_scores(batch: list[r.SubmissionResult]) -> None:
@@ -298,3 +319,11 @@ def test_plot_labels_are_text_not_formulas():
                                   tests=[r.TestResult("$$", 1, 1.0, 1.0, "x"), r.TestResult("$\\frac{", 1, 0, 1, "y")])]
     for draw in (plots.score_distribution, plots.task_scores, plots.pass_rates_by_test):
         assert draw(results).startswith(b"\x89PNG")
+
+
+def test_the_feedback_footer_keeps_its_sentences_apart() -> None:
+    result = make_result("101", "Jane Doe")
+    result.submission_sha256 = "c51" + "0" * 61
+    html = render_feedback(result, week_title=WEEK_TITLE)
+    footer = html[html.index("<footer"):html.index("</footer>")]
+    assert "autograder 0.1.0. Submission SHA-256 <code>c51000000000</code>." in footer, footer

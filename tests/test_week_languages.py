@@ -8,7 +8,10 @@ without any course-wide setting changing.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -123,6 +126,13 @@ def test_a_week_drafted_in_english_generates_and_grades_while_the_others_are_unt
                                                         "es": "not offered"}
     assert all(r.lacking == r.messages > 0 for k, r in rows.items() if k[1] != "en")
     assert not any(r.blocks for r in rows.values())
+    status = subprocess.run([sys.executable, "-m", "autograder", "i18n", "status", "week07", "--course",
+                             str(drafted.root)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "COLUMNS": "200"})
+    assert status.returncode == 0, status.stdout + status.stderr  # nothing the week offers lacks a translation
+    lines = [" ".join(line.replace("│", " ").split()) for line in status.stdout.splitlines()]
+    assert "week07 en source" in " | ".join(lines)
+    assert all(any(line.startswith(f"week07 {lang} not offered") for line in lines) for lang in ("ja", "pt", "es"))
 
     reference, stub = week.solution_notebook_in("en"), week.assignment_notebook_in("en")
     submissions = [Submission(origin="ref-ja.ipynb", key="ref-ja", content=hand_in(reference, language="ja"), seed=3),

@@ -37,16 +37,25 @@ class ZygoteSlot:
         return self
 
     def spawn(self, limits: Limits | None = None) -> Worker:
-        """A fresh worker; a zygote that fails to fork is replaced once before giving up."""
-        for attempt in (1, 2):
+        """A fresh worker; a zygote that fails to fork is replaced once before giving up.
+
+        The first failure is logged at debug level only: under load a zygote may not answer
+        in time, and the replacement is the whole remedy, with nothing for anyone to act
+        on. A second failure is real: it is logged as a warning, with both reasons, and raised."""
+        first: Exception | None = None
+        for _attempt in (1, 2):
             self.start()
             assert self.zygote is not None
             try:
                 return self.zygote.spawn(limits or self.limits)
             except (SandboxError, ProtocolError, OSError) as exc:
-                log.warning("zygote failed to fork (%s); replacing it", exc)
-                self.replace()
-                if attempt == 2:
+                if first is None:
+                    log.debug("zygote failed to fork (%s); replacing it", exc)
+                    self.replace(level=logging.DEBUG)
+                    first = exc
+                else:
+                    log.warning("zygote failed to fork (%s), and its replacement too (%s)", first, exc)
+                    self.replace()
                     raise
         raise AssertionError("unreachable")
 
@@ -69,12 +78,12 @@ class ZygoteSlot:
                 log.warning("zygote did not clean up after a submission (%s); replacing it", exc)
                 self.replace()
 
-    def replace(self) -> None:
-        """Stop the zygote, logging what it said; the next ``start`` makes a new one."""
+    def replace(self, *, level: int = logging.WARNING) -> None:
+        """Stop the zygote, logging what it said at ``level``; the next ``start`` makes a new one."""
         if self.zygote is not None:
             detail = self.zygote.stderr_tail()
             if detail.strip():
-                log.warning("the replaced zygote said:\n%s", detail)
+                log.log(level, "the replaced zygote said:\n%s", detail)
             self.zygote.close()
         self.zygote = None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 
 from autograder.exceptions import MarkerError
@@ -22,6 +23,8 @@ END = "### END SOLUTION"
 # marker text when written in capitals or after a "#" (any number of them, code before or
 # after it on the line); "the end solution" in prose is not.
 _WORDS = re.compile(r"\b(?:begin|end)[\s_-]*solutions?\b", re.IGNORECASE)
+# A comment line "#... BEGIN|END <word>": the word is checked for a misspelt "solution".
+_TYPO = re.compile(r"^\s*#+\s*(?:begin|end)[\s_-]*([a-z]+)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,13 @@ def lines_of(source: str) -> list[str]:
 
 
 def has_marker_text(line: str) -> bool:
-    """Whether a line holds a marker or something a hurried author meant as one."""
-    return any(m.group().isupper() or "#" in line[: m.start()] for m in _WORDS.finditer(line))
+    """Whether a line holds a marker or something a hurried author meant as one: the
+    marker's words, or a comment opening with BEGIN or END and a misspelt SOLUTION
+    (``### END SOLUTON``), which would otherwise pass for an ordinary comment."""
+    if any(m.group().isupper() or "#" in line[: m.start()] for m in _WORDS.finditer(line)):
+        return True
+    typo = _TYPO.match(line)
+    return typo is not None and SequenceMatcher(None, typo.group(1).lower(), "solution").ratio() >= 0.8
 
 
 def find_regions(source: str, *, path: Path | str, cell: int) -> tuple[Region, ...]:

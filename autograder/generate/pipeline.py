@@ -73,6 +73,12 @@ def run(steps: Sequence[Preprocessor], source: NotebookNode, *, path: Path, lang
     return nb
 
 
+def check_markers(source: NotebookNode, *, path: Path) -> None:
+    """Refuse ``source``'s bad solution markers (MarkerError naming cell and line), before
+    anything else is judged: what ``CheckMarkers`` does first in every pipeline."""
+    CheckMarkers().preprocess(source, Context(path=path, source=source))
+
+
 def student_notebook(source: NotebookNode, *, path: Path, language: str = "en",
                      gettext: Callable[[str], str] = untranslated) -> NotebookNode:
     """The student's notebook: solutions become stubs, model answers prompts, outputs

@@ -3,17 +3,21 @@
 What is refused, and why it matters: a hand-graded task without a model-answer cell (its
 answer would reach students as ordinary text), points that disagree between a heading and
 its metadata or do not add up to the week's total, a task with no hidden test or a test
-naming a task the notebook lacks (found otherwise only at grading time), and a notebook
-that does not say which week it is.
+naming a task the notebook lacks (found otherwise only at grading time), a notebook
+that does not say which week it is, and a public check (``"check": true``) that would not
+reach students whole or would not run on Colab.
 """
 
 from __future__ import annotations
+
+import ast
 
 from nbformat import NotebookNode
 
 from autograder.authoring import TaskSpec, read_spec
 from autograder.course import Week
 from autograder.exceptions import CourseError, GenerationError
+from autograder.generate.markers import BEGIN, END, has_marker_text
 from autograder.testing.hidden import MISSING, Markers, collect, read_markers
 
 
@@ -48,10 +52,47 @@ def validate_week(week: Week, source: NotebookNode) -> None:
         listed = " + ".join(f"{t.points:g}" for t in spec.tasks)
         problems.append(f"the tasks' points add up to {task_sum:g} ({listed}), the week's total is {spec.total:g}: "
                         "fix a task's points or the total in the title heading")
+    problems += _check_cell_problems(source)
     problems += _test_problems(week, spec.tasks)
     if problems:
         listing = "\n".join(f"  - {p}" for p in problems)
         raise GenerationError(f"{week.source_notebook}: nothing was written; fix these and generate again:\n{listing}")
+
+
+def _check_cell_problems(source: NotebookNode) -> list[str]:
+    """What is wrong with the cells marked ``"autograder": {"check": true}``, the public
+    checks: students run them as handed out, on Colab too, so each must be a code cell
+    that reaches students whole (no solution region, which would become a stub) and
+    needs nothing from this package (which Colab does not have)."""
+    problems = []
+    for index, cell in enumerate(source.cells):
+        mine = cell.get("metadata", {}).get("autograder", {})
+        if not isinstance(mine, dict) or mine.get("check") is not True:
+            continue
+        where = f"cell {index + 1}: a public check (metadata \"check\": true)"
+        if cell.cell_type != "code":
+            problems.append(f"{where} must be a code cell of plain asserts: remove \"check\" from this "
+                            f"{cell.cell_type} cell's metadata")
+        elif any(line.strip() in (BEGIN, END) or has_marker_text(line) for line in cell.source.split("\n")):
+            problems.append(f"{where} holds a solution region, so students would get a stub instead of the check: "
+                            "move the solution to a cell of its own")
+        elif _imports_autograder(cell.source):
+            problems.append(f"{where} imports autograder, which students' Colab does not have: "
+                            "write it with plain asserts (and numpy or scikit-learn)")
+    return problems
+
+
+def _imports_autograder(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False  # not Python (IPython magics): nothing to judge here
+    for node in ast.walk(tree):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(name == "autograder" or name.startswith("autograder.") for name in names):
+            return True
+    return False
 
 
 def _marked_tests(week: Week) -> list[Markers]:

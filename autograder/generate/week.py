@@ -21,7 +21,7 @@ from typing import Literal
 from autograder.course import Course, Week
 from autograder.exceptions import GenerationError
 from autograder.generate.notebook_io import read_source, to_bytes
-from autograder.generate.pipeline import solution_notebook, student_notebook
+from autograder.generate.pipeline import check_markers, solution_notebook, student_notebook
 from autograder.generate.validate import validate_week
 from autograder.i18n.generation import language_plans
 
@@ -86,9 +86,12 @@ def generate_weeks(weeks: Iterable[Week], *, check: bool = False) -> list[Differ
 
 def plan_week(week: Week) -> Plan:
     """The student and solution notebooks of ``week`` in every offered language, and its
-    copied files, as bytes. A language whose catalog lacks a translation is refused."""
+    copied files, as bytes. The week's structure is checked first (its declarations, tests
+    and solution markers), then its translations: a language whose catalog lacks a
+    translation is refused."""
     source = read_source(week.source_notebook)
     validate_week(week, source)
+    check_markers(source, path=week.source_notebook)  # a misspelt marker is no missing translation
     assignments, solutions = week.root / "assignments" / week.name, week.root / "solutions" / week.name
     files: dict[Path, bytes] = {}
     copied = _copied_files(week)

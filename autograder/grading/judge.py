@@ -69,9 +69,12 @@ def build_result(
     base: SubmissionResult,
     timed_out: bool,
 ) -> SubmissionResult:
-    """Fill ``base`` (identity, hashes, messages) with test and task results and a status."""
+    """Fill ``base`` (identity, hashes, messages) with test and task results and a status.
+
+    The tests are listed in task order (in collection order within a task): a week's test
+    files need not follow its tasks, and every reader of a result expects task 1 first."""
     test_results = []
-    for test in tests:
+    for test in sorted(tests, key=lambda t: t.task):
         outcome = outcomes.get(test.nodeid, Outcome(False, _("the test did not run")))
         text = (_("{check}: passed") if outcome.passed else _("{check}: failed")).format(check=_(test.description))
         if outcome.reason and not outcome.passed:

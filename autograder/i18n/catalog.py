@@ -145,6 +145,22 @@ def read_catalog(path: Path) -> Catalog:
         return read_po(handle)
 
 
+# What ``extract`` says a week's message is (its comment): of these only a failure message
+# ("feedback") is a str.format template.
+_NOT_FORMAT = frozenset({"title", "markdown", "comment", "docstring", "string", "check"})
+
+
+def _drop_false_brace_format(catalog: Catalog) -> None:
+    """Babel flags every message in which ``string.Formatter`` finds a field as
+    ``python-brace-format`` (LaTeX such as ``$x^{(1)}$`` included) whenever it builds one,
+    on reading a catalog too, and PO editors then demand the "placeholders" back. A week's
+    notebook text, titles and check names are never formatted: their flag is dropped."""
+    for message in [*catalog, *catalog.obsolete.values()]:
+        kinds = set(message.auto_comments)
+        if kinds & _NOT_FORMAT and "feedback" not in kinds:
+            message.flags.discard("python-brace-format")
+
+
 def write_catalog(catalog: Catalog, path: Path) -> bool:
     """Write a ``.po``/``.pot`` file reproducibly (sorted as extracted, wrapped at 79), and
     only when its contents change (so ``i18n update`` can say which catalogs it changed,
@@ -154,6 +170,7 @@ def write_catalog(catalog: Catalog, path: Path) -> bool:
     for message in catalog:
         if not message.fuzzy:
             message.previous_id = []
+    _drop_false_brace_format(catalog)
     buffer = io.BytesIO()
     write_po(buffer, catalog, width=79, sort_output=False, include_previous=True)
     contents = buffer.getvalue()

@@ -18,6 +18,7 @@ from pathlib import Path
 from matplotlib import font_manager, rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -35,7 +36,7 @@ STATUS_COLOURS: dict[Status, str] = {
 }
 # Tasks are told apart by hue families that mean nothing about passing: no greens or reds.
 TASK_COLOURS = ("#3e7cb1", "#8e6bbf", "#c98a2b", "#4a5d7a", "#b35c9e", "#2a9db5", "#7d6b4f", "#6f7fd6")
-PENDING_COLOUR = "#a8d5bf"  # graded, hand marking still to come: the graded green, paler
+PENDING_PALER = 0.6  # a status whose hand marking is still to come: its colour, this far towards white
 # Debian's fonts-noto-cjk (installed by `make setup`); the first face of the collection is
 # the Japanese one, which also covers the common Chinese and Korean characters.
 CJK_FONT_FILES = (Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),)
@@ -97,19 +98,29 @@ class ScoreGroup:
 
 
 def score_groups(results: Sequence[SubmissionResult]) -> list[ScoreGroup]:
-    """The histogram's stacks: one per status present, with graded submissions whose
-    hand-marked tasks are still pending apart, since their score is not final."""
+    """The histogram's stacks, each holding at least one score (the legend lists exactly
+    what is drawn): per status present, the final scores, then apart in a paler colour
+    those still waiting for hand marking, whatever the status (a not-attempted notebook's
+    free-text answer is marked too), since their score is not final."""
     scored = [r for r in results if r.status is not Status.NOT_SUBMITTED]
     groups = []
     for status in Status:
         mine = [r for r in scored if r.status is status]
         final = [r.score for r in mine if not r.pending_points]
         pending = [r.score for r in mine if r.pending_points]
-        if final or (mine and status is not Status.GRADED):
-            groups.append(ScoreGroup(_(STATUS_NAME[status]), STATUS_COLOURS[status], final))
-        if pending and status is Status.GRADED:
-            groups.append(ScoreGroup(_("graded, hand marking pending"), PENDING_COLOUR, pending))
+        name = _(STATUS_NAME[status])
+        if final:
+            groups.append(ScoreGroup(name, STATUS_COLOURS[status], final))
+        if pending:
+            groups.append(ScoreGroup(_("{status}, hand marking pending").format(status=name),
+                                     _paler(STATUS_COLOURS[status]), pending))
     return groups
+
+
+def _paler(colour: str) -> str:
+    """``colour`` mixed ``PENDING_PALER`` of the way towards white."""
+    red, green, blue = (c + PENDING_PALER * (1 - c) for c in to_rgb(colour))
+    return to_hex((red, green, blue))
 
 
 @_with_fonts

@@ -15,7 +15,9 @@ def summarize(results: Sequence[SubmissionResult]) -> dict[str, Any]:
     """Counts per status (every status present, zeros included) and score statistics.
 
     Score statistics cover submissions with status ``graded`` only: the others scored
-    nothing the autograder could measure, and would drag the mean towards zero.
+    nothing the autograder could measure, and would drag the mean towards zero. A graded
+    submission's hand-marked points not marked yet count as 0 in them (its score so far);
+    ``graded_pending`` counts those submissions, so the report can say so.
     """
     graded = [r.score for r in results if r.status is Status.GRADED]
     return {
@@ -24,6 +26,7 @@ def summarize(results: Sequence[SubmissionResult]) -> dict[str, Any]:
         "max_score": max((r.max_score for r in results), default=0.0),
         "mean_score": round(statistics.fmean(graded), 4) if graded else None,
         "median_score": round(statistics.median(graded), 4) if graded else None,
+        "graded_pending": sum(bool(r.pending_points) for r in results if r.status is Status.GRADED),
         # calls that ran past their limit, and the submissions with any (notebook timeouts included)
         "timed_out_tests": sum(t.timed_out for r in results for t in r.tests),
         "timed_out_submissions": sum(r.status is Status.TIMEOUT or any(t.timed_out for t in r.tests) for r in results),

@@ -132,6 +132,29 @@ def marker_problems(items: list[pytest.Item]) -> list[str]:
     return problems
 
 
+def points_problems(items: list[pytest.Item]) -> list[str]:
+    """For every week all of whose test files ``items`` hold, what ``hidden_tests`` refuses
+    (a task's tests adding up to more or less than its points, tests of a task graded by
+    hand or of a task the notebook lacks). A week only partly collected (one file of
+    several) cannot be judged and is left out; so is a week whose notebook does not read
+    (``autograder generate`` says why)."""
+    from autograder.course import Week
+
+    weeks: dict[Path, list[pytest.Item]] = {}
+    for item in filter(is_hidden_test, items):
+        weeks.setdefault(reference_notebook(Path(item.path)), []).append(item)
+    problems = []
+    for notebook, mine in weeks.items():
+        week = Week(name=notebook.stem, root=notebook.parent.parent.parent)
+        if not notebook.is_file() or not set(week.test_files) <= {Path(item.path).resolve() for item in mine}:
+            continue
+        try:
+            hidden_tests(week, mine)
+        except CourseError as exc:
+            problems.append(str(exc))
+    return problems
+
+
 @dataclass(frozen=True)
 class HiddenTest:
     """What the grader knows of one collected test, read once per batch."""
@@ -166,7 +189,7 @@ def hidden_tests(week: Week, items: list[pytest.Item]) -> list[HiddenTest]:
             raise CourseError(f"{week.name}: task {t.number} is graded by hand but has hidden tests")
         if not t.manual and abs(total - t.points) > 1e-9:
             raise CourseError(f"{week.name}: hidden tests of task {t.number} add up to {total:g} points, "
-                              f"the task is worth {t.points:g}")
+                              f"the task is worth {t.points:g}: fix their @pytest.mark.points")
     unknown = {h.task for h in tests} - {t.number for t in week.tasks}
     if unknown:
         raise CourseError(f"{week.name}: hidden tests name tasks {sorted(unknown)} the notebook does not have")

@@ -21,7 +21,7 @@ import pytest
 
 from autograder.i18n.runtime import _
 from autograder.notebook import code_cells
-from autograder.testing.hidden import MARKERS, marker_problems, read_markers, reference_notebook
+from autograder.testing.hidden import MARKERS, marker_problems, points_problems, read_markers, reference_notebook
 from autograder.testing.student import Channel, Student
 
 
@@ -96,8 +96,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash.setdefault(CHANNEL_SOURCE, InProcessReference(config))
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-k`` and ``--deselect`` narrow the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a bad or missing marker before a hidden test runs in-process (``pytest source``).
+    """Refuse a bad or missing marker, and a week whose tests' points do not add up to its
+    tasks' (42 of 40), before a hidden test runs in-process (``pytest source``), so CI fails
+    as grading would. The points are judged for a week collected whole: not when the run
+    names single tests (``file::test``), nor for a week of which only some files were given.
 
     Grading, generation and the exporters collect with their own checks, which say the same
     in their own error (``autograder.testing.hidden``); so do ``--collect-only`` runs.
@@ -107,6 +111,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     problems = marker_problems(items)
     if problems:
         raise pytest.UsageError("hidden tests with a bad marker:\n  " + "\n  ".join(problems))
+    problems = [] if any("::" in str(arg) for arg in config.args) else points_problems(items)
+    if problems:
+        raise pytest.UsageError("hidden tests whose points do not add up:\n  " + "\n  ".join(problems))
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from autograder.service.policy import WeekPolicy
 from autograder.service.runner import GradingService
 from autograder.service.store import Store
 from autograder.submission import Submission
-from tests.conftest import notebook_bytes
+from tests.helpers import notebook_bytes
 from tests.service.score_endpoint import HttpSender, ScoreEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
