@@ -1,8 +1,9 @@
 """Running an imported nbgrader or otter test cell as one of our hidden tests.
 
 The cell's code runs here, in the grader, never in the worker: the trust boundary stays
-where it is. The names the cell uses and does not define come first from the notebook's
-own imports (``prelude``, run here too), then from the submission through ``student``:
+where it is. The global names the cell reads (``cell_names``: scoped as Python scopes
+them) come first from the notebook's own imports (``prelude``, run here too), then from
+the submission through ``student``:
 plain data as values, everything else (the student's functions, classes, fitted
 objects) as remote objects the cell can call. Limits, documented in docs/INTEROP.md:
 a cell that compares a remote object as data (``model == other``), reads the student's
