@@ -186,6 +186,8 @@ def test_an_nbgrader_course_with_every_construct_imports_and_generates_in_the_sh
     assert all(compiles(c.source) for c in student.cells if c.cell_type == "code")  # the column-0 stub moved
     source = nbformat.read(week.source_notebook, as_version=4)
     assert source.cells[0].source.startswith("# Week 7: Running totals (11 points)\n")
+    heading = next(i for i, c in enumerate(source.cells) if c.source.startswith("## Task 3 "))
+    assert source.cells[heading + 1].source.startswith("Write `running_total")  # its instructions in its section
     assert not any("autograder" in c.metadata for c in source.cells if c.cell_type == "markdown")  # headings only
     assert "autograder" not in source.metadata
 
@@ -274,6 +276,8 @@ def test_a_test_cells_names_are_the_students_as_python_scopes_them():
                                           '    pass\nelse:\n    raise AssertionError("does not use squares")\n'
                                           'finally:\n    squares = orig'),
      "hidden test test_correct_squares (from 'correct_squares') fails on the reference"),
+    (lambda nb: nb.cells[3].update(source=nb.cells[3].source.replace("### END SOLUTION", "### END SOLUTON")),
+     "/course/source/week90/week90.ipynb"),  # generate's own refusal, naming the file where it will be
     (lambda nb: nb.cells[3].update(source="def squares(n):\n    # YOUR CODE HERE\n    raise NotImplementedError()"),
      "cell 4: holds nbgrader's stub (# YOUR CODE HERE) where the solution goes"),
 ])
@@ -289,6 +293,7 @@ def test_an_nbgrader_notebook_that_cannot_become_a_week_is_refused_by_name(tmp_p
         import_nbgrader(tmp_path / "changed.ipynb", week="week90", out_root=tmp_path / "course")
     assert problem in str(refused.value)
     assert "nothing was written" in str(refused.value) and not (tmp_path / "course" / "source").exists()
+    assert "autograder-import-" not in str(refused.value)  # never the staging copy's path
 
 
 def test_an_otter_test_cell_with_no_recorded_output_is_refused(tmp_path: Path):

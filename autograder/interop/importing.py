@@ -77,6 +77,8 @@ def import_week(build: Build, original: Path, *, week: str, out_root: Path, lang
             shutil.copy2(out_root / SETTINGS_FILE, root / SETTINGS_FILE)
         write_week(imported, week=week, out_root=root)
         check_week(Week(name=week, root=root), imported, report)
+        # the problems name the files where they will be, not the staging copy
+        report.problems = [p.replace(str(root), str(out_root)) for p in report.problems]
     report.refuse_if_any()
     return Imported(write_week(imported, week=week, out_root=out_root), report.notes)
 

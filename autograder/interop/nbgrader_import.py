@@ -6,8 +6,8 @@ nbgrader keeps everything in cell metadata (``metadata.nbgrader``: ``solution``,
 - solution code cell -> a code cell with ``### BEGIN SOLUTION`` regions (nbgrader's own
   markers; a cell without markers is one region, as nbgrader replaces it whole);
 - autograded test cell -> a task worth its points, whose heading goes before the
-  solution cells that precede the test (the author's own ``##`` heading there becomes
-  the task heading); the cell becomes one hidden test (hidden tests included, markers
+  solution cells that precede the test and the instructions before them (the author's
+  own ``##`` heading there becomes the task heading); the cell becomes one hidden test (hidden tests included, markers
   dropped) and its visible part stays as a public check cell;
 - manually graded answer (markdown) -> a task graded by hand and its model answer;
 - manually graded code cell -> a task graded by hand around the cell, which students
@@ -26,7 +26,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.authoring import TASK_HEADING, first_line
+from autograder.authoring import ANSWER_HEADING, TASK_HEADING, first_line
 from autograder.generate.markers import BEGIN, END
 from autograder.interop.importing import Imported, import_week
 from autograder.interop.report import ImportReport, where
@@ -109,8 +109,27 @@ def split_hidden(source: str) -> tuple[str, str]:
 def _authors_heading(cell: NotebookNode) -> bool:
     """A section heading (``##`` or deeper, not the notebook's title) of the author's, not
     yet a task: it names the task itself."""
-    return (cell.cell_type == "markdown" and cell.source.lstrip().startswith("##")
-            and not TASK_HEADING.match(first_line(cell)))
+    line = first_line(cell)
+    return (cell.cell_type == "markdown" and line.startswith("##")
+            and not TASK_HEADING.match(line) and not ANSWER_HEADING.match(line))
+
+
+def _prose(cell: NotebookNode) -> bool:
+    """Markdown that is not a heading: the instructions introducing what follows."""
+    return cell.cell_type == "markdown" and not first_line(cell).startswith("#")
+
+
+def _open_task(cells: list[NotebookNode], at: int, number: int, points: float, title: str, *,
+               manual: bool = False) -> None:
+    """Open task ``number`` at ``at``, before the prose introducing it, so its instructions
+    fall in its own section (where students and markers look); the author's own ``##``
+    heading there becomes the task heading."""
+    while at and _prose(cells[at - 1]):
+        at -= 1
+    if at and _authors_heading(cells[at - 1]):
+        retitle_task(cells[at - 1], number, points, manual=manual)
+    else:
+        cells.insert(at, task_cell(number, points, title, manual=manual))
 
 
 def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> ImportedWeek:
@@ -132,7 +151,10 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
         if task or (grade and solution):
             number += 1
             total += points
-            cells.append(task_cell(number, points, grade_id, manual=True))
+            if task:  # the task cell states the task itself
+                cells.append(task_cell(number, points, grade_id, manual=True))
+            else:
+                _open_task(cells, len(cells), number, points, grade_id, manual=True)
             if cell.cell_type == "markdown" and solution:
                 cell.source = model_answer(cell.source)
             elif cell.cell_type == "code":
@@ -153,11 +175,7 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
             number += 1
             total += points
             visible, whole = split_hidden(cell.source)
-            at = len(cells) if task_at is None else task_at
-            if at and _authors_heading(cells[at - 1]):
-                retitle_task(cells[at - 1], number, points)
-            else:
-                cells.insert(at, task_cell(number, points, grade_id))
+            _open_task(cells, len(cells) if task_at is None else task_at, number, points, grade_id)
             task_at = None
             if visible:
                 cell.source = visible

@@ -73,11 +73,11 @@ def task_cell(number_: int, points: float, title: str, *, manual: bool = False) 
     return cell
 
 
-def retitle_task(cell: NotebookNode, number_: int, points: float) -> None:
+def retitle_task(cell: NotebookNode, number_: int, points: float, *, manual: bool = False) -> None:
     """The author's own ``## ...`` heading made task ``number_``'s heading, its text kept."""
     first, _, rest = cell.source.lstrip().partition("\n")
-    title = first.lstrip("#").strip()
-    cell.source = f"## Task {number_} ({points_text(points)} points): {title}" + (f"\n{rest}" if rest else "")
+    heading = task_cell(number_, points, first.lstrip("#").strip(), manual=manual).source
+    cell.source = heading + (f"\n{rest}" if rest else "")
 
 
 def model_answer(source: str) -> str:
