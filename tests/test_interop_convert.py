@@ -174,6 +174,7 @@ def test_an_nbgrader_course_with_every_construct_imports_and_generates_in_the_sh
     said = " ".join(done.stderr.split())
     assert "changed: cell 8, line 4: the solution markers sat shallower than the code they enclose" in said
     assert "needs you: cell 12: task cell 'explain_totals'" in said
+    assert "needs you: test cells: nbgrader gives test cells no description" in said
     assert f"next: `autograder generate week07 --course {root}`" in said
     assert (root / "source" / "week07" / "week.toml").read_text().count('"en"') == 2
 
@@ -212,7 +213,8 @@ def test_an_otter_course_with_every_construct_imports_and_generates_in_the_shipp
                  "dropped: cell 7, line 13: a # BEGIN IGNORE block", "dropped: cell 9: a markdown solution",
                  "dropped: cell 19, line 1: an inline prompt block", "dropped: cell 42, line 1: 'grader.check(\"q1\")'",
                  "changed: ASSIGNMENT CONFIG: files: 'numbers.csv' is the week's data/numbers.csv",
-                 "changed: ASSIGNMENT CONFIG: student_files: 'notes.txt'", "next: `autograder generate week08"]:
+                 "changed: ASSIGNMENT CONFIG: student_files: 'notes.txt'", "next: `autograder generate week08",
+                 "needs you: test cells: 4 hidden tests have no success_message"]:
         assert note in said, note
     assert cli("generate", "week08", "--course", str(root)).returncode == 0
     week = Course.locate(root).week("week08")

@@ -190,6 +190,10 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
             cells.append(cell)
     if not number:
         report.problems.append("no graded nbgrader cells (metadata.nbgrader with points)")
+    elif tests:
+        report.note("instructor", "test cells", f"nbgrader gives test cells no description, so students read "
+                    f"'nbgrader test cell <grade_id> passes' for each of the {len(tests)} hidden tests: edit their "
+                    "docstrings to say what each checks")
     out = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata), cells=cells)
     for cell in out.cells:
         cell.pop("id", None)

@@ -345,6 +345,10 @@ def build_otter(master_notebook: Path, report: ImportReport, week: str) -> Impor
         report.problems.append(f"question {build.question.get('name')!r} has no END QUESTION")
     if not build.number:
         report.problems.append("no questions (raw cells # BEGIN QUESTION ... # END QUESTION)")
+    plain = [t.name for t in build.tests if t.description.startswith("otter test ")]
+    if plain:
+        report.note("instructor", "test cells", f"{len(plain)} hidden tests have no success_message, so students "
+                    "read 'otter test K of QUESTION passes': edit their docstrings to say what each checks")
     data_files = _files(build, master_notebook, report)
     out = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata), cells=build.cells)
     out.nbformat_minor = 4
