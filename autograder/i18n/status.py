@@ -41,11 +41,11 @@ def catalog_status(course: Course, *, weeks: Sequence[str] = ()) -> list[Catalog
     """Every week's languages (the course's and the week's own), then the framework's
     catalog for each course language, with what they lack."""
     rows = []
-    offered_somewhere: set[str] = set()
+    # the autograder's catalog serves every week: a language is offered if any week offers it
+    offered_somewhere = {lang for name in course.week_names() for lang in course.week(name).languages.offered}
     for name in list(weeks) or course.week_names():
         week = course.week(name)
         template = extract(week)
-        offered_somewhere.update(week.languages.offered)
         rows.append(CatalogStatus(week.name, week.languages.source, "source", len(template), 0))
         for language in translated_languages(course, week):
             lacking = catalog_problems(template, catalog_path(week, language))
