@@ -229,6 +229,9 @@ def test_an_otter_course_with_every_construct_imports_and_generates_in_the_shipp
     assert "Hint: divide the sum by the count" in prose  # otter_include: given to students
     assert "The mean is the sum over the count" not in prose  # an autograded question's markdown solution
     assert all(compiles(c.source) for c in student.cells if c.cell_type == "code")
+    checks = [c.source for c in student.cells if c.metadata.get("autograder", {}).get("check")]
+    assert checks == ["mean_of([1, 2, 3]) == 2", "print(round(mean_of(data), 2))", "label_of(1)", "label_of(3)",
+                      "spread == 3", "np.isclose(spread, np.ptp(data))"]  # otter's public tests, as grader.check
 
     wrong = nbformat.read(week.solution_notebook, as_version=4)
     for cell in wrong.cells:

@@ -15,7 +15,8 @@ question ``# BEGIN SOLUTION``, ``# BEGIN PROMPT`` and ``# BEGIN TESTS`` blocks. 
   lines (``# IGNORE``, ``# BEGIN/END IGNORE``) are dropped, as otter drops them from the
   student notebook (our stub is the prompt; our grader seeds each submission itself);
 - each test cell -> a hidden test comparing the cell's recorded output as otter's doctest
-  does; an ``all_or_nothing`` question -> one test running all its cells; points shared
+  does, and a public one (not ``hidden``) also a check cell students run, as they would
+  run ``grader.check``; an ``all_or_nothing`` question -> one test running all its cells; points shared
   out as otter shares them; ``success_message`` is the test's description and
   ``failure_message`` its failure;
 - otter's own statements (``import otter``, ``grader = otter.Notebook()``,
@@ -288,6 +289,8 @@ class _Builder:
                 "expects none and fails everyone: run the master notebook (Restart & Run All), save it, import again")
         failure = config.get("failure_message")
         self.pending.append((config, TestCell(code, expected, None if failure is None else str(failure)), index))
+        if not config.get("hidden"):  # what grader.check shows students: the public test, to run themselves
+            self.cells.append(nbformat.v4.new_code_cell(code, metadata={"autograder": {"check": True}}))
 
     def solution(self, cell: NotebookNode, index: int) -> None:
         if cell.cell_type == "code":
