@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from autograder.course import Course
-from autograder.exceptions import AutograderError
+from autograder.exceptions import AutograderError, CourseError
 from autograder.provenance import grader_version
 
 if TYPE_CHECKING:
@@ -244,38 +244,57 @@ def _write(convert: Callable[..., Path], *args: object, **kwargs: object) -> Non
     err.print(f"wrote {written}", highlight=False)
 
 
-def _write_import(convert: Callable[..., Path], tool: str, *args: object, **kwargs: object) -> None:
-    """Run one import and name every file it wrote, then the step that makes the student notebook."""
+def _import_week(tool: str, notebook: Path, week: str, course: Path | None, language: str | None) -> None:
+    """Run one import: name every file it wrote and everything the instructor must know;
+    point at `generate` only when generating the week works in the course as it is."""
+    from autograder.course import WEEK_PATTERN, normalise_week_name
+    from autograder.generate.week import plan_week
+    from autograder.interop import import_nbgrader, import_otter
     from autograder.interop.week_writer import written_files
 
     try:
-        notebook = convert(*args, **kwargs)
+        name = normalise_week_name(week)
+    except AutograderError:
+        name = ""
+    if not WEEK_PATTERN.match(name):
+        _fail(CourseError(f"--week {week!r} is not a week name: write weekNN with two digits, "
+                          "week01 to week99, such as week07 or week16 (or just 7)"))
+    convert = import_nbgrader if tool == "nbgrader" else import_otter
+    try:
+        done = convert(notebook, week=name, out_root=_import_root(course), language=language)
     except AutograderError as exc:
         _fail(exc)
-    for path in written_files(notebook, tool):
+    for path in written_files(done.notebook, tool):
         err.print(f"wrote {path}", highlight=False)
-    err.print(f"next: `autograder generate {notebook.stem} --course {notebook.parents[2]}` writes the student "
-              "and solution notebooks", highlight=False)
+    for note in done.notes:
+        err.print(escape(str(note)), highlight=False)
+    root = done.notebook.parents[2]
+    try:
+        plan_week(Course.locate(root).week(name))
+    except AutograderError as exc:
+        err.print(f"`autograder generate {name}` refuses the week in this course as it is:", highlight=False)
+        err.print(escape(str(exc)), highlight=False)
+        return
+    err.print(f"next: `autograder generate {name} --course {root}` writes the student and solution notebooks",
+              highlight=False)
+
+
+ImportLanguage = Annotated[str | None, typer.Option(
+    "--language", help="the language the notebook is written in (default: its metadata, else the course's source)")]
 
 
 @import_app.command("nbgrader")
 def import_nbgrader(notebook: Annotated[Path, typer.Argument(help="an nbgrader source notebook")],
-                    week: ImportWeek, course: CourseOption = None) -> None:
+                    week: ImportWeek, course: CourseOption = None, language: ImportLanguage = None) -> None:
     """nbgrader solution markers, points and (hidden) test cells -> source/WEEK and its hidden tests."""
-    from autograder.course import normalise_week_name
-    from autograder.interop import import_nbgrader as convert
-
-    _write_import(convert, "nbgrader", notebook, week=normalise_week_name(week), out_root=_import_root(course))
+    _import_week("nbgrader", notebook, week, course, language)
 
 
 @import_app.command("otter")
 def import_otter(notebook: Annotated[Path, typer.Argument(help="an otter-assign master notebook")],
-                 week: ImportWeek, course: CourseOption = None) -> None:
+                 week: ImportWeek, course: CourseOption = None, language: ImportLanguage = None) -> None:
     """otter-assign questions, solutions and tests -> source/WEEK and its hidden tests."""
-    from autograder.course import normalise_week_name
-    from autograder.interop import import_otter as convert
-
-    _write_import(convert, "otter", notebook, week=normalise_week_name(week), out_root=_import_root(course))
+    _import_week("otter", notebook, week, course, language)
 
 
 @export_app.command("nbgrader")

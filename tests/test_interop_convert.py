@@ -38,7 +38,7 @@ def test_import_gives_a_week_whose_tests_pass_on_the_reference(tmp_path: Path, i
 def test_imported_tests_fail_on_a_wrong_answer(tmp_path: Path):
     import nbformat
 
-    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path)
+    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path).notebook
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
         cell.source = cell.source.replace("return [i ** 2 for i in range(1, n + 1)]", "return [i * 2 for i in range(1, n + 1)]")
@@ -53,7 +53,7 @@ def test_a_student_exception_subclassing_the_expected_one_passes_as_in_nbgrader(
     catches ``class NotPositive(ValueError)``: the imported test must agree."""
     import nbformat
 
-    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path)
+    notebook = import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path).notebook
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
         cell.source = cell.source.replace("def squares(n):", "class NotPositive(ValueError):\n    pass\n\n\ndef squares(n):")
@@ -102,12 +102,11 @@ def test_the_authors_headings_stay_the_task_headings(tmp_path: Path):
     source = tmp_path / "headed.ipynb"
     nbformat.write(nb, source)
 
-    imported = nbformat.read(import_nbgrader(source, week="week90", out_root=tmp_path / "course"), as_version=4)
+    imported = nbformat.read(import_nbgrader(source, week="week90", out_root=tmp_path / "course").notebook, as_version=4)
 
-    texts = [c.source for c in imported.cells if c.cell_type == "markdown"]
-    assert not any(t.startswith("## Task 1") for t in texts), texts
-    (question,) = [c for c in imported.cells if c.source.startswith("## Question 1: squares")]
-    assert question.metadata["autograder"] == {"task": 1, "points": 2.0}
+    (question,) = [c for c in imported.cells if c.source.startswith("## Task 1 ")]
+    assert question.source.startswith("## Task 1 (2 points): Question 1: squares\n")
+    assert "autograder" not in question.metadata  # written once: the heading is the declaration
     week = Course.locate(tmp_path / "course").week("week90")
     assert [(t.number, t.title) for t in week.tasks][0] == (1, "Question 1: squares")
     assert run_hidden_tests(tmp_path / "course", "week90").returncode == 0
@@ -139,3 +138,208 @@ def test_import_names_the_files_it_wrote_and_the_marker_finds_its_answers(tmp_pa
     write_manual_sheet(submissions=[Submission(origin="s", key="s", content=nbformat.writes(student).encode())],
                        tasks=week.tasks, csv_path=tmp_path / "m.csv", given=handed_out)
     assert "They are never negative." in (tmp_path / "m.csv").read_text(encoding="utf-8-sig")
+
+
+# -- every construct of issue 24: imported whole, checked before writing, refused by name --
+
+COURSE_TOML = Path(__file__).resolve().parent.parent / "course.toml"
+
+
+def shipped_course(root: Path) -> Path:
+    """An empty course set up as this one ships: four languages offered."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "course.toml").write_bytes(COURSE_TOML.read_bytes())
+    return root
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "500"})
+
+
+def compiles(source: str) -> bool:
+    try:
+        compile(source, "-", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
+def test_an_nbgrader_course_with_every_construct_imports_and_generates_in_the_shipped_course(tmp_path: Path):
+    import nbformat
+
+    root = shipped_course(tmp_path / "course")
+    done = cli("import", "nbgrader", str(FIXTURES / "nbgrader_constructs.ipynb"), "--week", "week07", "--course", str(root))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "changed: cell 8, line 4: the solution markers sat shallower than the code they enclose" in said
+    assert "needs you: cell 12: task cell 'explain_totals'" in said
+    assert "needs you: test cells: nbgrader gives test cells no description" in said
+    assert f"next: `autograder generate week07 --course {root}`" in said
+    assert (root / "source" / "week07" / "week.toml").read_text().count('"en"') == 2
+
+    assert cli("generate", "week07", "--course", str(root)).returncode == 0
+    assert sorted(p.name for p in (root / "assignments" / "week07").iterdir()) == ["en"]  # its own language only
+    week = Course.locate(root).week("week07")
+    assert [(t.number, t.points, t.manual) for t in week.tasks] == [
+        (1, 2.0, False), (2, 1.0, False), (3, 3.0, False), (4, 2.0, True), (5, 2.0, True), (6, 1.0, True)]
+    student = nbformat.read(week.assignment_notebook, as_version=4)
+    assert all(compiles(c.source) for c in student.cells if c.cell_type == "code")  # the column-0 stub moved
+    source = nbformat.read(week.source_notebook, as_version=4)
+    assert source.cells[0].source.startswith("# Week 7: Running totals (11 points)\n")
+    heading = next(i for i, c in enumerate(source.cells) if c.source.startswith("## Task 3 "))
+    assert source.cells[heading + 1].source.startswith("Write `running_total")  # its instructions in its section
+    assert not any("autograder" in c.metadata for c in source.cells if c.cell_type == "markdown")  # headings only
+    assert "autograder" not in source.metadata
+
+    wrong = nbformat.read(week.solution_notebook, as_version=4)
+    for cell in wrong.cells:
+        cell.source = cell.source.replace("acc += v", "acc = v")
+    nbformat.write(wrong, tmp_path / "wrong.ipynb")
+    result = run_hidden_tests(root, "week07", "--submission", str(tmp_path / "wrong.ipynb"), "-rA")
+    assert "1 failed, 2 passed" in result.stdout, result.stdout
+    assert "PASSED source/week07/tests/test_week07_nbgrader.py::test_squares_rebound" in result.stdout
+
+
+def test_an_otter_course_with_every_construct_imports_and_generates_in_the_shipped_course(tmp_path: Path):
+    import nbformat
+
+    root = shipped_course(tmp_path / "course")
+    done = cli("import", "otter", str(FIXTURES / "otter_constructs.ipynb"), "--week", "8", "--course", str(root))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    for note in ["dropped: cell 3, line 1: 'import otter'", "dropped: cell 3, line 4: 'grader = otter.Notebook()'",
+                 "dropped: cell 7, line 10: 'rng_seed = 0 # SEED'", "dropped: cell 7, line 12: 'print(\"mean\"",
+                 "dropped: cell 7, line 13: a # BEGIN IGNORE block", "dropped: cell 9: a markdown solution",
+                 "dropped: cell 19, line 1: an inline prompt block", "dropped: cell 42, line 1: 'grader.check(\"q1\")'",
+                 "changed: ASSIGNMENT CONFIG: files: 'numbers.csv' is the week's data/numbers.csv",
+                 "changed: ASSIGNMENT CONFIG: student_files: 'notes.txt'", "next: `autograder generate week08",
+                 "needs you: test cells: 4 hidden tests have no success_message"]:
+        assert note in said, note
+    assert cli("generate", "week08", "--course", str(root)).returncode == 0
+    week = Course.locate(root).week("week08")
+    assert [(t.number, t.points, t.manual, t.title) for t in week.tasks] == [
+        (1, 1.0, False, "q1"), (2, 4.0, False, "q2"), (3, 1.0, False, "q3"), (4, 2.0, True, "q4")]
+    assert (root / "assignments" / "week08" / "en" / "data" / "numbers.csv").is_file()
+    student = nbformat.read(week.assignment_notebook, as_version=4)
+    text = "\n".join(c.source for c in student.cells if c.cell_type == "code")
+    prose = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
+    assert "import numpy as np" in text and "otter" not in text and "# SEED" not in text and "IGNORE" not in text
+    assert "PROMPT" not in text and 'np.loadtxt("data/numbers.csv")' in text
+    assert "Hint: divide the sum by the count" in prose  # otter_include: given to students
+    assert "The mean is the sum over the count" not in prose  # an autograded question's markdown solution
+    assert all(compiles(c.source) for c in student.cells if c.cell_type == "code")
+    checks = [c.source for c in student.cells if c.metadata.get("autograder", {}).get("check")]
+    assert checks == ["mean_of([1, 2, 3]) == 2", "print(round(mean_of(data), 2))", "label_of(1)", "label_of(3)",
+                      "spread == 3", "np.isclose(spread, np.ptp(data))"]  # otter's public tests, as grader.check
+
+    wrong = nbformat.read(week.solution_notebook, as_version=4)
+    for cell in wrong.cells:
+        cell.source = cell.source.replace('return "low" if x < 2.5 else "high"', 'return "high"')
+    handed_in = week.solution_notebook.parent / "wrong.ipynb"  # beside the data/ it reads
+    nbformat.write(wrong, handed_in)
+    result = run_hidden_tests(root, "week08", "--submission", str(handed_in))
+    assert "1 failed, 4 passed" in result.stdout, result.stdout
+    assert "label_of(1) should be 'low'" in result.stdout  # otter's failure_message
+
+
+def test_otter_points_are_shared_out_as_otter_does():
+    from autograder.interop.otter_import import share_points
+
+    assert share_points(None, [None, None, None]) == [1 / 3] * 3  # no points anywhere: one point shared
+    assert share_points(None, [1, None]) == [1.0, 0.0]  # some given: the rest are worth nothing
+    assert share_points(4, [None, 1, None]) == [1.5, 1.0, 1.5]
+    assert share_points({"each": 2}, [None, None]) == [2.0, 2.0]
+    assert share_points([1, 3], [None, None]) == [1.0, 3.0]
+
+
+def test_expected_output_ending_in_a_quote_is_written_as_a_literal_that_compiles():
+    from autograder.interop.week_writer import literal
+
+    for text in ["2\n'None'", "'low'", "ends in a backslash \\", "has ''' inside", "plain\n"]:
+        assert eval(literal(text)) == text  # noqa: S307
+
+
+def test_a_test_cells_names_are_the_students_as_python_scopes_them():
+    from autograder.interop.cell_test import cell_names
+
+    rebinding = "orig = squares\ndel squares\ntry:\n    assert orig(3) == [1, 4, 9]\nfinally:\n    squares = orig"
+    assert cell_names(rebinding) == ([], ["orig", "squares"])  # fetched when the submission has them
+    shadowing = "def check(values: list) -> list:\n    return running_total(values)\nassert check(values) == [1]"
+    assert cell_names(shadowing) == (["values", "running_total"], ["check"])
+    assert cell_names("import numpy as np\nassert np.all(x) and len(y) == 2") == (["x", "y"], [])
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda nb: nb.metadata.update(kernelspec={"name": "ir", "language": "R", "display_name": "R"},
+                                   language_info={"name": "R"}),
+     "the notebook runs on the 'r' kernel ('ir'): only Python notebooks can be imported"),
+    (lambda nb: nb.cells[1].update(source="import numpy as np\nimport seaborn as sns"),
+     "`import seaborn as sns`: 'seaborn' is not installed in the grading environment"),
+    # nbgrader's documented "uses squares" check: deleting the student's name is not possible here
+    (lambda nb: nb.cells[4].update(source='orig = squares\ndel squares\ntry:\n    sum_of_squares(1)\nexcept NameError:\n'
+                                          '    pass\nelse:\n    raise AssertionError("does not use squares")\n'
+                                          'finally:\n    squares = orig'),
+     "hidden test test_correct_squares (from 'correct_squares') fails on the reference"),
+    (lambda nb: nb.cells[3].update(source=nb.cells[3].source.replace("### END SOLUTION", "### END SOLUTON")),
+     "/course/source/week90/week90.ipynb"),  # generate's own refusal, naming the file where it will be
+    (lambda nb: nb.cells[3].update(source="def squares(n):\n    # YOUR CODE HERE\n    raise NotImplementedError()"),
+     "cell 4: holds nbgrader's stub (# YOUR CODE HERE) where the solution goes"),
+])
+def test_an_nbgrader_notebook_that_cannot_become_a_week_is_refused_by_name(tmp_path: Path, change, problem):
+    import nbformat
+
+    from autograder.exceptions import InteropError
+
+    nb = nbformat.read(FIXTURES / "squares.ipynb", as_version=4)
+    change(nb)
+    nbformat.write(nb, tmp_path / "changed.ipynb")
+    with pytest.raises(InteropError) as refused:
+        import_nbgrader(tmp_path / "changed.ipynb", week="week90", out_root=tmp_path / "course")
+    assert problem in str(refused.value)
+    assert "nothing was written" in str(refused.value) and not (tmp_path / "course" / "source").exists()
+    assert "autograder-import-" not in str(refused.value)  # never the staging copy's path
+
+
+def test_an_otter_test_cell_with_no_recorded_output_is_refused(tmp_path: Path):
+    import nbformat
+
+    from autograder.exceptions import InteropError
+
+    nb = nbformat.read(FIXTURES / "cubes.ipynb", as_version=4)
+    nb.cells[9].outputs = []
+    nbformat.write(nb, tmp_path / "unrun.ipynb")
+    with pytest.raises(InteropError, match=r"cell 10: the test cell ends in `cube\(2\) == 8` but has no recorded output"):
+        import_otter(tmp_path / "unrun.ipynb", week="week90", out_root=tmp_path / "course")
+
+
+def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course(tmp_path: Path):
+    import nbformat
+
+    nb = nbformat.read(FIXTURES / "squares.ipynb", as_version=4)
+    nb.metadata["language"] = "ru"
+    nbformat.write(nb, tmp_path / "ru.ipynb")
+    settings = "source/week90/week.toml"
+    import_nbgrader(tmp_path / "ru.ipynb", week="week90", out_root=shipped_course(tmp_path / "a"))
+    assert 'source = "ru"' in (tmp_path / "a" / settings).read_text()
+    import_nbgrader(tmp_path / "ru.ipynb", week="week90", out_root=shipped_course(tmp_path / "b"), language="pt")
+    assert 'source = "pt"' in (tmp_path / "b" / settings).read_text()
+    import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=shipped_course(tmp_path / "c"))
+    assert 'source = "en"' in (tmp_path / "c" / settings).read_text()
+
+
+@pytest.mark.parametrize("week", ["week16v1", "week100", "seven"])
+def test_a_bad_week_name_is_a_clear_error(tmp_path: Path, week: str):
+    done = cli("import", "nbgrader", str(FIXTURES / "squares.ipynb"), "--week", week, "--course", str(tmp_path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"--week {week!r} is not a week name" in said and "week07" in said and "week06" not in said
+
+
+def test_an_existing_week_is_never_overwritten(tmp_path: Path):
+    from autograder.exceptions import InteropError
+
+    import_nbgrader(FIXTURES / "squares.ipynb", week="week90", out_root=tmp_path)
+    with pytest.raises(InteropError, match="exists already"):
+        import_otter(FIXTURES / "cubes.ipynb", week="week90", out_root=tmp_path)
+    assert not (tmp_path / "source" / "week90" / "tests" / "test_week90_otter.py").exists()

@@ -6,9 +6,11 @@ tests are skipped, saying so, only when that environment is absent.
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -107,3 +109,141 @@ def test_otter_run_gives_our_scores(tmp_path: Path, course: Course, slot):
         report = json.loads((tmp_path / name / "results.json").read_text())
         theirs = {t["name"]: t["score"] for t in report["tests"] if t["name"].startswith("task")}
         assert theirs == expected[name]
+
+
+# -- imported courses: nbgrader's and otter's own grading against ours, construct by construct --
+
+FIXTURES = ROOT / "tests" / "fixtures" / "interop"
+# the same wrong answers, pasted into the tool's notebook and into ours
+WRONG = {
+    "nbgrader": [("return [i ** 2 for i in range(1, n + 1)]", "return [i ** 2 for i in range(1, min(n, 9) + 1)]"),
+                 ("acc += v", "acc = v")],
+    "otter": [('return "low" if x < 2.5 else "high"', 'return "low" if x <= 3 else "high"'),
+              ("spread = data.max() - data.min()", "spread = data.max()")],
+}
+
+
+def wrong(source: str, tool_name: str) -> str:
+    for right, bad in WRONG[tool_name]:
+        source = source.replace(right, bad)
+    return source
+
+
+def imported(tool_name: str, fixture: str, root: Path) -> Course:
+    """The fixture imported into a course set up as this one ships (its course.toml)."""
+    from autograder.interop import import_nbgrader, import_otter
+
+    root.mkdir()
+    (root / "course.toml").write_bytes((ROOT / "course.toml").read_bytes())
+    convert = import_nbgrader if tool_name == "nbgrader" else import_otter
+    convert(FIXTURES / fixture, week="week07", out_root=root)
+    course = Course.locate(root)
+    from autograder.generate.week import generate_week
+
+    generate_week(course.week("week07"))
+    return course
+
+
+def our_scores(course: Course, by_task: bool) -> dict[str, dict[str, float]]:
+    """Our sandboxed grader on our own generated notebook: the reference's answers and the
+    wrong ones. Its own zygote, since a shared one does not show this week's data/."""
+    week = course.week("week07")
+    answers = nbformat.read(week.solution_notebook, as_version=4)
+    mistaken = copy.deepcopy(answers)
+    for cell in mistaken.cells:
+        cell.source = wrong(cell.source, "otter" if by_task else "nbgrader")
+    subs = [Submission(origin=name, key=name, content=nbformat.writes(nb).encode())
+            for name, nb in (("reference", answers), ("wrong", mistaken))]
+    titles = {t.number: t.title for t in week.tasks}
+    out = {}
+    for result in grade(week, subs, isolation=Sandboxed()):
+        if by_task:
+            out[result.submission] = {titles[t.task]: t.score for t in result.tasks if not t.manual}
+        else:
+            out[result.submission] = {t.name.removeprefix("test_"): t.score for t in result.tests}
+    return out
+
+
+@tool("nbgrader")
+def test_nbgrader_and_we_score_an_imported_course_alike(tmp_path: Path):
+    """Every nbgrader construct (hidden tests, a test rebinding a student's name, a test
+    function's parameter shadowing one, a column-0 stub in a loop, manual code, task and
+    markdown answers): nbgrader autograde and our grader give each test cell the same points."""
+    course_dir = tmp_path / "nbgrader"
+    (course_dir / "source" / "ps").mkdir(parents=True)
+    master = nbformat.read(FIXTURES / "nbgrader_constructs.ipynb", as_version=4)
+    nbformat.write(master, course_dir / "source" / "ps" / "ps.ipynb")
+    run(str(BIN / "nbgrader"), "generate_assignment", "ps", cwd=course_dir)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in master.cells
+               if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    released = nbformat.read(course_dir / "release" / "ps" / "ps.ipynb", as_version=4)
+    for name, edit in (("reference", str), ("wrong", lambda s: wrong(s, "nbgrader"))):
+        nb = copy.deepcopy(released)
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in answers:
+                cell.source = edit(answers[grade_id])
+        (course_dir / "submitted" / name / "ps").mkdir(parents=True)
+        nbformat.write(nb, course_dir / "submitted" / name / "ps" / "ps.ipynb")
+    run(str(BIN / "nbgrader"), "autograde", "ps", cwd=course_dir)
+    theirs = {}
+    for name in ("reference", "wrong"):
+        graded = nbformat.read(course_dir / "autograded" / name / "ps" / "ps.ipynb", as_version=4)
+        theirs[name] = {c.metadata["nbgrader"]["grade_id"]: 0.0 if any(o.output_type == "error" for o in c.outputs)
+                        else float(c.metadata["nbgrader"]["points"]) for c in graded.cells
+                        if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+                        and not c.metadata["nbgrader"].get("solution")}
+
+    ours = our_scores(imported("nbgrader", "nbgrader_constructs.ipynb", tmp_path / "ours"), by_task=False)
+
+    assert theirs == ours
+    assert theirs["reference"] == {"correct_squares": 2.0, "squares_rebound": 1.0, "correct_running_total": 3.0}
+    assert theirs["wrong"] == {"correct_squares": 0.0, "squares_rebound": 1.0, "correct_running_total": 0.0}
+
+
+def otter_solutions(master: nbformat.NotebookNode) -> list[str]:
+    """The master notebook's solution code cells, in order (delimiters raw or fenced)."""
+    found, inside = [], False
+    for cell in master.cells:
+        text = cell.source.replace("```otter", "").replace("```", "").strip()
+        if cell.cell_type in ("raw", "markdown") and text in ("# BEGIN SOLUTION", "# END SOLUTION"):
+            inside = text == "# BEGIN SOLUTION"
+        elif inside and cell.cell_type == "code":
+            found.append(cell.source)
+    return found
+
+
+@tool("otter")
+def test_otter_and_we_score_an_imported_course_alike(tmp_path: Path):
+    """Every otter construct (points shared out, all_or_nothing, an expected output ending in
+    a quote, messages, files, fenced delimiters, IGNORE and SEED lines, an inline prompt, the
+    grader cell): otter run and our grader give each question the same points."""
+    work = tmp_path / "otter"
+    work.mkdir()
+    shutil.copy(FIXTURES / "otter_constructs.ipynb", work / "stats.ipynb")
+    for data in ("numbers.csv", "notes.txt"):
+        shutil.copy(FIXTURES / data, work / data)
+    run(str(BIN / "otter"), "assign", "stats.ipynb", "dist", cwd=work)
+    student = nbformat.read(work / "dist" / "student" / "stats.ipynb", as_version=4)
+    answer_at = [i for i, c in enumerate(student.cells) if "otter_answer_cell" in c.metadata.get("tags", [])
+                 and c.cell_type == "code"]
+    answers = otter_solutions(nbformat.read(FIXTURES / "otter_constructs.ipynb", as_version=4))
+    assert len(answers) == len(answer_at)
+    (zip_file,) = (work / "dist" / "autograder").glob("*.zip")
+    theirs = {}
+    for name, edit in (("reference", str), ("wrong", lambda s: wrong(s, "otter"))):
+        nb = copy.deepcopy(student)
+        for i, answer in zip(answer_at, answers):
+            nb.cells[i].source = edit(answer)
+        (work / name).mkdir()
+        nbformat.write(nb, work / name / "stats.ipynb")
+        run(str(BIN / "otter"), "run", "-a", str(zip_file), "-o", str(work / name), str(work / name / "stats.ipynb"),
+            cwd=work)
+        report = json.loads((work / name / "results.json").read_text())
+        theirs[name] = {t["name"]: float(t["score"]) for t in report["tests"] if "score" in t}
+
+    ours = our_scores(imported("otter", "otter_constructs.ipynb", tmp_path / "ours"), by_task=True)
+
+    assert theirs == ours
+    assert theirs["reference"] == {"q1": 1.0, "q2": 4.0, "q3": 1.0}
+    assert theirs["wrong"] == {"q1": 1.0, "q2": 0.0, "q3": 0.0}

@@ -1,8 +1,9 @@
 """Running an imported nbgrader or otter test cell as one of our hidden tests.
 
 The cell's code runs here, in the grader, never in the worker: the trust boundary stays
-where it is. The names the cell uses and does not define come first from the notebook's
-own imports (``prelude``, run here too), then from the submission through ``student``:
+where it is. The global names the cell reads (``cell_names``: scoped as Python scopes
+them) come first from the notebook's own imports (``prelude``, run here too), then from
+the submission through ``student``:
 plain data as values, everything else (the student's functions, classes, fitted
 objects) as remote objects the cell can call. Limits, documented in docs/INTEROP.md:
 a cell that compares a remote object as data (``model == other``), reads the student's
@@ -16,6 +17,8 @@ import ast
 import builtins
 import contextlib
 import io
+import re
+import symtable
 from typing import Any
 
 from autograder.exceptions import StudentCodeError
@@ -59,32 +62,38 @@ def _translate(action: Any) -> Any:
     return Translated(value) if isinstance(value, Remote) else value
 
 
-def free_names(source: str) -> list[str]:
-    """Names the cell reads but never binds, in first-use order (builtins excluded)."""
-    tree = ast.parse(source)
-    bound: set[str] = set()
-    used: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                used.append(node.id)
-            else:
-                bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    seen: set[str] = set()
-    free = []
-    for name in used:
-        if name not in bound and name not in seen and not hasattr(builtins, name):
-            seen.add(name)
-            free.append(name)
-    return free
+def cell_names(source: str) -> tuple[list[str], list[str]]:
+    """(required, optional): the global names the cell reads, in first-use order.
+
+    Scopes as Python resolves them (``symtable``): a test function's parameter ``x`` is its
+    own, not the student's ``x``, while the cell's module-level ``x`` still is. A name the
+    cell also binds at module level (``orig = squares; del squares; ...; squares = orig``)
+    may be read before the cell binds it, so it is *optional*: fetched when the submission
+    has it, as in the student's kernel. Names only the cell imports, and builtins, are
+    never fetched.
+    """
+    table = symtable.symtable(source, "<test cell>", "exec")
+    read: list[str] = []
+
+    def visit(scope: symtable.SymbolTable) -> None:
+        for symbol in scope.get_symbols():
+            if symbol.is_referenced() and (scope is table or symbol.is_global()):
+                read.append(symbol.get_name())
+        for child in scope.get_children():
+            visit(child)
+
+    visit(table)
+    module = {s.get_name(): s for s in table.get_symbols()}
+    required, optional = [], []
+    for name in dict.fromkeys(read):
+        symbol = module.get(name)
+        if symbol is not None and symbol.is_imported():
+            continue
+        if symbol is not None and symbol.is_assigned():
+            optional.append(name)
+        elif not hasattr(builtins, name):
+            required.append(name)
+    return required, optional
 
 
 def _run_prelude(prelude: str, namespace: dict[str, Any]) -> None:
@@ -95,17 +104,29 @@ def _run_prelude(prelude: str, namespace: dict[str, Any]) -> None:
             exec(compile(ast.Module([statement], []), "<notebook imports>", "exec"), namespace)  # noqa: S102
 
 
-def run_cell(student: Student, prelude: str, source: str, *, expected_output: str | None = None) -> None:
+def run_cell(student: Student, prelude: str, source: str, *, expected_output: str | None = None,
+             failure_message: str | None = None) -> None:
     """Run a test cell's ``source`` against the submission; raise when it fails.
 
     ``expected_output`` (otter's doctest-style cells) is the output the cell printed in
     the master notebook: what the cell prints here, plus the repr of a final expression,
     must equal it (trailing whitespace ignored), as otter's doctest compares it.
+    ``failure_message`` (otter's test config) replaces the message of a failed check.
     """
+    try:
+        _run(student, prelude, source, expected_output)
+    except AssertionError as error:
+        if failure_message is None:
+            raise
+        raise AssertionError(failure_message) from error
+
+
+def _run(student: Student, prelude: str, source: str, expected_output: str | None) -> None:
     namespace: dict[str, Any] = {"__name__": "__test_cell__"}
     _run_prelude(prelude, namespace)
-    for name in free_names(source):
-        if name not in namespace:
+    required, optional = cell_names(source)
+    for name in required + optional:
+        if name not in namespace and (name in required or name in student):
             value = getattr(student, name)
             namespace[name] = Translated(value) if isinstance(value, Remote) else value
     tree = ast.parse(source)
@@ -122,5 +143,12 @@ def run_cell(student: Student, prelude: str, source: str, *, expected_output: st
         raise AssertionError("the test cell's output differs from the expected output")
 
 
+NUMPY_SCALAR = re.compile(r"\bnp\.(?:True_|False_)|\bnp\.(?:float|int|uint|complex|bool_?|str_)\d*\(([^()]*)\)")
+
+
 def _normal(text: str) -> str:
+    """Output as compared: trailing whitespace ignored, and numpy 2's scalar reprs
+    (``np.True_``, ``np.float64(2.5)``) read as the Python values they hold, since values
+    reach a test cell here as plain Python data (docs/INTEROP.md)."""
+    text = NUMPY_SCALAR.sub(lambda m: m[1] if m[1] is not None else m[0][3:-1], text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines())

@@ -1,37 +1,91 @@
-"""Writing an imported week: the source notebook and one hidden test module of cell tests."""
+"""Writing an imported week: the source notebook, its hidden tests, ``week.toml`` and data.
+
+Everything the week declares is written once, as text an instructor edits in one place:
+the title cell ``# Week 7: title (P points)``, each task's heading ``## Task N (P points):
+title`` (``by hand`` for manual tasks) and a ``### Model answer`` heading on each model
+answer (``autograder.authoring`` reads them; generation writes the metadata). No
+metadata repeats them, so one edit is one change.
+"""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 
+from autograder.authoring import ANSWER_HEADING, number
+from autograder.course_languages import WEEK_SETTINGS_FILE
 from autograder.generate.markers import BEGIN, END
 from autograder.generate.notebook_io import to_bytes
+
+TITLE_LINE = re.compile(r"^#\s+(.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class TestCell:
+    """One original test cell: its code, and what it must print when otter compares output."""
+
+    source: str
+    expected_output: str | None = None  # None: no comparison (nbgrader: the cell must only not raise)
+    failure_message: str | None = None  # otter's failure_message: said when the cell fails
 
 
 @dataclass(frozen=True)
 class CellTest:
-    """One test cell of the original notebook, to become one hidden pytest test."""
+    """One hidden pytest test: the original test cells it runs, in order (several only for
+    otter's ``all_or_nothing`` questions, which score all or none of their points)."""
 
     name: str  # grade_id or question name + index: becomes test_<name>
     task: int
     points: float
     description: str  # shown to the student: what the test checks
-    source: str
-    expected_output: str | None = None  # otter's recorded output, when it compares output
+    cells: tuple[TestCell, ...]
 
 
-def task_cell(number: int, points: float, title: str, *, manual: bool = False) -> NotebookNode:
-    """The markdown cell that opens a task: heading and metadata agree."""
-    kind = f"{points:g} points, graded by hand" if manual else f"{points:g} points"
-    cell: NotebookNode = nbformat.v4.new_markdown_cell(f"## Task {number} ({kind}): {title}")
-    cell.metadata["autograder"] = {"task": number, "points": points, **({"manual": True} if manual else {})}
+@dataclass
+class ImportedWeek:
+    """What an importer built, before anything is written."""
+
+    notebook: NotebookNode
+    title: str
+    tool: str
+    origin: str
+    prelude: str
+    tests: list[CellTest]
+    language: str
+    data_files: list[Path]  # files the notebook reads, copied into the week's data/
+
+
+def points_text(points: float) -> str:
+    """Points as a heading or marker writes them: exact, so shares like 1/3 add up again."""
+    return str(number(points))
+
+
+def task_cell(number_: int, points: float, title: str, *, manual: bool = False) -> NotebookNode:
+    """The markdown cell that opens a task: its heading is its only declaration."""
+    kind = f"{points_text(points)} points, by hand" if manual else f"{points_text(points)} points"
+    cell: NotebookNode = nbformat.v4.new_markdown_cell(f"## Task {number_} ({kind}): {title}")
     return cell
+
+
+def retitle_task(cell: NotebookNode, number_: int, points: float, *, manual: bool = False) -> None:
+    """The author's own ``## ...`` heading made task ``number_``'s heading, its text kept."""
+    first, _, rest = cell.source.lstrip().partition("\n")
+    heading = task_cell(number_, points, first.lstrip("#").strip(), manual=manual).source
+    cell.source = heading + (f"\n{rest}" if rest else "")
+
+
+def model_answer(source: str) -> str:
+    """A markdown model answer under the heading that declares it one."""
+    lines = source.lstrip().splitlines()
+    if lines and ANSWER_HEADING.match(lines[0]):
+        return source
+    return f"### Model answer\n\n{source.strip()}"
 
 
 def wrap_solution(source: str) -> str:
@@ -61,9 +115,10 @@ def python_name(text: str) -> str:
     return name if name and not name[0].isdigit() else f"cell_{name}"
 
 
-def _literal(text: str) -> str:
-    """A readable string literal for ``text``: raw triple quotes when safe, else repr."""
-    if "'''" not in text and not text.endswith("\\") and "\r" not in text:
+def literal(text: str) -> str:
+    """A readable string literal for ``text``: raw triple quotes when that spells it exactly
+    (not when it holds or ends with a quote or ends with a backslash), else repr."""
+    if "'''" not in text and not text.endswith(("\\", "'")) and "\r" not in text:
         return "r'''" + text + "'''"
     return repr(text)
 
@@ -73,7 +128,7 @@ def tests_module(tool: str, origin: str, prelude: str, tests: list[CellTest]) ->
     out = [
         f'"""Hidden tests converted from the {tool} test cells of {origin} by `autograder import {tool}`.',
         "",
-        "Each test runs one original test cell in the grader; the names it uses come from the",
+        "Each test runs original test cells in the grader; the names they use come from the",
         "notebook's imports (PRELUDE) or from the submission (docs/INTEROP.md says how and its limits).",
         '"""',
         "",
@@ -81,7 +136,7 @@ def tests_module(tool: str, origin: str, prelude: str, tests: list[CellTest]) ->
         "",
         "from autograder.interop.cell_test import run_cell",
         "",
-        f"PRELUDE = {_literal(prelude)}",
+        f"PRELUDE = {literal(prelude)}",
     ]
     used: set[str] = set()
     for test in tests:
@@ -89,32 +144,69 @@ def tests_module(tool: str, origin: str, prelude: str, tests: list[CellTest]) ->
         while name in used:
             name += "_"
         used.add(name)
-        expected = "" if test.expected_output is None else f", expected_output={_literal(test.expected_output)}"
-        out += [
-            "",
-            "",
-            f"@pytest.mark.task({test.task})",
-            f"@pytest.mark.points({test.points:g})",
-            f"def {name}(student):",
-            f"    {repr(test.description)}",
-            f"    run_cell(student, PRELUDE, {_literal(test.source)}{expected})",
-        ]
+        out += ["", "", f"@pytest.mark.task({test.task})", f"@pytest.mark.points({points_text(test.points)})",
+                f"def {name}(student):", f"    {test.description!r}"]
+        for cell in test.cells:
+            message = "" if cell.failure_message is None else f", failure_message={cell.failure_message!r}"
+            expected = "" if cell.expected_output is None else f", expected_output={literal(cell.expected_output)}"
+            out.append(f"    run_cell(student, PRELUDE, {literal(cell.source)}{expected}{message})")
     return "\n".join(out) + "\n"
 
 
 def written_files(notebook: Path, tool: str) -> list[Path]:
-    """The files ``write_week`` writes for the week of ``notebook``: the notebook and its tests."""
-    return [notebook, notebook.parent / "tests" / f"test_{notebook.stem}_{tool}.py"]
+    """The files ``write_week`` writes for the week of ``notebook`` (data files aside)."""
+    folder = notebook.parent
+    return [notebook, folder / "tests" / f"test_{notebook.stem}_{tool}.py", folder / WEEK_SETTINGS_FILE]
 
 
-def write_week(nb: NotebookNode, *, week: str, title: str, tool: str, origin: str, prelude: str,
-               tests: list[CellTest], out_root: Path) -> Path:
-    """Write ``out_root/source/<week>/<week>.ipynb`` and its hidden tests; return the notebook."""
-    nb.metadata["autograder"] = {"week": week, "title": title}
+def title_cell(nb: NotebookNode, week: str, title: str, total: float) -> str:
+    """Open the notebook with its title cell; the author's own ``# Title`` line becomes it.
+    Returns the title used."""
+    heading = f"# Week {int(week.removeprefix('week'))}: {{}} ({points_text(total)} points)"
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is not None and (m := TITLE_LINE.match(first.source.lstrip().split("\n", 1)[0])) and \
+            not first.source.lstrip().startswith("##"):
+        title = m.group(1)
+        rest = first.source.lstrip().partition("\n")[2]
+        first.source = heading.format(title) + (f"\n{rest}" if rest else "")
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(heading.format(title)))
+    return title
+
+
+def write_week(imported: ImportedWeek, *, week: str, out_root: Path) -> Path:
+    """Write ``out_root/source/<week>/``: notebook, hidden tests, week.toml, data; return the notebook."""
+    nb = imported.notebook
+    nb.metadata.pop("autograder", None)
     folder = out_root / "source" / week
     (folder / "tests").mkdir(parents=True, exist_ok=True)
-    notebook = folder / f"{week}.ipynb"
+    notebook, module, settings = written_files(folder / f"{week}.ipynb", imported.tool)
     notebook.write_bytes(to_bytes(nb, path=notebook))
-    module = written_files(notebook, tool)[1]
-    module.write_text(tests_module(tool, origin, prelude, tests), encoding="utf-8")
+    module.write_text(tests_module(imported.tool, imported.origin, imported.prelude, imported.tests), encoding="utf-8")
+    settings.write_text(f"# The week's languages: it starts in the language it was written in.\n[languages]\n"
+                        f"source = \"{imported.language}\"\noffered = [\"{imported.language}\"]\n", encoding="utf-8")
+    for path in imported.data_files:
+        (folder / "data").mkdir(exist_ok=True)
+        shutil.copy2(path, folder / "data" / path.name)
     return notebook
+
+
+def indent_markers(source: str) -> tuple[str, list[int]]:
+    """``source`` with each solution region's markers indented as deep as the region's own
+    lines when they sit shallower (nbgrader and otter put their stub where the BEGIN
+    marker is: at column 0 inside a loop body that stub does not compile). Returns the new
+    source and the 0-based lines of the BEGIN markers moved."""
+    lines = source.split("\n")
+    moved = []
+    begin: int | None = None
+    for index, line in enumerate(lines):
+        if line.strip() == BEGIN:
+            begin = index
+        elif line.strip() == END and begin is not None:
+            body = [text for text in lines[begin + 1:index] if text.strip()]
+            prefix = min((text[:len(text) - len(text.lstrip())] for text in body), key=len, default="")
+            if len(prefix) > len(lines[begin]) - len(lines[begin].lstrip()):
+                lines[begin], lines[index] = prefix + BEGIN, prefix + END
+                moved.append(begin)
+            begin = None
+    return "\n".join(lines), moved

@@ -1,0 +1,183 @@
+"""One import, checked before it is written: build, check in a staging copy, then write.
+
+The week is first written to a temporary course holding the target's ``course.toml``
+and checked there as ``generate`` and grading will use it: the structural validation
+and generation of the student and solution notebooks (``plan_week``: a student cell
+that does not compile is refused too: a stub at the wrong depth), every
+library the notebook imports present in the grading environment, and every hidden test
+passing on the reference. Only a week passing all of it is written into the course.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from autograder.course import Week
+from autograder.course_languages import LANGUAGE_PATTERN, SETTINGS_FILE, read_languages
+from autograder.exceptions import AutograderError, InteropError
+from autograder.generate.notebook_io import read_source
+from autograder.generate.week import plan_week
+from autograder.interop.report import ImportReport, Note
+from autograder.interop.week_writer import ImportedWeek, python_name, write_week
+
+Build = Callable[[Path, ImportReport, str], ImportedWeek]
+TEST_TIMEOUT = 900  # seconds for every hidden test on the reference together
+NOT_LIBRARIES = {"otter", "nbgrader", "__future__"}
+
+
+@dataclass(frozen=True)
+class Imported:
+    """Where the week was written, and what the instructor must know about it."""
+
+    notebook: Path
+    notes: list[Note]
+
+
+def notebook_language(nb: NotebookNode) -> str | None:
+    """The natural language the notebook says it is written in, if it says so."""
+    for value in (nb.metadata.get("autograder", {}).get("language"), nb.metadata.get("language"),
+                  nb.metadata.get("lang")):
+        if isinstance(value, str) and LANGUAGE_PATTERN.match(value):
+            return value
+    return None
+
+
+def import_week(build: Build, original: Path, *, week: str, out_root: Path, language: str | None = None) -> Imported:
+    """Build the week from ``original``, check it, write it into ``out_root``; or raise
+    InteropError naming every problem, having written nothing."""
+    report = ImportReport(str(original))
+    if not original.is_file():
+        raise InteropError(f"{original}: no such notebook")
+    try:
+        imported = build(original, report, week)
+    except nbformat.reader.NotJSONError as error:
+        raise InteropError(f"{original}: not a notebook ({error})") from error
+    report.refuse_if_any()
+    imported.language = _language(imported.notebook, language, out_root, report)
+    if (out_root / "source" / week).exists():
+        report.problems.append(f"{out_root / 'source' / week} exists already: import into a new week (--week), "
+                               "or delete that folder first")
+    _libraries(imported, report)
+    report.refuse_if_any()
+    with tempfile.TemporaryDirectory(prefix="autograder-import-") as staging:
+        root = Path(staging)
+        if (out_root / SETTINGS_FILE).is_file():
+            shutil.copy2(out_root / SETTINGS_FILE, root / SETTINGS_FILE)
+        write_week(imported, week=week, out_root=root)
+        check_week(Week(name=week, root=root), imported, report)
+        # the problems name the files where they will be, not the staging copy
+        report.problems = [p.replace(str(root), str(out_root)) for p in report.problems]
+    report.refuse_if_any()
+    return Imported(write_week(imported, week=week, out_root=out_root), report.notes)
+
+
+def _language(nb: NotebookNode, given: str | None, out_root: Path, report: ImportReport) -> str:
+    """The week's language: ``--language`` when given, else the notebook's metadata, else
+    the course's source language."""
+    said = notebook_language(nb)
+    if given is not None:
+        if not LANGUAGE_PATTERN.match(given):
+            report.problems.append(f"--language {given!r} is not a language code such as 'en', 'ru' or 'pt_BR'")
+        elif said and said != given:
+            report.note("changed", "notebook metadata", f"it says the notebook is in {said!r}; --language {given!r} "
+                        "was used")
+        return given
+    if said:
+        return said
+    try:
+        return read_languages(out_root).source
+    except AutograderError as error:
+        report.problems.append(str(error))
+        return "en"
+
+
+def imported_modules(imported: ImportedWeek) -> dict[str, str]:
+    """Top-level module -> the first statement importing it, in the notebook and its tests."""
+    sources = [c.source for c in imported.notebook.cells if c.cell_type == "code"]
+    sources += [cell.source for test in imported.tests for cell in test.cells]
+    found: dict[str, str] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for name in names:
+                found.setdefault(name.split(".")[0], ast.unparse(node))
+    return found
+
+
+def _libraries(imported: ImportedWeek, report: ImportReport) -> None:
+    """A library the course imports that the grading environment lacks is refused by name:
+    student code and hidden tests could not run."""
+    for module, statement in imported_modules(imported).items():
+        if module not in NOT_LIBRARIES and importlib.util.find_spec(module) is None:
+            report.problems.append(f"`{statement}`: {module!r} is not installed in the grading environment, so "
+                                   "submissions could not run: add it to requirements/grading.txt and "
+                                   "pyproject.toml (docs/INTEROP.md, 'Adding a library'), reinstall, import again")
+
+
+def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None:
+    """Everything that would stop ``generate`` or grading, as problems in ``report``."""
+    source = read_source(week.source_notebook)
+    try:
+        plan = plan_week(week)
+    except AutograderError as error:
+        report.problems.append(str(error))
+        return
+    student = nbformat.reads(plan.files[week.assignment_notebook].decode("utf-8"), as_version=4)
+    for index, (given, cell) in enumerate(zip(source.cells, student.cells)):
+        if cell.cell_type == "code" and _compiles(given.source) and not _compiles(cell.source):
+            report.problems.append(f"cell {index + 1} of the student notebook does not compile although the "
+                                   "reference does: fix where its solution markers sit")
+    _reference_passes(week, imported, report)
+
+
+def _compiles(source: str) -> bool:
+    """Whether a cell is Python (one with IPython magics is not, and is the author's choice)."""
+    try:
+        compile(source, "-", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
+def _reference_passes(week: Week, imported: ImportedWeek, report: ImportReport) -> None:
+    """Run every hidden test on the reference notebook; each failure is a problem."""
+    xml = week.root / "reference.xml"
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
+                               str(week.tests_dir)], capture_output=True, text=True, cwd=week.root,
+                              timeout=TEST_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        report.problems.append(f"the converted hidden tests ran over {TEST_TIMEOUT} s on the reference: make the "
+                               "notebook or its test cells faster, or import a smaller version and add the rest")
+        return
+    if not xml.is_file():
+        report.problems.append(f"the converted hidden tests did not run on the reference:\n{done.stdout[-2000:]}")
+        return
+    origin = {f"test_{python_name(t.name)}": t for t in imported.tests}
+    for case in ElementTree.parse(xml).getroot().iter("testcase"):
+        failed = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if failed is None:
+            continue
+        name = case.get("name", "?")
+        test = origin.get(name.rstrip("_"))
+        said = (failed.get("message") or "").strip().splitlines()
+        came = f" (from {test.name!r})" if test else ""
+        report.problems.append(f"hidden test {name}{came} fails on the reference: "
+                               f"{said[0][:300] if said else 'see pytest'}")
