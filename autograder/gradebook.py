@@ -451,12 +451,20 @@ class Gradebook:
                           "AND (? IS NULL OR task = ?) ORDER BY task, number", (week, task, task)).fetchall()
         return [RubricItem(week, t, number, points, comment) for t, number, points, comment in rows]
 
-    def add_rubric_item(self, week: str, task: int, *, points: float, comment: str) -> RubricItem:
-        """A new rubric item for a hand-graded task of ``week`` (numbered after the last)."""
+    def add_rubric_item(self, week: str, task: int, *, points: float, comment: str,
+                        number: int | None = None) -> RubricItem:
+        """A new rubric item for a hand-graded task of ``week``, numbered ``number`` (None:
+        after the last; a number in use is refused)."""
         with self._transaction() as db:
             self._check_item(db, week, task, points, comment)
-            number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rubric_items WHERE week = ? AND task = ?",
-                                (week, task)).fetchone()[0]
+            last = db.execute("SELECT COALESCE(MAX(number), 0) FROM rubric_items WHERE week = ? AND task = ?",
+                              (week, task)).fetchone()[0]
+            taken = number is not None and db.execute(
+                "SELECT 1 FROM rubric_items WHERE week = ? AND task = ? AND number = ?",
+                (week, task, number)).fetchone()
+            if taken or (number is not None and number < 1):
+                raise GradebookError(f"{self.path}: task {task} of {week} cannot have another item {number}")
+            number = number if number is not None else last + 1
             db.execute("INSERT INTO rubric_items (week, task, number, points, comment) VALUES (?, ?, ?, ?, ?)",
                        (week, task, number, float(points), comment.strip()))
         return RubricItem(week, task, number, float(points), comment.strip())

@@ -157,7 +157,8 @@ def _answer_row(submission: Submission, task: Task, group: str, answer: str, mar
 def _group_row(task: Task, group: str, keys: Sequence[str], first_answer: str) -> dict[str, str]:
     """The row whose decision marks every answer of ``group`` that has none of its own."""
     return {
-        "key": "", "identifier": f"Group {group}", "full_name": f"{len(keys)} similar answers", "task": str(task.number),
+        "key": "", "identifier": f"Group {group}", "full_name": f"{len(keys)} similar answers",
+        "task": str(task.number),
         "group": group, "max_points": format_points(task.points), "answer": first_answer, "rubric": "",
         "adjustment": "", "points": "", "comment": "",
         "note": "a decision here marks every answer of the group whose own row is left empty", "answer_sha256": "",
@@ -459,8 +460,9 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(value: str) -> str:
-    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @."""
-    return "'" + value if value.startswith(_FORMULA) else value
+    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @
+    (a plain number such as an adjustment of -2.5 is left a number)."""
+    return "'" + value if value.startswith(_FORMULA) and _parse_number(value) is None else value
 
 
 def _uncell(value: str) -> str:
@@ -492,7 +494,8 @@ td.answer { white-space: pre-wrap; font-family: ui-monospace, monospace; }
 <table><tr><th>Key</th><th>Group</th><th>Participant</th><th>Answer</th><th>Rubric</th><th>Points</th><th>Comment</th></tr>
 {% for row in rows if row.task == task.number|string %}
 <tr><td>{{ row.key }}</td><td>{{ row.group }}</td><td>{{ row.identifier }}<br>{{ row.full_name }}</td>
-<td class="answer">{{ row.answer }}</td><td>{{ row.rubric }}</td><td>{{ row.points }}</td><td>{{ row.comment }}</td></tr>
+<td class="answer">{{ row.answer }}</td><td>{{ row.rubric }}</td><td>{{ row.points }}</td>
+<td>{{ row.comment }}</td></tr>
 {% endfor %}</table>
 {% endfor %}
 </body></html>
