@@ -228,7 +228,7 @@ def _decision(row: Mapping[str, str], where: str, maxima: Mapping[int, float] | 
         problems.append(f"{where}: the key and task columns must be kept as written")
         return None
     task = int(task_text)
-    maximum = maxima.get(task) if maxima is not None else _parse_number(row.get("max_points", ""))
+    maximum = maxima.get(task) if maxima is not None else parse_number(row.get("max_points", ""))
     if maxima is not None and task not in maxima:
         problems.append(f"{where}: task {task} is not marked by hand this week")
     elif maximum is None:
@@ -238,7 +238,7 @@ def _decision(row: Mapping[str, str], where: str, maxima: Mapping[int, float] | 
     elif rubric_text:
         return _rubric_decision(where, task, maximum, rubric_text, adjustment_text, comment, defined, problems)
     else:
-        points = _parse_number(points_text)
+        points = parse_number(points_text)
         if points is None:
             problems.append(f"{where}: points {points_text!r} is not a number")
         elif not 0 <= points <= maximum:
@@ -253,7 +253,7 @@ def _decision(row: Mapping[str, str], where: str, maxima: Mapping[int, float] | 
 def _rubric_decision(where: str, task: int, maximum: float, rubric_text: str, adjustment_text: str, comment: str,
                      defined: Mapping[tuple[int, int], RubricItem], problems: list[str]) -> Mark | None:
     numbers = parse_item_numbers(rubric_text)
-    adjustment = _parse_number(adjustment_text) if adjustment_text else 0.0
+    adjustment = parse_number(adjustment_text) if adjustment_text else 0.0
     if numbers is None:
         problems.append(f"{where}: rubric {rubric_text!r} is not a list of item numbers such as '1 3'")
     elif unknown := [n for n in numbers if (task, n) not in defined]:
@@ -301,7 +301,7 @@ def read_rubric_sheet(path: Path, *, tasks: Sequence[Task]) -> list[RubricRow]:
         where = f"row {number} (task {task_text or '?'}, item {item_text or 'new'})"
         if not points_text and not comment:
             continue
-        points = _parse_number(points_text)
+        points = parse_number(points_text)
         if not task_text.isdigit() or int(task_text) not in maxima:
             problems.append(f"{where}: task {task_text!r} is not a task marked by hand this week")
         elif item_text and not item_text.isdigit():
@@ -462,7 +462,7 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 def _cell(value: str) -> str:
     """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @
     (a plain number such as an adjustment of -2.5 is left a number)."""
-    return "'" + value if value.startswith(_FORMULA) and _parse_number(value) is None else value
+    return "'" + value if value.startswith(_FORMULA) and parse_number(value) is None else value
 
 
 def _uncell(value: str) -> str:
@@ -470,7 +470,8 @@ def _uncell(value: str) -> str:
     return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA) else value
 
 
-def _parse_number(text: str) -> float | None:
+def parse_number(text: str) -> float | None:
+    """A number as a marker writes it (``7.5``, ``7,5``, ``-2``); None when it is not one."""
     text = text.strip().replace(",", ".")
     if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", text):
         return None

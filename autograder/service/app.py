@@ -32,7 +32,8 @@ from starlette.datastructures import UploadFile
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, LaunchRefused, Refused, SubmissionError
-from autograder.manual import task_answer
+from autograder.i18n.languages import framework_translations
+from autograder.i18n.runtime import untranslated
 from autograder.notebook import read_notebook
 from autograder.service.keys import ToolKeys, _write_private
 from autograder.service.lti import (
@@ -47,6 +48,7 @@ from autograder.service.lti import (
     deep_linking_response,
     register_dynamically,
 )
+from autograder.service.marking import answers_to_mark, form_number, rubric_view
 
 if TYPE_CHECKING:
     from autograder.service.moodle_sync import SyncStatus
@@ -428,21 +430,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         return RedirectResponse(f"/instructor/{name}", status_code=303)
 
     def to_mark(session: Session, name: str) -> list[tuple[Attempt, str, list[tuple[Any, str | None]]]]:
-        """Each student's latest graded attempt with its hand-graded tasks and their answers."""
-        latest: dict[str, Attempt] = {}
-        for attempt in store.week_attempts(context=session.context, week=name):
-            if attempt.state == "graded":
-                latest[attempt.user] = attempt
-        rows = []
-        for user, attempt in sorted(latest.items()):
-            result = store.result(attempt.id, context=session.context)
-            manual = [task for task in result.tasks if task.manual] if result else []
-            if not manual:
-                continue
-            notebook = read_notebook(store.content(attempt))
-            rows.append((attempt, store.user_name(session.context, user) or user,
-                         [(task, task_answer(notebook, task.task)) for task in manual]))
-        return rows
+        return answers_to_mark(store, session.context, name)
 
     @app.get("/instructor/{name}/marking")
     def marking(name: str, request: Request) -> HTMLResponse:
@@ -472,6 +460,71 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
             return page("marking.html.j2", status=400, week=week_of(name), rows=to_mark(session, name),
                         csrf=session.csrf, problems=problems)
         return RedirectResponse(f"/instructor/{name}/marking", status_code=303)
+
+    # ---- rubric marking (autograder.rubric; the page's data: autograder.service.marking) ----
+
+    def rubric_page(name: str) -> str:
+        return f"/instructor/{name}/rubric"
+
+    @app.get("/instructor/{name}/rubric")
+    def rubric(name: str, request: Request, changed: str = "", count: int = 0, task: int = 0) -> HTMLResponse:
+        session = instructor_of(request)
+        language = course.languages.instructor
+        translations = framework_translations(language)
+        return page("rubric.html.j2", week=week_of(name), tasks=rubric_view(store, session.context, name),
+                    csrf=session.csrf, language=language, changed=changed, count=count, changed_task=task,
+                    _=translations.gettext if translations is not None else untranslated)
+
+    async def rubric_form(request: Request, name: str) -> tuple[Session, Any]:
+        session = instructor_of(request)
+        await checked_form(request, session)
+        week_of(name)
+        return session, await request.form()  # read once: Starlette keeps it; getlist needs the original
+
+    def rubric_done(name: str, changed: str, count: int, task: int) -> Response:
+        return RedirectResponse(f"{rubric_page(name)}?changed={changed}&count={count}&task={task}#task-{task}",
+                                status_code=303)
+
+    @app.post("/instructor/{name}/rubric/{task}/items")
+    async def add_rubric_item(name: str, task: int, request: Request) -> Response:
+        _, form = await rubric_form(request, name)
+        points = form_number(form.get("points"), "Points", back=rubric_page(name))
+        try:
+            store.gradebook.add_rubric_item(name, task, points=points, comment=str(form.get("comment", "")))
+        except AutograderError as exc:
+            raise Refused(400, str(exc), back=rubric_page(name)) from exc
+        return rubric_done(name, "added", 1, task)
+
+    @app.post("/instructor/{name}/rubric/{task}/items/{number}")
+    async def edit_rubric_item(name: str, task: int, number: int, request: Request) -> Response:
+        _, form = await rubric_form(request, name)
+        points = form_number(form.get("points"), "Points", back=rubric_page(name))
+        try:
+            changed = store.edit_rubric_item(name, task, number, points=points, comment=str(form.get("comment", "")))
+        except AutograderError as exc:
+            raise Refused(400, str(exc), back=rubric_page(name)) from exc
+        scores_changed()
+        return rubric_done(name, "edited", len(changed), task)
+
+    @app.post("/instructor/{name}/rubric/{task}/mark")
+    async def rubric_mark(name: str, task: int, request: Request) -> Response:
+        session, form = await rubric_form(request, name)
+        attempts = [int(a) for a in form.getlist("attempt") if str(a).isdigit()]
+        items = [int(i) for i in form.getlist("item") if str(i).isdigit()]
+        if not attempts:
+            raise Refused(400, "Select at least one answer to mark.", back=rubric_page(name))
+        adjustment = form_number(form.get("adjustment"), "Adjustment", back=rubric_page(name), empty=0.0)
+        note = str(form.get("comment", "")).strip()
+        if not items and not adjustment and not note:
+            raise Refused(400, "Choose the rubric items (or an adjustment or a comment) the selected answers get.",
+                          back=rubric_page(name))
+        try:
+            marked = store.rubric_mark(attempts, context=session.context, task=task, items=items,
+                                       adjustment=adjustment, note=note)
+        except AutograderError as exc:
+            raise Refused(400, str(exc), back=rubric_page(name)) from exc
+        scores_changed()
+        return rubric_done(name, "marked", len(marked), task)
 
     @app.get("/instructor/{name}/results.zip")
     def results_zip(name: str, request: Request) -> Response:
