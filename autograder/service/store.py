@@ -540,6 +540,12 @@ class Store:
                 continue
             for other in reversed(earlier):
                 mark = marks.get(other.key, {}).get(task)
+                if mark is not None and mark.answer_sha256 == answer and mark.by_rubric:
+                    # still made of its items, so a later change of an item reaches this attempt too
+                    self.gradebook.set_rubric_mark(attempt.week, attempt.key, task, items=mark.items,
+                                                   adjustment=mark.adjustment or 0.0, note=mark.note,
+                                                   answer_sha256=answer)
+                    break
                 if mark is not None and mark.answer_sha256 == answer:
                     self.gradebook.set_manual(attempt.week, attempt.key, task, points=mark.points,
                                               comment=mark.comment, answer_sha256=answer)
