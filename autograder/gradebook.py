@@ -27,6 +27,7 @@ from typing import Any
 
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
+from autograder.formats.points import format_points
 from autograder.manual import apply_marks
 from autograder.results import SubmissionResult
 from autograder.rubric import RubricItem, rubric_comment, rubric_points
@@ -380,8 +381,8 @@ class Gradebook:
                 raise GradebookError(f"{self.path}: task {task} of {week} has no rubric item "
                                      f"{', '.join(map(str, unknown))}: define it first")
             if abs(adjustment) > maximum:
-                raise GradebookError(f"{self.path}: an adjustment of {adjustment} for task {task} is larger than "
-                                     f"the task's {maximum} points")
+                raise GradebookError(f"{self.path}: an adjustment of {format_points(adjustment)} for task {task} is "
+                                     f"larger than the task's {format_points(maximum)} points")
             chosen = [defined[n] for n in sorted(set(items))]
             self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment, maximum),
                              comment=rubric_comment(chosen, note), answer_sha256=answer_sha256,
@@ -502,8 +503,9 @@ class Gradebook:
             raise GradebookError(f"{self.path}: no result in {week}: grade the week before writing its rubric")
         maximum = self._manual_maximum(db, week, row[0], task)
         if not -maximum <= points <= maximum:
-            raise GradebookError(f"{self.path}: a rubric item of {points} points for task {task} is outside "
-                                 f"-{maximum}..{maximum} (the task's points, either way)")
+            raise GradebookError(f"{self.path}: a rubric item of {format_points(points)} points for task {task} is "
+                                 f"outside -{format_points(maximum)}..{format_points(maximum)} (the task's points, "
+                                 "either way)")
         if not comment.strip():
             raise GradebookError(f"{self.path}: a rubric item for task {task} needs a comment: it is what the "
                                  "student reads")

@@ -176,3 +176,24 @@ def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everyt
         assert len(scores(lms, user)) == before[user]
         assert float(rows[user]["score"]) == 80
     assert lms.platform.refused_scores == []
+
+
+def test_bad_rubric_input_is_refused_saying_what_to_fix(lms: Lms, graded: dict[str, dict[str, Any]]) -> None:
+    browser, _ = lms.launch("t-rubric", role="instructor")
+    rubric = browser.get(f"{lms.tool_url}/instructor/week01/rubric")
+    assert rubric.status_code == 200
+    cases = [("new-item-4", {"points": "lots", "comment": "x"}, "is not a number"),
+             ("new-item-4", {"points": "30", "comment": "Too generous"}, "outside -20..20"),
+             ("new-item-4", {"points": "3", "comment": " "}, "needs a comment"),
+             ("group-4-1", {"adjustment": "", "comment": ""}, "Choose the rubric items"),
+             ("group-4-1", {"adjustment": "much", "comment": ""}, "Adjustment: &#39;much&#39; is not a number")]
+    for form, data, says in cases:
+        reply = browser.submit(rubric, form, data=data)
+        assert reply.status_code == 400 and says in reply.text, (form, data, reply.text)
+        assert 'href="/instructor/week01/rubric"' in reply.text  # the way back
+    assert lms.app.state.store.gradebook.rubric("week01", 4) == []
+    forged = browser.client.post(f"{lms.tool_url}/instructor/week01/rubric/4/items",
+                                 data={"points": "3", "comment": "x", "csrf": "forged"})
+    assert forged.status_code == 403
+    learner, _ = lms.launch("s-ana")
+    assert learner.get(f"{lms.tool_url}/instructor/week01/rubric").status_code == 403
