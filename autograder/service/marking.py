@@ -7,7 +7,7 @@ Kept apart from the routes (app.py) so that they only check who asks and read th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,6 +84,18 @@ def rubric_view(store: Store, context: str, week: str) -> list[TaskMarking]:
         view.append(TaskMarking(number, title, max_score, store.gradebook.rubric(week, number),
                                 [[keyed[key] for key in group] for group in groups]))
     return view
+
+
+def form_ids(values: Sequence[object], what: str, *, back: str) -> list[int]:
+    """Row numbers a form or a path sent (attempt ids, task and item numbers); Refused (400)
+    for anything else, so a number SQLite cannot hold is never asked for."""
+    ids = []
+    for value in values:
+        text = str(value).strip()
+        if not text.isdigit() or not 0 < int(text) < 2**63:
+            raise Refused(400, f"{what}: {text[:40]!r} is not one of this page's numbers: reload the page.", back=back)
+        ids.append(int(text))
+    return ids
 
 
 def form_number(text: object, what: str, *, back: str, empty: float | None = None) -> float:

@@ -191,9 +191,14 @@ def test_bad_rubric_input_is_refused_saying_what_to_fix(lms: Lms, graded: dict[s
         reply = browser.submit(rubric, form, data=data)
         assert reply.status_code == 400 and says in reply.text, (form, data, reply.text)
         assert 'href="/instructor/week01/rubric"' in reply.text  # the way back
-    assert lms.app.state.store.gradebook.rubric("week01", 4) == []
+    assert lms.app.state.store.gradebook.rubric("week01", 4) == []  # nothing stored from a refused form
+    huge = browser.submit(rubric, "group-4-1", data={"attempt": str(2**70), "adjustment": "1"})
+    assert huge.status_code == 400 and "is not one of this page&#39;s numbers" in huge.text
+    added = browser.submit(rubric, "new-item-4", data={"points": "2", "comment": "Names a remedy"})
+    assert added.status_code == 200 and "Item added to task 4." in added.text
     forged = browser.client.post(f"{lms.tool_url}/instructor/week01/rubric/4/items",
                                  data={"points": "3", "comment": "x", "csrf": "forged"})
     assert forged.status_code == 403
+    assert [i.comment for i in lms.app.state.store.gradebook.rubric("week01", 4)] == ["Names a remedy"]
     learner, _ = lms.launch("s-ana")
     assert learner.get(f"{lms.tool_url}/instructor/week01/rubric").status_code == 403
