@@ -154,7 +154,6 @@ def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everyt
         status = tool.locator("#status")
         status.filter(has_text="2 marks updated").wait_for()
         assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
-        assert "Marked: 35 of 20 points" not in tool.locator("body").inner_text()
         assert tool.locator(f"#mark-{form_id.removeprefix('group-')}-{ana}").inner_text().startswith(
             "Marked: 15 of 20 points (items 1)")
         page.screenshot(path=str(ARTEFACTS / "service-rubric-edited.png"), full_page=True)
