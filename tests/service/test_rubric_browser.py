@@ -131,6 +131,10 @@ def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everyt
         group = tool.locator("#task-3 form.group", has=tool.locator(f"input[name=attempt][value='{ana}']"))
         assert sorted(int(v) for v in group.locator("input[name=attempt]").evaluate_all(
             "boxes => boxes.map(box => box.value)")) == sorted([ana, ben])  # the two similar answers, one group
+        answer = group.get_by_role("checkbox", name="User s-ana (attempt 1)")  # labelled, described by the answer
+        assert answer.is_checked() and "(0,0) and (1,1)" in answer.evaluate(
+            "box => box.getAttribute('aria-describedby').split(' ').map(id => document.getElementById(id).textContent)"
+            ".join(' ')")
         form_id = group.get_attribute("id")
         tab_to(page, f"#{form_id} input[name=item][value='1']", tool)
         outline = tool.locator(f"#{form_id} input[name=item][value='1']").evaluate(
