@@ -28,11 +28,21 @@ from autograder.formats.result_json import to_dict
 from autograder.formats.worksheet import fill_worksheet, write_worksheet
 from autograder.gradebook import FILENAME, Gradebook, ManualMark
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
-from autograder.manual import Mark, answer_hashes, read_marks, write_manual_sheet
+from autograder.manual import (
+    RUBRIC_CSV,
+    Mark,
+    RubricRow,
+    answer_hashes,
+    read_marks,
+    read_rubric_sheet,
+    write_manual_sheet,
+    write_rubric_sheet,
+)
 from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
+from autograder.rubric import RubricItem
 from autograder.sources import collect, holds_export
 from autograder.submission import Submission
 
@@ -177,8 +187,9 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
         book.finish_run(run_id, reused=reused)
         stored = {r.key: r for r in book.results(week.name)}
         marks = book.manual_marks(week.name)
+        rubric = book.rubric(week.name)
     results = [stored[s.key] for s in submissions if s.key in stored]
-    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, given,
+    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, rubric, given,
                          worksheet=options.worksheet, allow_pending=options.allow_pending)
     return BatchOutcome(results=results, reused=reused, outputs=outputs)
 
@@ -200,7 +211,8 @@ def rewrite_outputs(week: Week, submissions: list[Submission], *, out_dir: Path,
     with Gradebook.open(out_dir / FILENAME) as book:
         stored = book.results(week.name)
         marks = book.manual_marks(week.name)
-    return _write_all(week, submissions, out_dir, stored, marks, week.handed_out(), worksheet=worksheet,
+        rubric = book.rubric(week.name)
+    return _write_all(week, submissions, out_dir, stored, marks, rubric, week.handed_out(), worksheet=worksheet,
                       allow_pending=allow_pending)
 
 
@@ -210,19 +222,21 @@ def _cached(book: Gradebook, week: Week, submission: Submission) -> SubmissionRe
 
 
 def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored: list[SubmissionResult],
-               marks: dict[str, dict[int, ManualMark]], given: nbformat.NotebookNode | None, *,
-               worksheet: Path | None, allow_pending: bool) -> Outputs:
-    """``write_outputs``, and the marking sheet of ``submissions`` when tasks are graded by hand."""
+               marks: dict[str, dict[int, ManualMark]], rubric: list[RubricItem],
+               given: nbformat.NotebookNode | None, *, worksheet: Path | None, allow_pending: bool) -> Outputs:
+    """``write_outputs``, and the marking sheet and rubric of ``submissions`` when tasks are graded by hand."""
     outputs = write_outputs(week, stored, out_dir, worksheet=worksheet, allow_pending=allow_pending)
     if any(t.manual for t in week.tasks):
         outputs.manual_sheet = out_dir / MANUAL_CSV
         write_manual_sheet(
             submissions=submissions, tasks=week.tasks, csv_path=outputs.manual_sheet,
             html_path=out_dir / MANUAL_HTML, title=f"{week.name}: {week.title}",
-            marks={key: {task: Mark(m.points, m.comment, m.answer_sha256) for task, m in tasks.items()}
+            marks={key: {task: Mark(m.points, m.note if m.by_rubric else m.comment, m.answer_sha256, m.items,
+                                    m.adjustment) for task, m in tasks.items()}
                    for key, tasks in marks.items()},
             given=given,
         )
+        write_rubric_sheet(rubric, week.tasks, out_dir / RUBRIC_CSV)
     return outputs
 
 
@@ -287,22 +301,56 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
 
 def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | None = None,
                  allow_pending: bool = False) -> tuple[int, int, Outputs]:
-    """Store the marks of a filled marking sheet and rewrite every output with them.
+    """Store the rubric and the marks of a filled marking sheet and rewrite every output with them.
 
-    Returns how many marks were stored and how many sheet rows (a submission's manual
-    task) still have no mark or a stale one, so the marker knows whether marking is done. Marks live in
-    the gradebook apart from the autograded results, so a later regrade keeps them."""
-    marks = read_marks(sheet, tasks=week.tasks)
+    The rubric is ``manual-rubric.csv`` beside the sheet, when there: its items are
+    defined or changed first (a changed item changes every mark that uses it, marked on
+    this sheet or not), then the sheet's marks are stored. Everything is checked before
+    anything is stored. Returns how many marks were stored and how many sheet rows (a
+    submission's manual task) still have no mark or a stale one, so the marker knows
+    whether marking is done. Marks live in the gradebook apart from the autograded
+    results, so a later regrade keeps them."""
+    rubric_sheet = Path(sheet).with_name(RUBRIC_CSV)
+    edits = read_rubric_sheet(rubric_sheet, tasks=week.tasks) if rubric_sheet.is_file() else []
     stored = 0
     with Gradebook.open(out_dir / FILENAME) as book:
+        planned = _planned_rubric(book.rubric(week.name), edits, week.name)
+        marks = read_marks(sheet, tasks=week.tasks, rubric=planned)
+        _store_rubric(book, week.name, edits)
         for key, tasks in marks.items():
             for task, mark in tasks.items():
-                book.set_manual(week.name, key, task, points=mark.points, comment=mark.comment,
-                                answer_sha256=mark.answer_sha256)
+                if mark.by_rubric:
+                    book.set_rubric_mark(week.name, key, task, items=mark.items, adjustment=mark.adjustment or 0.0,
+                                         note=mark.comment, answer_sha256=mark.answer_sha256)
+                else:
+                    book.set_manual(week.name, key, task, points=mark.points, comment=mark.comment,
+                                    answer_sha256=mark.answer_sha256)
                 stored += 1
         results = book.results(week.name)
+        if rubric_sheet.is_file():  # the new items get their numbers, so merging again adds nothing
+            write_rubric_sheet(book.rubric(week.name), week.tasks, rubric_sheet)
     unmarked = sum(1 for r in results for t in r.tasks if t.pending)
     return stored, unmarked, write_outputs(week, results, out_dir, worksheet=worksheet, allow_pending=allow_pending)
+
+
+def _planned_rubric(current: list[RubricItem], edits: list[RubricRow], week: str) -> list[RubricItem]:
+    """The rubric as it will be once ``edits`` are stored (new items numbered as the gradebook will)."""
+    items = {(i.task, i.number): i for i in current}
+    for edit in edits:
+        number = edit.number or max((n for t, n in items if t == edit.task), default=0) + 1
+        items[edit.task, number] = RubricItem(week, edit.task, number, edit.points, edit.comment)
+    return list(items.values())
+
+
+def _store_rubric(book: Gradebook, week: str, edits: list[RubricRow]) -> None:
+    """Define the new items and change the changed ones (recomputing the marks that use them)."""
+    current = {(i.task, i.number): i for i in book.rubric(week)}
+    for edit in edits:
+        item = current.get((edit.task, edit.number)) if edit.number is not None else None
+        if item is None:
+            book.add_rubric_item(week, edit.task, points=edit.points, comment=edit.comment, number=edit.number)
+        elif (item.points, item.comment) != (edit.points, edit.comment):
+            book.edit_rubric_item(week, edit.task, item.number, points=edit.points, comment=edit.comment)
 
 
 def _similar(week: Week, results: list[SubmissionResult], out_dir: Path) -> list[Pair]:

@@ -17,7 +17,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,11 +27,13 @@ from typing import Any
 
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
+from autograder.formats.points import format_points
 from autograder.manual import apply_marks
 from autograder.results import SubmissionResult
+from autograder.rubric import RubricItem, rubric_comment, rubric_points
 
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
 
 _SCHEMA = (
@@ -75,6 +77,31 @@ _SCHEMA = (
 )
 _MIGRATIONS = {  # from version N to N + 1
     1: ("ALTER TABLE manual_marks ADD COLUMN answer_sha256 TEXT",),  # the answer marked; NULL: unknown
+    2: (  # rubric items (autograder.rubric), and which marks use them
+        """
+        CREATE TABLE rubric_items (
+            week TEXT NOT NULL,
+            task INTEGER NOT NULL,
+            number INTEGER NOT NULL,        -- from 1 within the task: what markers write and see
+            points REAL NOT NULL,           -- negative: a deduction
+            comment TEXT NOT NULL,
+            PRIMARY KEY (week, task, number)
+        )
+        """,
+        """
+        CREATE TABLE rubric_applied (
+            week TEXT NOT NULL,
+            key TEXT NOT NULL,
+            task INTEGER NOT NULL,
+            number INTEGER NOT NULL,
+            PRIMARY KEY (week, key, task, number),
+            FOREIGN KEY (week, task, number) REFERENCES rubric_items (week, task, number)
+        )
+        """,
+        # NULL: points given directly; else the mark is a rubric mark and this its adjustment
+        "ALTER TABLE manual_marks ADD COLUMN adjustment REAL",
+        "ALTER TABLE manual_marks ADD COLUMN note TEXT NOT NULL DEFAULT ''",  # a rubric mark's own comment
+    ),
 }
 
 
@@ -86,6 +113,14 @@ class ManualMark:
     comment: str
     marked: str  # ISO 8601 UTC time of the last change
     answer_sha256: str | None = None  # the answer the marker saw; None for marks from before this was kept
+    items: tuple[int, ...] = ()  # the rubric items it uses (numbers within the task); () for direct points
+    adjustment: float | None = None  # a rubric mark's adjustment; None: points given directly
+    note: str = ""  # a rubric mark's own comment (``comment`` holds the items' comments too)
+
+    @property
+    def by_rubric(self) -> bool:
+        """Whether the mark is made of rubric items (its points and comment are computed)."""
+        return self.adjustment is not None
 
 
 @dataclass(frozen=True)
@@ -322,41 +357,155 @@ class Gradebook:
         """Store a marker's points for a manual task; checked against the stored result.
 
         ``answer_sha256`` ties the mark to the answer the marker read: when a regrade finds
-        another answer, the mark is stale and not counted until given again."""
+        another answer, the mark is stale and not counted until given again. Points given
+        directly replace a rubric mark (its items no longer apply to this answer)."""
         with self._transaction() as db:
-            row = db.execute("SELECT document FROM results WHERE week = ? AND key = ?", (week, key)).fetchone()
-            if row is None:
-                raise GradebookError(f"{self.path}: no result for {key!r} in {week}: grade the week before marking it")
-            stored = result_json.from_dict(json.loads(row[0]))
-            try:
-                target = stored.task(task)
-            except KeyError:
-                raise GradebookError(f"{self.path}: {key!r} in {week} has no task {task}") from None
-            if not target.manual:
-                raise GradebookError(f"{self.path}: task {task} of {week} is autograded, not marked by hand")
-            if not 0 <= points <= target.max_score:
+            maximum = self._manual_maximum(db, week, key, task)
+            if not 0 <= points <= maximum:
                 raise GradebookError(
-                    f"{self.path}: {points} points for task {task} of {key!r} is outside 0..{target.max_score}"
+                    f"{self.path}: {points} points for task {task} of {key!r} is outside 0..{maximum}"
                 )
-            db.execute(
-                "INSERT OR REPLACE INTO manual_marks (week, key, task, points, comment, marked, answer_sha256) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (week, key, task, float(points), comment, _now(), answer_sha256),
-            )
+            self._write_mark(db, week, key, task, points=float(points), comment=comment,
+                             answer_sha256=answer_sha256)
+
+    def set_rubric_mark(self, week: str, key: str, task: int, *, items: Sequence[int], adjustment: float = 0.0,
+                        note: str = "", answer_sha256: str | None = None) -> ManualMark:
+        """Mark a manual task with rubric ``items`` (numbers within the task), an
+        ``adjustment`` and the marker's own ``note``; points and comment follow the
+        definition of ``autograder.rubric`` and are kept up to date when an item changes."""
+        with self._transaction() as db:
+            maximum = self._manual_maximum(db, week, key, task)
+            defined = {i.number: i for i in self._rubric(db, week, task)}
+            unknown = sorted(set(items) - set(defined))
+            if unknown:
+                raise GradebookError(f"{self.path}: task {task} of {week} has no rubric item "
+                                     f"{', '.join(map(str, unknown))}: define it first")
+            if abs(adjustment) > maximum:
+                raise GradebookError(f"{self.path}: an adjustment of {format_points(adjustment)} for task {task} is "
+                                     f"larger than the task's {format_points(maximum)} points")
+            chosen = [defined[n] for n in sorted(set(items))]
+            self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment, maximum),
+                             comment=rubric_comment(chosen, note), answer_sha256=answer_sha256,
+                             rubric=(tuple(i.number for i in chosen), adjustment, note))
+        return self._marks_for(week, key)[task]
+
+    def _manual_maximum(self, db: sqlite3.Connection, week: str, key: str, task: int) -> float:
+        """Inside a transaction: the points of ``key``'s hand-graded ``task``, or why it cannot be marked."""
+        row = db.execute("SELECT document FROM results WHERE week = ? AND key = ?", (week, key)).fetchone()
+        if row is None:
+            raise GradebookError(f"{self.path}: no result for {key!r} in {week}: grade the week before marking it")
+        stored = result_json.from_dict(json.loads(row[0]))
+        try:
+            target = stored.task(task)
+        except KeyError:
+            raise GradebookError(f"{self.path}: {key!r} in {week} has no task {task}") from None
+        if not target.manual:
+            raise GradebookError(f"{self.path}: task {task} of {week} is autograded, not marked by hand")
+        return target.max_score
+
+    @staticmethod
+    def _write_mark(db: sqlite3.Connection, week: str, key: str, task: int, *, points: float, comment: str,
+                    answer_sha256: str | None, rubric: tuple[tuple[int, ...], float, str] | None = None) -> None:
+        """Inside a transaction: the mark row and the rubric items it uses (``rubric``:
+        item numbers, adjustment, note; None for points given directly)."""
+        items, adjustment, note = rubric if rubric is not None else ((), None, "")
+        db.execute(
+            "INSERT OR REPLACE INTO manual_marks (week, key, task, points, comment, marked, answer_sha256, "
+            "adjustment, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (week, key, task, points, comment, _now(), answer_sha256, adjustment, note),
+        )
+        db.execute("DELETE FROM rubric_applied WHERE week = ? AND key = ? AND task = ?", (week, key, task))
+        db.executemany("INSERT INTO rubric_applied (week, key, task, number) VALUES (?, ?, ?, ?)",
+                       [(week, key, task, number) for number in items])
 
     def manual_marks(self, week: str) -> dict[str, dict[int, ManualMark]]:
         """``{key: {task: ManualMark}}`` for every marked submission of ``week``."""
-        marks: dict[str, dict[int, ManualMark]] = {}
-        for key, task, *mark in self._read(
-            "SELECT key, task, points, comment, marked, answer_sha256 FROM manual_marks WHERE week = ? "
-            "ORDER BY key, task", (week,)
-        ):
-            marks.setdefault(key, {})[task] = ManualMark(*mark)
-        return marks
+        return self._marks("week = ?", (week,))
 
     def _marks_for(self, week: str, key: str) -> dict[int, ManualMark]:
-        rows = self._read(
-            "SELECT task, points, comment, marked, answer_sha256 FROM manual_marks WHERE week = ? AND key = ?",
-            (week, key),
-        )
-        return {task: ManualMark(*mark) for task, *mark in rows}
+        return self._marks("week = ? AND key = ?", (week, key)).get(key, {})
+
+    def _marks(self, where: str, params: tuple[str, ...]) -> dict[str, dict[int, ManualMark]]:
+        applied: dict[tuple[str, int], list[int]] = {}
+        for key, task, number in self._read(
+                f"SELECT key, task, number FROM rubric_applied WHERE {where} ORDER BY number", params):
+            applied.setdefault((key, task), []).append(number)
+        marks: dict[str, dict[int, ManualMark]] = {}
+        for key, task, points, comment, marked, answer, adjustment, note in self._read(
+            "SELECT key, task, points, comment, marked, answer_sha256, adjustment, note FROM manual_marks "
+            f"WHERE {where} ORDER BY key, task", params
+        ):
+            marks.setdefault(key, {})[task] = ManualMark(points, comment, marked, answer,
+                                                         tuple(applied.get((key, task), ())), adjustment, note)
+        return marks
+
+    # --- rubric items -----------------------------------------------------------------
+
+    def rubric(self, week: str, task: int | None = None) -> list[RubricItem]:
+        """The rubric items of ``week`` (of one ``task``), by task and number."""
+        with self._lock:
+            return self._rubric(self._db, week, task)
+
+    @staticmethod
+    def _rubric(db: sqlite3.Connection, week: str, task: int | None = None) -> list[RubricItem]:
+        rows = db.execute("SELECT task, number, points, comment FROM rubric_items WHERE week = ? "
+                          "AND (? IS NULL OR task = ?) ORDER BY task, number", (week, task, task)).fetchall()
+        return [RubricItem(week, t, number, points, comment) for t, number, points, comment in rows]
+
+    def add_rubric_item(self, week: str, task: int, *, points: float, comment: str,
+                        number: int | None = None) -> RubricItem:
+        """A new rubric item for a hand-graded task of ``week``, numbered ``number`` (None:
+        after the last; a number in use is refused)."""
+        with self._transaction() as db:
+            self._check_item(db, week, task, points, comment)
+            last = db.execute("SELECT COALESCE(MAX(number), 0) FROM rubric_items WHERE week = ? AND task = ?",
+                              (week, task)).fetchone()[0]
+            taken = number is not None and db.execute(
+                "SELECT 1 FROM rubric_items WHERE week = ? AND task = ? AND number = ?",
+                (week, task, number)).fetchone()
+            if taken or (number is not None and number < 1):
+                raise GradebookError(f"{self.path}: task {task} of {week} cannot have another item {number}")
+            number = number if number is not None else last + 1
+            db.execute("INSERT INTO rubric_items (week, task, number, points, comment) VALUES (?, ?, ?, ?, ?)",
+                       (week, task, number, float(points), comment.strip()))
+        return RubricItem(week, task, number, float(points), comment.strip())
+
+    def edit_rubric_item(self, week: str, task: int, number: int, *, points: float, comment: str) -> list[str]:
+        """Change an item's points and comment, and recompute every mark that uses it in the
+        same transaction; the keys whose marks changed (their outputs must be written again)."""
+        with self._transaction() as db:
+            self._check_item(db, week, task, points, comment)
+            changed = db.execute("UPDATE rubric_items SET points = ?, comment = ? WHERE week = ? AND task = ? "
+                                 "AND number = ?", (float(points), comment.strip(), week, task, number))
+            if changed.rowcount != 1:
+                raise GradebookError(f"{self.path}: task {task} of {week} has no rubric item {number}")
+            keys = [key for (key,) in db.execute(
+                "SELECT key FROM rubric_applied WHERE week = ? AND task = ? AND number = ? ORDER BY key",
+                (week, task, number)).fetchall()]
+            defined = {i.number: i for i in self._rubric(db, week, task)}
+            for key in keys:
+                adjustment, note, answer = db.execute(
+                    "SELECT adjustment, note, answer_sha256 FROM manual_marks WHERE week = ? AND key = ? AND task = ?",
+                    (week, key, task)).fetchone()
+                chosen = [defined[n] for (n,) in db.execute(
+                    "SELECT number FROM rubric_applied WHERE week = ? AND key = ? AND task = ? ORDER BY number",
+                    (week, key, task)).fetchall()]
+                maximum = self._manual_maximum(db, week, key, task)
+                self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment or 0.0, maximum),
+                                 comment=rubric_comment(chosen, note), answer_sha256=answer,
+                                 rubric=(tuple(i.number for i in chosen), adjustment or 0.0, note))
+        return keys
+
+    def _check_item(self, db: sqlite3.Connection, week: str, task: int, points: float, comment: str) -> None:
+        """Inside a transaction: an item fits a hand-graded task of a graded week, and says something."""
+        row = db.execute("SELECT key FROM results WHERE week = ? ORDER BY key LIMIT 1", (week,)).fetchone()
+        if row is None:
+            raise GradebookError(f"{self.path}: no result in {week}: grade the week before writing its rubric")
+        maximum = self._manual_maximum(db, week, row[0], task)
+        if not -maximum <= points <= maximum:
+            raise GradebookError(f"{self.path}: a rubric item of {format_points(points)} points for task {task} is "
+                                 f"outside -{format_points(maximum)}..{format_points(maximum)} (the task's points, "
+                                 "either way)")
+        if not comment.strip():
+            raise GradebookError(f"{self.path}: a rubric item for task {task} needs a comment: it is what the "
+                                 "student reads")

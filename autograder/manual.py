@@ -10,6 +10,13 @@ metadata, the markdown cell after the ``Task N`` heading. Cells the student adde
 task's section (after its prompt, before the next task) are shown with the answer, so an
 answer written in the wrong cell still reaches the marker. Text a spreadsheet would run
 as a formula is escaped in the CSV.
+
+Rubric items (``autograder.rubric``) come with the sheet: ``manual-rubric.csv`` lists
+them (``write_rubric_sheet``, ``read_rubric_sheet``), and a row of the marking sheet
+applies them by number in its ``rubric`` column, with an optional ``adjustment``, instead
+of ``points``. Similar answers are grouped (``autograder.grouping``): each group of two or
+more answers gets a row of its own, without a key, whose decision marks every answer of
+the group that has none of its own.
 """
 
 from __future__ import annotations
@@ -30,19 +37,38 @@ from autograder.course import Task
 from autograder.exceptions import ManualMarksError, SubmissionError
 from autograder.formats.atomic import write_text
 from autograder.formats.points import format_points
+from autograder.grouping import group_answers
 from autograder.notebook import read_notebook
 from autograder.results import SubmissionResult
+from autograder.rubric import RubricItem, format_item_numbers, parse_item_numbers, rubric_points
 from autograder.submission import Submission
 from autograder.text import scrub
 
-COLUMNS = ("key", "identifier", "full_name", "task", "max_points", "answer", "points", "comment", "note",
-           "answer_sha256")
+COLUMNS = ("key", "identifier", "full_name", "task", "group", "max_points", "answer", "rubric", "adjustment",
+           "points", "comment", "note", "answer_sha256")
+RUBRIC_COLUMNS = ("task", "item", "points", "comment")
+RUBRIC_CSV = "manual-rubric.csv"  # its name beside the marking sheet
 
 
 class Mark(NamedTuple):
+    points: float  # a rubric mark's: computed (autograder.rubric)
+    comment: str   # a rubric mark's: the marker's own words, without the items' comments
+    answer_sha256: str | None = None  # the answer the marker read (the sheet's column); None: unknown
+    items: tuple[int, ...] = ()  # the rubric items applied (numbers within the task)
+    adjustment: float | None = None  # None: points given directly; else a rubric mark's adjustment
+
+    @property
+    def by_rubric(self) -> bool:
+        return self.adjustment is not None
+
+
+class RubricRow(NamedTuple):
+    """A row of ``manual-rubric.csv``: an item to define (``number`` None: the next free one) or change."""
+
+    task: int
+    number: int | None
     points: float
     comment: str
-    answer_sha256: str | None = None  # the answer the marker read (the sheet's column); None: unknown
 
 
 Marks = dict[str, dict[int, Mark]]  # submission key -> task number -> mark
@@ -70,32 +96,25 @@ def write_manual_sheet(
     """
     manual = [t for t in tasks if t.manual]
     given_sources = {c.source.strip() for c in given.cells} if given is not None else None
-    rows = []
+    answers: dict[str, dict[int, str]] = {}
+    people: dict[str, Submission] = {}
     for submission in submissions:
         notebook, problem = _notebook(submission)
-        participant = submission.participant
+        people[submission.key] = submission
         for task in manual:
-            mark = (marks or {}).get(submission.key, {}).get(task.number)
             answer = problem or task_answer(notebook, task.number, given_sources)
-            answer = answer if answer is not None else f"(no answer cell found for task {task.number})"
-            digest = answer_sha256(answer)
-            stale = mark is not None and mark.answer_sha256 is not None and mark.answer_sha256 != digest
-            rows.append(
-                {
-                    "key": submission.key,
-                    "identifier": f"Participant {participant.participant_id}"
-                    if participant and participant.participant_id
-                    else "",
-                    "full_name": (participant.full_name or participant.group_name or "") if participant else "",
-                    "task": str(task.number),
-                    "max_points": format_points(task.points),
-                    "answer": answer,
-                    "points": format_points(mark.points) if mark and not stale else "",
-                    "comment": mark.comment if mark and not stale else "",
-                    "note": _stale_note(mark) if mark and stale else "",
-                    "answer_sha256": digest,
-                }
-            )
+            answers.setdefault(submission.key, {})[task.number] = (
+                answer if answer is not None else f"(no answer cell found for task {task.number})")
+    rows = []
+    for task in manual:
+        by_key = {key: texts[task.number] for key, texts in answers.items()}
+        for number, group in enumerate(group_answers(by_key), start=1):
+            name = f"T{task.number}-G{number}" if len(group) > 1 else ""
+            if name:
+                rows.append(_group_row(task, name, group, by_key[group[0]]))
+            for key in group:
+                mark = (marks or {}).get(key, {}).get(task.number)
+                rows.append(_answer_row(people[key], task, name, by_key[key], mark))
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()
@@ -105,51 +124,204 @@ def write_manual_sheet(
     if html_path is not None:
         page = _TEMPLATE.render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
         write_text(Path(html_path), scrub(page))
-    return len(rows)
+    return sum(1 for row in rows if row["key"])
 
 
-def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
+def _answer_row(submission: Submission, task: Task, group: str, answer: str, mark: Mark | None) -> dict[str, str]:
+    """One answer's row, prefilled with its mark unless the mark was given to another answer."""
+    participant = submission.participant
+    digest = answer_sha256(answer)
+    stale = mark is not None and mark.answer_sha256 is not None and mark.answer_sha256 != digest
+    shown = mark if mark is not None and not stale else None
+    note = _stale_note(mark) if mark is not None and stale else ""
+    if shown is not None and shown.by_rubric:
+        note = f"{format_points(shown.points)} points from the rubric"
+    return {
+        "key": submission.key,
+        "identifier": f"Participant {participant.participant_id}" if participant and participant.participant_id
+        else "",
+        "full_name": (participant.full_name or participant.group_name or "") if participant else "",
+        "task": str(task.number),
+        "group": group,
+        "max_points": format_points(task.points),
+        "answer": answer,
+        "rubric": format_item_numbers(shown.items) if shown is not None and shown.by_rubric else "",
+        "adjustment": format_points(shown.adjustment) if shown is not None and shown.adjustment else "",
+        "points": format_points(shown.points) if shown is not None and not shown.by_rubric else "",
+        "comment": shown.comment if shown is not None else "",
+        "note": note,
+        "answer_sha256": digest,
+    }
+
+
+def _group_row(task: Task, group: str, keys: Sequence[str], first_answer: str) -> dict[str, str]:
+    """The row whose decision marks every answer of ``group`` that has none of its own."""
+    return {
+        "key": "", "identifier": f"Group {group}", "full_name": f"{len(keys)} similar answers",
+        "task": str(task.number),
+        "group": group, "max_points": format_points(task.points), "answer": first_answer, "rubric": "",
+        "adjustment": "", "points": "", "comment": "",
+        "note": "a decision here marks every answer of the group whose own row is left empty", "answer_sha256": "",
+    }
+
+
+def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None, rubric: Sequence[RubricItem] = ()) -> Marks:
     """The marks filled into a sheet written by ``write_manual_sheet``.
 
-    Rows with empty ``points`` are not marked yet and skipped. Points must be numbers
+    Rows with no decision (neither ``points`` nor ``rubric``) are not marked yet and
+    skipped, unless their group's row holds one: it marks them. Points must be numbers
     (``7.5`` or ``7,5``) from 0 to the task's maximum (from ``tasks`` when given, else the
-    sheet's ``max_points``). Every problem is collected and raised together in one
-    ManualMarksError naming each row as a spreadsheet numbers it (the header is row 1).
+    sheet's ``max_points``); ``rubric`` names items of ``rubric`` by number (``1 3``) and
+    makes the mark a rubric mark (``autograder.rubric``) with the ``adjustment`` column
+    added. Every problem is collected and raised together in one ManualMarksError naming
+    each row as a spreadsheet numbers it (the header is row 1).
     """
     sheet = Path(sheet)
     maxima = {t.number: t.points for t in tasks if t.manual} if tasks is not None else None
-    records = _read_rows(sheet)
-    marks: Marks = {}
+    defined = {(item.task, item.number): item for item in rubric}
+    records = list(enumerate(_read_rows(sheet), start=2))
     problems: list[str] = []
-    for number, row in enumerate(records, start=2):
-        key, task_text = row.get("key", "").strip(), row.get("task", "").strip()
-        points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
-        where = f"row {number} ({key or 'no key'}, task {task_text or '?'})"
-        if not points_text:
-            if comment:
-                problems.append(f"{where}: a comment but no points (write 0 to give no points)")
+    groups: dict[str, Mark] = {}
+    for number, row in records:  # the groups' decisions first: a member row may come before its group's
+        group = row.get("group", "").strip()
+        if not row.get("key", "").strip() and group:
+            decision = _decision(row, f"row {number} (group {group}, task {row.get('task', '').strip() or '?'})",
+                                 maxima, defined, problems)
+            if decision is not None:
+                groups[group] = decision
+    marks: Marks = {}
+    for number, row in records:
+        key, task_text, group = row.get("key", "").strip(), row.get("task", "").strip(), row.get("group", "").strip()
+        if not key and group:
             continue
+        where = f"row {number} ({key or 'no key'}, task {task_text or '?'})"
+        mark = _decision(row, where, maxima, defined, problems)
+        if mark is None and group in groups:
+            mark = groups[group]
+        if mark is None:
+            continue
+        mark = mark._replace(answer_sha256=row.get("answer_sha256", "").strip() or None)
         if not key or not task_text.isdigit():
             problems.append(f"{where}: the key and task columns must be kept as written")
-            continue
-        task = int(task_text)
-        maximum = maxima.get(task) if maxima is not None else _parse_number(row.get("max_points", ""))
-        points = _parse_number(points_text)
-        if maxima is not None and task not in maxima:
-            problems.append(f"{where}: task {task} is not marked by hand this week")
-        elif points is None:
-            problems.append(f"{where}: points {points_text!r} is not a number")
-        elif maximum is None:
-            problems.append(f"{where}: max_points is missing, so the points cannot be checked")
-        elif not 0 <= points <= maximum:
-            problems.append(f"{where}: points {points_text} outside 0 to {format_points(maximum)}")
-        elif task in marks.get(key, {}):
+        elif int(task_text) in marks.get(key, {}):
             problems.append(f"{where}: marked twice")
         else:
-            marks.setdefault(key, {})[task] = Mark(points, comment, row.get("answer_sha256", "").strip() or None)
+            marks.setdefault(key, {})[int(task_text)] = mark
     if problems:
         raise ManualMarksError.rows(sheet, problems)
     return marks
+
+
+def _decision(row: Mapping[str, str], where: str, maxima: Mapping[int, float] | None,
+              defined: Mapping[tuple[int, int], RubricItem], problems: list[str]) -> Mark | None:
+    """The mark one row decides (None: no decision, or a problem, appended to ``problems``)."""
+    task_text = row.get("task", "").strip()
+    points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
+    rubric_text, adjustment_text = row.get("rubric", "").strip(), row.get("adjustment", "").strip()
+    if not points_text and not rubric_text:
+        if adjustment_text:
+            problems.append(f"{where}: an adjustment but no rubric items (an adjustment changes their sum)")
+        elif comment:
+            problems.append(f"{where}: a comment but no points (write 0 to give no points)")
+        return None
+    if not task_text.isdigit():
+        problems.append(f"{where}: the key and task columns must be kept as written")
+        return None
+    task = int(task_text)
+    maximum = maxima.get(task) if maxima is not None else parse_number(row.get("max_points", ""))
+    if maxima is not None and task not in maxima:
+        problems.append(f"{where}: task {task} is not marked by hand this week")
+    elif maximum is None:
+        problems.append(f"{where}: max_points is missing, so the points cannot be checked")
+    elif points_text and rubric_text:
+        problems.append(f"{where}: write points or rubric items, not both (rubric items give the points)")
+    elif rubric_text:
+        return _rubric_decision(where, task, maximum, rubric_text, adjustment_text, comment, defined, problems)
+    else:
+        points = parse_number(points_text)
+        if points is None:
+            problems.append(f"{where}: points {points_text!r} is not a number")
+        elif not 0 <= points <= maximum:
+            problems.append(f"{where}: points {points_text} outside 0 to {format_points(maximum)}")
+        elif adjustment_text:
+            problems.append(f"{where}: an adjustment applies to rubric items only: add it to the points")
+        else:
+            return Mark(points, comment)
+    return None
+
+
+def _rubric_decision(where: str, task: int, maximum: float, rubric_text: str, adjustment_text: str, comment: str,
+                     defined: Mapping[tuple[int, int], RubricItem], problems: list[str]) -> Mark | None:
+    numbers = parse_item_numbers(rubric_text)
+    adjustment = parse_number(adjustment_text) if adjustment_text else 0.0
+    if numbers is None:
+        problems.append(f"{where}: rubric {rubric_text!r} is not a list of item numbers such as '1 3'")
+    elif unknown := [n for n in numbers if (task, n) not in defined]:
+        problems.append(f"{where}: task {task} has no rubric item {', '.join(map(str, unknown))}: define it in "
+                        f"{RUBRIC_CSV}")
+    elif adjustment is None or abs(adjustment) > maximum:
+        problems.append(f"{where}: adjustment {adjustment_text!r} is not a number from -{format_points(maximum)} "
+                        f"to {format_points(maximum)}")
+    else:
+        items = [defined[task, n] for n in numbers]
+        return Mark(rubric_points(items, adjustment, maximum), comment, None, numbers, adjustment)
+    return None
+
+
+def write_rubric_sheet(items: Sequence[RubricItem], tasks: Sequence[Task], path: Path) -> None:
+    """``manual-rubric.csv``: every rubric item of the manual tasks, to edit and extend.
+
+    Each hand-graded task without items gets an empty row to show the shape."""
+    rows = [{"task": str(i.task), "item": str(i.number), "points": format_points(i.points) if i.points >= 0
+             else "-" + format_points(-i.points), "comment": _cell(i.comment)} for i in items]
+    with_items = {i.task for i in items}
+    rows += [{"task": str(t.number), "item": "", "points": "", "comment": ""}
+             for t in tasks if t.manual and t.number not in with_items]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=RUBRIC_COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(sorted(rows, key=lambda r: (int(r["task"]), r["item"] == "", int(r["item"] or 0))))
+    write_text(Path(path), scrub("\ufeff" + text.getvalue()))
+
+
+def read_rubric_sheet(path: Path, *, tasks: Sequence[Task]) -> list[RubricRow]:
+    """The items of a filled ``manual-rubric.csv``; rows without points and comment are skipped.
+
+    An ``item`` number names an item to change (or to define with that number); an empty
+    one defines the task's next item. Points may be negative (a deduction), at most the
+    task's points either way. Every problem is raised together, naming its row."""
+    path = Path(path)
+    maxima = {t.number: t.points for t in tasks if t.manual}
+    read: list[RubricRow] = []
+    problems: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    for number, row in enumerate(_read_rows(path, required=RUBRIC_COLUMNS), start=2):
+        task_text, item_text = row.get("task", "").strip(), row.get("item", "").strip()
+        points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
+        where = f"row {number} (task {task_text or '?'}, item {item_text or 'new'})"
+        if not points_text and not comment:
+            continue
+        points = parse_number(points_text)
+        if not task_text.isdigit() or int(task_text) not in maxima:
+            problems.append(f"{where}: task {task_text!r} is not a task marked by hand this week")
+        elif item_text and not item_text.isdigit():
+            problems.append(f"{where}: item {item_text!r} must be a number, or empty for a new item")
+        elif points is None:
+            problems.append(f"{where}: points {points_text!r} is not a number")
+        elif abs(points) > maxima[int(task_text)]:
+            problems.append(f"{where}: points {points_text} outside -{format_points(maxima[int(task_text)])} to "
+                            f"{format_points(maxima[int(task_text)])}")
+        elif not comment:
+            problems.append(f"{where}: an item needs a comment: it is what the student reads")
+        elif item_text and (int(task_text), int(item_text)) in seen:
+            problems.append(f"{where}: item {item_text} of task {task_text} is listed twice")
+        else:
+            if item_text:
+                seen.add((int(task_text), int(item_text)))
+            read.append(RubricRow(int(task_text), int(item_text) if item_text else None, points, comment))
+    if problems:
+        raise ManualMarksError.rows(path, problems)
+    return read
 
 
 class MarkOnRecord(Protocol):
@@ -271,14 +443,14 @@ def _heading_task(cell: nbformat.NotebookNode) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _read_rows(sheet: Path) -> list[dict[str, str]]:
+def _read_rows(sheet: Path, required: Sequence[str] = ("key", "task", "points", "comment")) -> list[dict[str, str]]:
     try:
         text = sheet.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise ManualMarksError(f"{sheet} cannot be read as UTF-8 CSV: {err}") from err
     first_line = text.split("\n", 1)[0]
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=max((",", ";", "\t"), key=first_line.count))
-    missing = [c for c in ("key", "task", "points", "comment") if c not in (reader.fieldnames or [])]
+    missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:
         raise ManualMarksError(f"{sheet}: the header lacks {', '.join(missing)}: keep the columns as exported")
     return [{name: value or "" for name, value in row.items() if name is not None} for row in reader]
@@ -288,8 +460,9 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(value: str) -> str:
-    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @."""
-    return "'" + value if value.startswith(_FORMULA) else value
+    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @
+    (a plain number such as an adjustment of -2.5 is left a number)."""
+    return "'" + value if value.startswith(_FORMULA) and parse_number(value) is None else value
 
 
 def _uncell(value: str) -> str:
@@ -297,14 +470,13 @@ def _uncell(value: str) -> str:
     return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA) else value
 
 
-def _parse_number(text: str) -> float | None:
+def parse_number(text: str) -> float | None:
+    """A number as a marker writes it (``7.5``, ``7,5``, ``-2``); None when it is not one."""
     text = text.strip().replace(",", ".")
     if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", text):
         return None
     value = float(text)
     return value if math.isfinite(value) else None
-
-
 
 
 _TEMPLATE = jinja2.Environment(autoescape=True).from_string(
@@ -320,10 +492,11 @@ td.answer { white-space: pre-wrap; font-family: ui-monospace, monospace; }
 <p>Read the answers here; write points and comments into <code>{{ csv_name }}</code>.</p>
 {% for task in tasks %}
 <h2>Task {{ task.number }}{% if task.title %}: {{ task.title }}{% endif %} ({{ task.points }} points)</h2>
-<table><tr><th>Key</th><th>Participant</th><th>Answer</th><th>Points</th><th>Comment</th></tr>
+<table><tr><th>Key</th><th>Group</th><th>Participant</th><th>Answer</th><th>Rubric</th><th>Points</th><th>Comment</th></tr>
 {% for row in rows if row.task == task.number|string %}
-<tr><td>{{ row.key }}</td><td>{{ row.identifier }}<br>{{ row.full_name }}</td>
-<td class="answer">{{ row.answer }}</td><td>{{ row.points }}</td><td>{{ row.comment }}</td></tr>
+<tr><td>{{ row.key }}</td><td>{{ row.group }}</td><td>{{ row.identifier }}<br>{{ row.full_name }}</td>
+<td class="answer">{{ row.answer }}</td><td>{{ row.rubric }}</td><td>{{ row.points }}</td>
+<td>{{ row.comment }}</td></tr>
 {% endfor %}</table>
 {% endfor %}
 </body></html>

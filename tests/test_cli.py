@@ -104,7 +104,8 @@ def test_manual_marks_merge_into_totals_worksheet_and_survive_regrade(export, tm
 
     merged = run("merge-manual", "week01", str(marking), "--out", str(out), "--worksheet", str(sheet))
     assert merged.returncode == 0, merged.stderr
-    unmarked = sum(1 for row in rows if row["identifier"] != "Participant 201")
+    # answer rows only: a group's row (no key) is not an answer
+    unmarked = sum(1 for row in rows if row["key"] and row["identifier"] != "Participant 201")
     assert f"2 mark(s) stored; {unmarked} row(s) still unmarked" in merged.stderr
     assert read_sheet(out / "grades.csv")[0]["Grade"] == "95,50"
     assert [row["Grade"] for row in read_sheet(out / "grades.csv")[1:]] == ["", ""]  # still pending: left blank

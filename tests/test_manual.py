@@ -118,9 +118,10 @@ def test_bad_marks_are_all_reported_with_their_rows(tmp_path: Path) -> None:
         read_marks(sheet, tasks=TASKS)
     message = str(caught.value)
     assert "row 2 (participant-1, task 3): points 'ten' is not a number" in message
-    assert "row 3 (participant-1, task 4): points 6 outside 0 to 5" in message
-    assert "row 4 (participant-2, task 3): points -1 outside 0 to 10" in message
-    assert "row 5 (participant-2, task 4): a comment but no points" in message
+    # rows go task by task (similar answers together), so a task's answers are read in one go
+    assert "row 6 (participant-1, task 4): points 6 outside 0 to 5" in message
+    assert "row 3 (participant-2, task 3): points -1 outside 0 to 10" in message
+    assert "row 7 (participant-2, task 4): a comment but no points" in message
 
 
 def test_a_mark_for_a_task_not_marked_by_hand_is_refused(tmp_path: Path) -> None:

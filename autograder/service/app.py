@@ -34,7 +34,8 @@ from starlette.datastructures import UploadFile
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, LaunchRefused, Refused, SubmissionError
-from autograder.manual import task_answer
+from autograder.i18n.languages import framework_translations
+from autograder.i18n.runtime import untranslated
 from autograder.notebook import read_notebook
 from autograder.service.edge import BodyLimit, EdgeLimits, raise_open_files_limit, token, uvicorn_config
 from autograder.service.keys import ToolKeys, _write_private
@@ -50,6 +51,7 @@ from autograder.service.lti import (
     deep_linking_response,
     register_dynamically,
 )
+from autograder.service.marking import answers_to_mark, form_ids, form_number, rubric_view
 
 if TYPE_CHECKING:
     from autograder.service.moodle_sync import SyncStatus
@@ -477,21 +479,7 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
         return RedirectResponse(f"/instructor/{week.name}", status_code=303)
 
     def to_mark(session: Session, name: str) -> list[tuple[Attempt, str, list[tuple[Any, str | None]]]]:
-        """Each student's latest graded attempt with its hand-graded tasks and their answers."""
-        latest: dict[str, Attempt] = {}
-        for attempt in store.week_attempts(context=session.context, week=name):
-            if attempt.state == "graded":
-                latest[attempt.user] = attempt
-        rows = []
-        for user, attempt in sorted(latest.items()):
-            result = store.result(attempt.id, context=session.context)
-            manual = [task for task in result.tasks if task.manual] if result else []
-            if not manual:
-                continue
-            notebook = read_notebook(store.content(attempt))
-            rows.append((attempt, store.user_name(session.context, user) or user,
-                         [(task, task_answer(notebook, task.task)) for task in manual]))
-        return rows
+        return answers_to_mark(store, session.context, name)
 
     @app.get("/instructor/{name}/marking")
     def marking(name: str, request: Request) -> HTMLResponse:
@@ -526,6 +514,75 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
             return page("marking.html.j2", status=400, week=week, rows=to_mark(session, week.name),
                         csrf=session.csrf, problems=problems)
         return RedirectResponse(f"/instructor/{week.name}/marking", status_code=303)
+
+    # ---- rubric marking (autograder.rubric; the page's data: autograder.service.marking) ----
+
+    def rubric_page(week: str) -> str:
+        return f"/instructor/{week}/rubric"
+
+    @app.get("/instructor/{name}/rubric")
+    def rubric(name: str, request: Request, changed: str = "", count: int = 0, task: int = 0) -> HTMLResponse:
+        session = instructor_of(request)
+        week = week_of(name)
+        language = course.languages.instructor
+        translations = framework_translations(language)
+        return page("rubric.html.j2", week=week, tasks=rubric_view(store, session.context, week.name),
+                    csrf=session.csrf, language=language, changed=changed, count=count, changed_task=task,
+                    _=translations.gettext if translations is not None else untranslated)
+
+    async def rubric_form(request: Request, name: str, *numbers: int) -> tuple[Session, str, Any]:
+        """The instructor, the week's own name and the checked form of a rubric route (whose
+        path ``numbers``, task and item, are checked as row numbers)."""
+        session = instructor_of(request)
+        await checked_form(request, session)
+        week = week_of(name).name
+        form_ids(numbers, "The page's address", back=rubric_page(week))
+        return session, week, await request.form()  # Starlette keeps the form read; getlist needs the original
+
+    def rubric_done(week: str, changed: str, count: int, task: int) -> Response:
+        return RedirectResponse(f"{rubric_page(week)}?changed={changed}&count={count}&task={task}#task-{task}",
+                                status_code=303)
+
+    @app.post("/instructor/{name}/rubric/{task}/items")
+    async def add_rubric_item(name: str, task: int, request: Request) -> Response:
+        _, week, form = await rubric_form(request, name, task)
+        points = form_number(form.get("points"), "Points", back=rubric_page(week))
+        try:
+            store.gradebook.add_rubric_item(week, task, points=points, comment=str(form.get("comment", "")))
+        except AutograderError as exc:
+            raise Refused(400, str(exc), back=rubric_page(week)) from exc
+        return rubric_done(week, "added", 1, task)
+
+    @app.post("/instructor/{name}/rubric/{task}/items/{number}")
+    async def edit_rubric_item(name: str, task: int, number: int, request: Request) -> Response:
+        _, week, form = await rubric_form(request, name, task, number)
+        points = form_number(form.get("points"), "Points", back=rubric_page(week))
+        try:
+            changed = store.edit_rubric_item(week, task, number, points=points, comment=str(form.get("comment", "")))
+        except AutograderError as exc:
+            raise Refused(400, str(exc), back=rubric_page(week)) from exc
+        scores_changed()
+        return rubric_done(week, "edited", len(changed), task)
+
+    @app.post("/instructor/{name}/rubric/{task}/mark")
+    async def rubric_mark(name: str, task: int, request: Request) -> Response:
+        session, week, form = await rubric_form(request, name, task)
+        attempts = form_ids(form.getlist("attempt"), "Answer", back=rubric_page(week))
+        items = form_ids(form.getlist("item"), "Rubric item", back=rubric_page(week))
+        if not attempts:
+            raise Refused(400, "Select at least one answer to mark.", back=rubric_page(week))
+        adjustment = form_number(form.get("adjustment"), "Adjustment", back=rubric_page(week), empty=0.0)
+        note = str(form.get("comment", "")).strip()
+        if not items and not adjustment and not note:
+            raise Refused(400, "Choose the rubric items (or an adjustment or a comment) the selected answers get.",
+                          back=rubric_page(week))
+        try:
+            marked = store.rubric_mark(attempts, context=session.context, task=task, items=items,
+                                       adjustment=adjustment, note=note)
+        except AutograderError as exc:
+            raise Refused(400, str(exc), back=rubric_page(week)) from exc
+        scores_changed()
+        return rubric_done(week, "marked", len(marked), task)
 
     @app.get("/instructor/{name}/results.zip")
     def results_zip(name: str, request: Request) -> Response:

@@ -487,17 +487,40 @@ class Store:
         Stored as the gradebook's manual mark (checked there: a manual task, points within
         its maximum), the feedback page rewritten with it, and the score posted again when
         the counted score or its progress changes (e.g. PendingManual -> FullyGraded)."""
+        attempt, answer = self._markable(attempt_id, context=context, task=task)
+        self.gradebook.set_manual(attempt.week, attempt.key, task, points=points, comment=comment,
+                                  answer_sha256=answer)
+        return self._apply_marks(attempt)
+
+    def rubric_mark(self, attempt_ids: Sequence[int], *, context: str, task: int, items: Sequence[int],
+                    adjustment: float = 0.0, note: str = "") -> list[Attempt]:
+        """One decision for many answers: rubric ``items`` (numbers), an ``adjustment`` and a
+        ``note`` for ``task`` of each attempt (``autograder.rubric`` defines the mark);
+        each attempt's page and score follow as with ``mark``. Every attempt is checked
+        before any is marked."""
+        checked = [self._markable(attempt_id, context=context, task=task) for attempt_id in attempt_ids]
+        for attempt, answer in checked:
+            self.gradebook.set_rubric_mark(attempt.week, attempt.key, task, items=items, adjustment=adjustment,
+                                           note=note, answer_sha256=answer)
+        return [self._apply_marks(attempt) for attempt, _ in checked]
+
+    def edit_rubric_item(self, week: str, task: int, number: int, *, points: float, comment: str) -> list[Attempt]:
+        """Change a rubric item; every attempt whose mark uses it gets its new result,
+        feedback page and score post (``Gradebook.edit_rubric_item`` recomputes the marks)."""
+        keys = self.gradebook.edit_rubric_item(week, task, number, points=points, comment=comment)
+        attempts = [self.attempt(int(key.removeprefix("attempt-"))) for key in keys if key.startswith("attempt-")]
+        return [self._apply_marks(a) for a in attempts if a is not None and a.result_path is not None]
+
+    def _markable(self, attempt_id: int, *, context: str, task: int) -> tuple[Attempt, str | None]:
+        """A graded attempt of the course and the fingerprint of its answer to ``task``, or why not."""
         attempt = self.attempt(attempt_id, context=context)
         if attempt is None or attempt.state != "graded" or attempt.result_path is None:
             raise GradebookError(f"attempt {attempt_id} is not a graded attempt of this course: nothing to mark")
         stored = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
         try:
-            answer = stored.task(task).answer_sha256
+            return attempt, stored.task(task).answer_sha256
         except KeyError:
             raise GradebookError(f"{attempt.week} has no task {task}") from None
-        self.gradebook.set_manual(attempt.week, attempt.key, task, points=points, comment=comment,
-                                  answer_sha256=answer)
-        return self._apply_marks(attempt)
 
     def _apply_marks(self, attempt: Attempt) -> Attempt:
         """Rewrite an attempt's result and page with the gradebook's marks, then its score and post."""
@@ -551,6 +574,12 @@ class Store:
                 continue
             for other in reversed(earlier):
                 mark = marks.get(other.key, {}).get(task)
+                if mark is not None and mark.answer_sha256 == answer and mark.by_rubric:
+                    # still made of its items, so a later change of an item reaches this attempt too
+                    self.gradebook.set_rubric_mark(attempt.week, attempt.key, task, items=mark.items,
+                                                   adjustment=mark.adjustment or 0.0, note=mark.note,
+                                                   answer_sha256=answer)
+                    break
                 if mark is not None and mark.answer_sha256 == answer:
                     self.gradebook.set_manual(attempt.week, attempt.key, task, points=mark.points,
                                               comment=mark.comment, answer_sha256=answer)

@@ -272,6 +272,29 @@ def test_marking_a_hand_graded_task_posts_the_final_score_and_carries_to_the_sam
     assert store.counted_score(context=A, user="ann", week="week01") == 14.0  # attempt 2 stays best
 
 
+def test_a_rubric_mark_follows_its_item_into_every_attempt_and_the_same_answer_resubmitted(store: Store):
+    store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+    ann = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    bob = store.submit(context=A, user="bob", week="week01", content=notebook("2"), policy=OPEN, now=T0)
+    grade(store, ann.id, 8, answer="margin")
+    grade(store, bob.id, 6, answer="margin too")
+    store.gradebook.add_rubric_item("week01", 2, points=3, comment="Names the margin")
+    store.gradebook.add_rubric_item("week01", 2, points=-1, comment="No example")
+    marked = store.rubric_mark([ann.id, bob.id], context=A, task=2, items=[1], note="Good.")
+    assert [a.score for a in marked] == [11.0, 9.0] and all(a.pending == 0 for a in marked)
+    again = store.submit(context=A, user="ann", week="week01", content=notebook("3"), policy=OPEN, now=T0)
+    grade(store, again.id, 9, answer="margin")  # same written answer: the rubric mark carries, items and all
+
+    changed = store.edit_rubric_item("week01", 2, 1, points=5, comment="Names the margin")
+
+    assert sorted((a.id, a.score) for a in changed) == [(ann.id, 13.0), (bob.id, 11.0), (again.id, 14.0)]
+    page = store.attempt(again.id).feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    assert "Names the margin (+5)" in page and "Good." in page
+    assert {p.user: p.payload["scoreGiven"] for p in reversed(store.posts(context=A))} == {"ann": 14.0, "bob": 11.0}
+    with pytest.raises(GradebookError, match="not a graded attempt of this course"):
+        store.rubric_mark([ann.id], context=B, task=2, items=[1])
+
+
 def test_a_regrade_queues_graded_attempts_of_that_course_only(store: Store):
     mine = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
     theirs = store.submit(context=B, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)

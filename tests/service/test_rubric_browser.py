@@ -1,0 +1,207 @@
+"""Rubric marking in a real browser (Debian's chromium, headless, through Playwright), inside
+the LMS's iframe, from the keyboard alone: an instructor defines three rubric items for
+week01's task 3, applies one to the group of two similar answers, then changes its points;
+both students' scores, feedback pages, rows of the results download and the scores the
+LMS (the lti1p3platform stand-in) receives follow, and the other students' do not.
+Screenshots go to tests/artefacts/ (not committed) for a person to look at."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from autograder.course import Course
+from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.web import wait_until
+
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
+                                "run scripts/install-system-packages (apt-get install chromium)")
+ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
+SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "en" / "week01.ipynb"
+ANSWERS = {  # task 3 of week01: a binary classification example, by hand
+    "s-ana": "A linearly separable example: the points (0,0) and (1,1) with labels -1 and +1; the line "
+             "x1 + x2 = 1 separates them.",
+    "s-ben": "Linearly separable example: points (0,0) and (1,1), labels -1 and +1, separated by the line "
+             "x1 + x2 = 1.",
+    "s-chi": "点(0,0)をクラス-1、点(2,2)をクラス+1とすると、直線x1+x2=2で分けられる。",
+    "s-dan": "I did not have time for this one.",
+}
+ITEMS = [("12", "Gives a linearly separable example"), ("8", "Draws the separating line"),
+         ("-5", "The labels are not -1 and +1")]
+
+
+def notebook(answer: str) -> bytes:
+    nb = nbformat.read(SOLUTION, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("autograder", {}).get("answer") == 3:
+            cell.source = answer
+    return nbformat.writes(nb).encode()
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
+    with running_lms(tmp_path_factory.mktemp("rubric"), course) as running:
+        register_and_add_week(running)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def graded(lms: Lms) -> dict[str, dict[str, Any]]:
+    """Each student uploads the model solution with their own answer to task 3; task 4 is
+    marked full (20) one answer at a time, so the scores go to the LMS once task 3 is marked."""
+    students = {}
+    for user, answer in ANSWERS.items():
+        browser, page = lms.launch(user)
+        queued = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", notebook(answer),
+                                                                    "application/x-ipynb+json")})
+        assert "/attempt/" in str(queued.url), queued.text
+        url = str(queued.url)
+        students[user] = {"browser": browser, "url": url, "id": int(url.rsplit("/", 1)[1])}
+    store = lms.app.state.store
+    for student in students.values():
+        wait_until(lambda s=student: s["browser"].client.get(f"{s['url']}/state").json()["state"] == "graded")
+        attempt = store.attempt(student["id"])
+        store.mark(student["id"], context=attempt.context, task=4, points=20, comment="Complete.")
+    return students
+
+
+def scores(lms: Lms, user: str) -> list[dict[str, Any]]:
+    return [s for s in lms.platform.scores if s["userId"] == user]
+
+
+def results_rows(lms: Lms) -> dict[str, dict[str, str]]:
+    """The rows of attempts.csv in the instructor's results download, by user."""
+    browser, _ = lms.launch("t-rubric", role="instructor")
+    download = browser.get(f"{lms.tool_url}/instructor/week01/results.zip")
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        text = archive.read("week01/attempts.csv").decode()
+    return {row["user"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def tab_to(page: Any, selector: str, frame: Any, limit: int = 60) -> None:
+    """Press Tab until the element ``selector`` (in the tool's frame) has the focus."""
+    target = frame.locator(selector)
+    for _ in range(limit):
+        if target.evaluate("element => element === document.activeElement"):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{selector} cannot be reached with Tab")
+
+
+def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everything_follows(
+        lms: Lms, graded: dict[str, dict[str, Any]]) -> None:
+    ARTEFACTS.mkdir(exist_ok=True)
+    ana, ben = graded["s-ana"]["id"], graded["s-ben"]["id"]
+    # the posts after task 4's mark (PendingManual: task 3 is still to mark) have arrived
+    wait_until(lambda: all(scores(lms, user) and scores(lms, user)[-1]["scoreGiven"] == 80 for user in ANSWERS))
+    before = {user: len(scores(lms, user)) for user in ANSWERS}
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{lms.platform_url}/course?user=t-rubric&role=instructor&link={lms.activity_link}")
+        tool = page.frame_locator("iframe#tool")
+        tool.locator("#rubric").focus()
+        page.keyboard.press("Enter")
+        tool.locator("#new-item-3-points").wait_for()
+        assert tool.locator("html").get_attribute("lang") == "en"
+
+        for points, comment in ITEMS:  # three items, typed and submitted from the keyboard
+            tool.locator("#new-item-3-points").focus()
+            page.keyboard.type(points)
+            page.keyboard.press("Tab")
+            page.keyboard.type(comment)
+            page.keyboard.press("Enter")
+            tool.locator("#status").filter(has_text="Item added to task 3.").wait_for()
+        assert [tool.locator(f"#item-3-{n}-points").input_value() for n in (1, 2, 3)] == ["12", "8", "-5"]
+
+        group = tool.locator("#task-3 form.group", has=tool.locator(f"input[name=attempt][value='{ana}']"))
+        assert sorted(int(v) for v in group.locator("input[name=attempt]").evaluate_all(
+            "boxes => boxes.map(box => box.value)")) == sorted([ana, ben])  # the two similar answers, one group
+        answer = group.get_by_role("checkbox", name="User s-ana (attempt 1)")  # labelled, described by the answer
+        assert answer.is_checked() and "(0,0) and (1,1)" in answer.evaluate(
+            "box => box.getAttribute('aria-describedby').split(' ').map(id => document.getElementById(id).textContent)"
+            ".join(' ')")
+        form_id = group.get_attribute("id")
+        tab_to(page, f"#{form_id} input[name=item][value='1']", tool)
+        outline = tool.locator(f"#{form_id} input[name=item][value='1']").evaluate(
+            "element => getComputedStyle(element).outlineStyle")
+        assert outline not in ("", "none")  # the focus is visible
+        page.keyboard.press("Space")
+        tab_to(page, f"#{form_id} button", tool)
+        page.screenshot(path=str(ARTEFACTS / "service-rubric-group.png"), full_page=True)
+        page.keyboard.press("Enter")
+        tool.locator("#status").filter(has_text="2 answers marked.").wait_for()
+
+        final = wait_until(lambda: next((s for s in reversed(scores(lms, "s-ana"))
+                                         if s["gradingProgress"] == "FullyGraded"), None))
+        assert final["scoreGiven"] == 60 + 12 + 20
+        assert lms.app.state.store.attempt(ben).score == 92
+
+        tool.locator("#item-3-1-points").focus()  # the item's points change: 12 -> 15
+        page.keyboard.press("Control+a")
+        page.keyboard.type("15")
+        page.keyboard.press("Enter")
+        status = tool.locator("#status")
+        status.filter(has_text="2 marks updated").wait_for()
+        assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
+        assert tool.locator(f"#mark-{form_id.removeprefix('group-')}-{ana}").inner_text().startswith(
+            "Marked: 15 of 20 points (items 1)")
+        page.screenshot(path=str(ARTEFACTS / "service-rubric-edited.png"), full_page=True)
+        browser.close()
+    assert errors == []
+
+    store = lms.app.state.store
+    for user in ("s-ana", "s-ben"):
+        attempt = store.attempt(graded[user]["id"])
+        assert attempt.score == 60 + 15 + 20
+        feedback = graded[user]["browser"].get(f"{graded[user]['url']}/feedback").text
+        assert "Gives a linearly separable example (+15)" in feedback and "(+12)" not in feedback
+        wait_until(lambda u=user: scores(lms, u)[-1]["scoreGiven"] == 95 or None)
+        assert scores(lms, user)[-1]["gradingProgress"] == "FullyGraded"
+    rows = results_rows(lms)
+    assert float(rows["s-ana"]["score"]) == float(rows["s-ben"]["score"]) == 95
+    for user in ("s-chi", "s-dan"):  # not in the group: untouched, still pending, nothing new sent
+        assert store.attempt(graded[user]["id"]).pending == 20
+        assert len(scores(lms, user)) == before[user]
+        assert float(rows[user]["score"]) == 80
+    assert lms.platform.refused_scores == []
+
+
+def test_bad_rubric_input_is_refused_saying_what_to_fix(lms: Lms, graded: dict[str, dict[str, Any]]) -> None:
+    browser, _ = lms.launch("t-rubric", role="instructor")
+    rubric = browser.get(f"{lms.tool_url}/instructor/week01/rubric")
+    assert rubric.status_code == 200
+    cases = [("new-item-4", {"points": "lots", "comment": "x"}, "is not a number"),
+             ("new-item-4", {"points": "30", "comment": "Too generous"}, "outside -20..20"),
+             ("new-item-4", {"points": "3", "comment": " "}, "needs a comment"),
+             ("group-4-1", {"adjustment": "", "comment": ""}, "Choose the rubric items"),
+             ("group-4-1", {"adjustment": "much", "comment": ""}, "Adjustment: &#39;much&#39; is not a number")]
+    for form, data, says in cases:
+        reply = browser.submit(rubric, form, data=data)
+        assert reply.status_code == 400 and says in reply.text, (form, data, reply.text)
+        assert 'href="/instructor/week01/rubric"' in reply.text  # the way back
+    assert lms.app.state.store.gradebook.rubric("week01", 4) == []  # nothing stored from a refused form
+    huge = browser.submit(rubric, "group-4-1", data={"attempt": str(2**70), "adjustment": "1"})
+    assert huge.status_code == 400 and "is not one of this page&#39;s numbers" in huge.text
+    added = browser.submit(rubric, "new-item-4", data={"points": "2", "comment": "Names a remedy"})
+    assert added.status_code == 200 and "Item added to task 4." in added.text
+    forged = browser.client.post(f"{lms.tool_url}/instructor/week01/rubric/4/items",
+                                 data={"points": "3", "comment": "x", "csrf": "forged"})
+    assert forged.status_code == 403
+    assert [i.comment for i in lms.app.state.store.gradebook.rubric("week01", 4)] == ["Names a remedy"]
+    learner, _ = lms.launch("s-ana")
+    assert learner.get(f"{lms.tool_url}/instructor/week01/rubric").status_code == 403
