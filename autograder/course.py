@@ -203,4 +203,5 @@ def normalise_week_name(name: str) -> str:
     digits = name.lower().removeprefix("week")
     if name.isascii() and digits.isdigit() and len(digits) <= 4:  # int() refuses '²' and 4,300 digits
         return f"week{int(digits):02d}"
-    raise CourseError(f"{name!r} is not a week name: use week01 ... week06 (or just 1 ... 6)")
+    raise CourseError(f"{name!r} is not a week name: write week and its number, such as week01 or week07 "
+                      "(or just the number: 1, 7)")

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import normalise_week_name
+from autograder.exceptions import CourseError
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "week01"
 AUTOGRADER = [sys.executable, "-m", "autograder"]
@@ -194,3 +197,10 @@ def test_merge_manual_finds_the_batch_its_sheet_came_from(tmp_path: Path):
     shutil.copy(loose / "gradebook.sqlite", course / "results" / "week01" / "gradebook.sqlite")
     ambiguous = run("merge-manual", "week01", str(downloaded), "--course", str(course))
     assert ambiguous.returncode == 2 and "--out FOLDER" in ambiguous.stderr, ambiguous.stderr
+
+
+def test_a_name_that_is_no_week_says_how_week_names_are_written_without_naming_six_weeks() -> None:
+    with pytest.raises(CourseError) as caught:
+        normalise_week_name("week16v1")
+    assert "week07" in str(caught.value) and "week06" not in str(caught.value)
+    assert normalise_week_name("7") == "week07"
