@@ -11,11 +11,12 @@ again only in the worker, on the student's time budget.
 That ``ppn`` is scikit-learn's Perceptron is judged by behaviour, never by its class name
 (a student's own class can be called ``Perceptron`` and carry hand-typed ``coef_``). The
 last test refits ``ppn`` in the worker, so it runs last (pytest runs a file's tests in
-order).
+order), and fits it on the blobs again afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -159,6 +160,11 @@ def test_ppn_is_scikit_learns_perceptron(student, blobs, seed):
         coef, intercept, predicted = ppn.coef_, ppn.intercept_, ppn.predict(X_new)
     except StudentCodeError:
         coef = intercept = predicted = None
+    finally:
+        # ppn fitted on the blobs again, as the notebook left it: a second run of the
+        # hidden tests on the same notebook (pytest --seed, the seed sweep) reads the same
+        with contextlib.suppress(StudentCodeError):
+            ppn.fit(X, labels)
     assert isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray), _("ppn should be scikit-learn's perceptron: ppn.fit(X, y) on new data should set coef_ and intercept_")
     reference = grader_fit(settings, X_new, y_new)
     assert same_weights(coef, intercept, reference), _("ppn should be scikit-learn's perceptron: fitted on new data, it does not learn what scikit-learn's perceptron with the same settings learns")

@@ -27,6 +27,12 @@ def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(y * np.logaddexp(0.0, -z) + (1 - y) * np.logaddexp(0.0, z)))
 
 
+def saturating(w: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``w`` scaled so that the largest |X @ w| is 300: most probabilities are then within
+    1e-15 of 0 or 1, yet no exp(|z|) overflows (that needs |z| > 709)."""
+    return w * (300.0 / float(np.max(np.abs(X @ w))))
+
+
 def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     result = student.gradient(w, X, y)
     assert isinstance(result, np.ndarray), _("gradient returned a {type_name}; a numpy array is expected").format(type_name=type(result).__name__)
@@ -39,9 +45,11 @@ def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np
 def test_gradient_formula(student, random_problem):
     """gradient(w, X, y) equals X.T @ (sigmoid(X @ w) - y) / m."""
     X, y, weights = random_problem
-    # the last w puts every probability at exactly 0 or 1, where a clipped cost is flat:
-    # the formula still gives the slope there, a difference quotient of the cost does not
-    for w in [*weights, 1000.0 * weights[2]]:
+    # the last w puts most probabilities within 1e-15 of 0 or 1, where a clipped cost is
+    # flat: the formula still gives the slope there, a difference quotient of the cost does
+    # not. |X @ w| stays at most 300, so even a sigmoid that exponentiates directly (a
+    # task 1 mistake) is exact there and costs nothing here (see saturating).
+    for w in [*weights, saturating(weights[2], X)]:
         expected = X.T @ (expit(X @ w) - y) / len(y)
         result = student_gradient(student, w, X, y)
         assert float(np.max(np.abs(result - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _(
@@ -69,7 +77,7 @@ def test_gradient_matches_finite_differences(student, random_problem):
     """The gradient is the slope of the mean cross-entropy, measured numerically by central differences."""
     X, y, weights = random_problem
     h = 1e-6  # central differences: truncation error ~h**2, rounding error ~1e-16 / h
-    for w in [*weights, 1000.0 * weights[2]]:  # the last: probabilities exactly 0 or 1 (our cost stays exact there)
+    for w in [*weights, saturating(weights[2], X)]:  # the last: probabilities within 1e-15 of 0 or 1 (our cost stays exact)
         numeric = np.array(
             [(cross_entropy(w + h * e, X, y) - cross_entropy(w - h * e, X, y)) / (2 * h) for e in np.eye(len(w))]
         )
