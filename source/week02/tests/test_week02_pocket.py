@@ -222,3 +222,14 @@ def test_matches_the_pocket_run(student, noisy_sets):
         assert max_abs_diff(w, best) <= 1e-9 * (1 + float(np.max(np.abs(best)))), _(
             "w_ should be the weights after the first epoch with the lowest E_in (pocket only on a strict improvement)"
         )
+    # fit called a second time on the same object starts over (the instructions' "each fit"):
+    # errors_ from an empty list and the weights from the seeded start again
+    X, y = noisy_sets[0]
+    model = student.Pocket(eta=0.3, n_iter=6, random_state=1)
+    model.fit(X, y)
+    again = model.fit(X, y)
+    errors = again.errors_
+    expected = [pocket_run(X, y, eta, 6, random_state=1)[1] for eta in (0.3, 0.6)]
+    assert isinstance(errors, list) and any(
+        len(errors) == len(ref) and max_abs_diff(errors, ref) <= EXACT for ref in expected
+    ), _("a second fit on the same object should start over (errors_ = [] and the seeded starting weights), not continue the first")
