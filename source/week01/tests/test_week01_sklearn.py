@@ -49,27 +49,6 @@ def is_count(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def setting_problem(name: str, value: object, settings: dict) -> str | None:
-    """Why ``value`` is not an accepted value of the free parameter ``name`` (None when it is)."""
-    if name == "eta0" and not (is_number(value) and 0 < value <= 1000):
-        return _("eta0 should be a positive number (at most 1000)")
-    if name == "random_state" and not (is_count(value, 0, 2**32 - 1) or (value is None and settings.get("shuffle") is False)):
-        return _("random_state should be an int (0 to 2**32 - 1), so that the shuffled fit can be reproduced")
-    if name == "shuffle" and not isinstance(value, bool):
-        return _("shuffle should be True or False")
-    if name == "max_iter" and not is_count(value, 1, MAX_EPOCHS):
-        return _("max_iter should be an int from 1 to {limit}").format(limit=MAX_EPOCHS)
-    if name == "tol" and not (value is None or (is_number(value) and value >= 0)):
-        return _("tol should be None or a number >= 0")
-    if name == "n_iter_no_change" and not is_count(value, 1, 1000):
-        return _("n_iter_no_change should be an int from 1 to 1000")
-    if name == "verbose" and not is_count(value, 0, 1000):
-        return _("verbose should be a small int (the grader's own fit prints nothing)")
-    if name == "n_jobs" and not (value is None or is_count(value, -1, 1000)):
-        return _("n_jobs should be None or a small int")
-    return None
-
-
 def checked_settings(ppn: object) -> dict:
     """``ppn``'s settings checked against the task (as data): the grader's settings for its own Perceptron.
 
@@ -93,9 +72,17 @@ def checked_settings(ppn: object) -> dict:
         ).format(name=name, default=repr(default))
     for name in INERT:
         assert is_number(params[name]), _("ppn's parameter {name} should be a number").format(name=name)
-    for name in FREE:
-        problem = setting_problem(name, params[name], params)
-        assert problem is None, problem
+    eta0, random_state, shuffle = params["eta0"], params["random_state"], params["shuffle"]
+    assert is_number(eta0) and 0 < eta0 <= 1000, _("eta0 should be a positive number (at most 1000)")
+    assert isinstance(shuffle, bool), _("shuffle should be True or False")
+    assert is_count(random_state, 0, 2**32 - 1) or (random_state is None and shuffle is False), _(
+        "random_state should be an int (0 to 2**32 - 1), so that the shuffled fit can be reproduced"
+    )
+    assert is_count(params["max_iter"], 1, MAX_EPOCHS), _("max_iter should be an int from 1 to {limit}").format(limit=MAX_EPOCHS)
+    assert params["tol"] is None or (is_number(params["tol"]) and params["tol"] >= 0), _("tol should be None or a number >= 0")
+    assert is_count(params["n_iter_no_change"], 1, 1000), _("n_iter_no_change should be an int from 1 to 1000")
+    assert is_count(params["verbose"], 0, 1000), _("verbose should be a small int (the grader's own fit prints nothing)")
+    assert params["n_jobs"] is None or is_count(params["n_jobs"], -1, 1000), _("n_jobs should be None or a small int")
     grader = {name: params[name] for name in FREE}
     grader.update(verbose=0, n_jobs=None, **FIXED)
     return grader
