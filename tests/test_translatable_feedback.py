@@ -153,18 +153,18 @@ def translations(locale: str, messages: dict[str, str]) -> gettext.GNUTranslatio
 def test_feedback_reads_in_the_active_language_with_placeholders_reordered(course: Course) -> None:
     """A real hidden-test helper's failure message, with and without a language active."""
     sigmoid_cost = load(course.week("week03").tests_dir / "test_week03_sigmoid_cost.py")
-    source = "{function} should return an array of the same shape as its input: {expected_shape}, not {shape}"
-    ja = translations("ja", {source: "{function} は入力と同じ形の配列を返す必要があります（{shape} ではなく {expected_shape}）"})
+    source = "{function} returned a {type_name}; a numpy array is expected"
+    ja = translations("ja", {source: "{type_name} が返されました（{function}）：numpy配列が必要です"})
 
     def failure() -> str:
         with pytest.raises(AssertionError) as caught:
-            sigmoid_cost.values(np.zeros((2, 3)), (4,), "sigmoid")
+            sigmoid_cost.values([0.5], (1,), "sigmoid")
         return str(caught.value).splitlines()[0]
 
-    assert failure() == "sigmoid should return an array of the same shape as its input: (4,), not (2, 3)"
+    assert failure() == "sigmoid returned a list; a numpy array is expected"
     with speaking(ja):
-        assert failure() == "sigmoid は入力と同じ形の配列を返す必要があります（(2, 3) ではなく (4,)）"
+        assert failure() == "list が返されました（sigmoid）：numpy配列が必要です"
         # a message the catalog does not translate falls back to the source text
-        with pytest.raises(AssertionError, match="^sigmoid returned a list; a numpy array is expected"):
-            sigmoid_cost.values([0.5], (1,), "sigmoid")
-    assert failure().startswith("sigmoid should return")
+        with pytest.raises(AssertionError, match="^sigmoid should return an array of the same shape as its input"):
+            sigmoid_cost.values(np.zeros((2, 3)), (4,), "sigmoid")
+    assert failure().startswith("sigmoid returned a list")

@@ -53,14 +53,14 @@ def labels(ppn: object, X: np.ndarray) -> np.ndarray:
     pred = ppn.predict(X)
     assert isinstance(pred, (list, np.ndarray)), _("predict(X) should return a list or a 1-D numpy array")
     pred = np.asarray(pred)
-    assert pred.ndim == 1, _("predict(X) should return a list or a 1-D numpy array, not an array of shape {shape}").format(shape=pred.shape)
+    assert pred.ndim == 1, _("predict(X) should return a list or a 1-D numpy array, not an array of {ndim} dimensions").format(ndim=pred.ndim)
     assert pred.shape == (len(X),), _("predict(X) should return one label per row of X")
     assert set(np.unique(pred).tolist()) <= {-1, 1}, _("predict should return labels -1 and +1 only")
     return pred.astype(int)
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(3)
+@pytest.mark.points(2)
 def test_fit_returns_self(student, iris):
     """fit returns the perceptron itself, so Perceptron(...).fit(X, y).predict(X) works."""
     X, y = iris
@@ -74,7 +74,7 @@ def test_fit_returns_self(student, iris):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(3)
+@pytest.mark.points(2)
 def test_errors_is_a_list_of_ints_per_epoch(student, iris, separable_sets):
     """errors_ is a Python list with one int per epoch: the number of updates made in that epoch."""
     for (X, y), n_iter in [(iris, 10), (separable_sets[1], 7)]:
@@ -98,7 +98,7 @@ def test_iris_run(student, iris):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(4)
+@pytest.mark.points(3)
 def test_net_input_and_predict(student, iris, rng):
     """net_input(X) is X @ w_[1:] + w_[0] and predict(X) is +1 where it is >= 0, else -1."""
     X, y = iris
@@ -116,13 +116,35 @@ def test_net_input_and_predict(student, iris, rng):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(2)
+@pytest.mark.points(1)
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, separable_sets):
     """fit, net_input and predict leave the caller's X and y as they were (no in-place scaling or relabelling)."""
     X, y = separable_sets[0]
-    ppn = unchanged_inputs("fit", student.Perceptron(eta=0.1, n_iter=10).fit, X=X, y=y)
+    ppn = unchanged_inputs("fit", student.Perceptron(eta=0.1, n_iter=30).fit, X=X, y=y)
     unchanged_inputs("net_input", ppn.net_input, X=X)
-    unchanged_inputs("predict", ppn.predict, X=X)
+    predicted = unchanged_inputs("predict", ppn.predict, X=X)
+    # a property that doing nothing also has: it counts only when fit did its job
+    assert isinstance(predicted, (list, np.ndarray)) and np.shape(predicted) == y.shape and (np.asarray(predicted) == y).all(), _(
+        "leaving the inputs unchanged counts only once fit learns: on separable data every training point should end up classified correctly"
+    )
+
+
+@pytest.mark.task(1)
+@pytest.mark.points(2)
+def test_refit_starts_afresh(student, separable_sets):
+    """Calling fit again starts over: w_ from zeros and errors_ from an empty list, as a new perceptron would."""
+    X, y = separable_sets[1]
+    fresh = student.Perceptron(eta=0.1, n_iter=5).fit(X, y)
+    refitted = student.Perceptron(eta=0.1, n_iter=5)
+    refitted.fit(X, y)
+    refitted.fit(X, y)
+    assert as_int_list(refitted.errors_) == as_int_list(fresh.errors_), _(
+        "fit should set errors_ = [] each time it is called: a second fit should not continue the first one's list"
+    )
+    w_fresh, w_again = weights(fresh, X.shape[1]), weights(refitted, X.shape[1])
+    assert max_abs_diff(w_again, w_fresh) == 0.0, _(
+        "fit should start from w_ = zeros each time it is called: a second fit should give what a new perceptron gives"
+    )
 
 
 @pytest.mark.task(1)
@@ -172,7 +194,7 @@ def test_separable_data_converges(student, separable_sets):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(6)
+@pytest.mark.points(8)
 def test_agrees_with_scikit_learn(student, separable_sets):
     """After 1, 2 and 5 epochs, the weights point the same way as scikit-learn's Perceptron, and the predictions agree."""
     # scikit-learn's Perceptron with a constant learning rate, no shuffling, no

@@ -51,6 +51,7 @@ def student_split(student, digits_15) -> list[np.ndarray]:
     assert isinstance(features, np.ndarray) and features.shape == (len(y), 2), _(
         "intensity_symmetry (task 2) should return an (n, 2) array: task 3 uses it"
     )
+    assert np.isfinite(features.astype(float)).all(), _("intensity_symmetry (task 2) should return finite numbers: task 3 uses it")
     return train_test_split(features.astype(float), y, test_size=0.3, random_state=0, stratify=y)
 
 

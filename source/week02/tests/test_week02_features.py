@@ -44,7 +44,12 @@ def test_shape_and_intensity(student, digit_images, rng):
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, rng):
     """intensity_symmetry leaves the caller's images as they were (no in-place scaling or flipping)."""
     images = rng.integers(0, 17, size=(12, 8, 8)).astype(float)
-    unchanged_inputs("intensity_symmetry", student.intensity_symmetry, images=images)
+    result = unchanged_inputs("intensity_symmetry", student.intensity_symmetry, images=images)
+    # a property that doing nothing also has: it counts only when the function did its job
+    expected = np.column_stack([images.mean(axis=(1, 2)), -np.abs(images - images[:, ::-1, :]).mean(axis=(1, 2))])
+    assert isinstance(result, np.ndarray) and result.shape == expected.shape and max_abs_diff(result, expected) <= 1e-9, _(
+        "leaving the images unchanged counts only once intensity_symmetry returns their intensity and symmetry"
+    )
 
 
 @pytest.mark.task(2)

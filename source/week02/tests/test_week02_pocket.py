@@ -31,7 +31,7 @@ def labels(model: object, X: np.ndarray) -> np.ndarray:
     pred = model.predict(X)
     assert isinstance(pred, (list, np.ndarray)), _("predict(X) should return a list or a 1-D numpy array")
     pred = np.asarray(pred)
-    assert pred.ndim == 1, _("predict(X) should return a list or a 1-D numpy array, not an array of shape {shape}").format(shape=pred.shape)
+    assert pred.ndim == 1, _("predict(X) should return a list or a 1-D numpy array, not an array of {ndim} dimensions").format(ndim=pred.ndim)
     assert pred.shape == (len(X),), _("predict(X) should return one label per row of X")
     return pred
 
@@ -60,6 +60,14 @@ def pocket_run(X: np.ndarray, y: np.ndarray, eta: float, n_iter: int, random_sta
     return best, errors
 
 
+def follows_a_pocket_run(errors: object, X: np.ndarray, y: np.ndarray, eta: float, n_iter: int, random_state: int) -> bool:
+    """Whether ``errors`` is E_in after each epoch of the pocket run (either update rule: eta or 2 * eta)."""
+    if not isinstance(errors, list) or not all(isinstance(e, (int, float)) for e in errors):
+        return False
+    return any(len(errors) == len(ref) and all(abs(a - b) <= EXACT for a, b in zip(errors, ref))
+               for ref in (pocket_run(X, y, rate, n_iter, random_state)[1] for rate in (eta, 2 * eta)))
+
+
 def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))))
 
@@ -71,8 +79,8 @@ def fitted(student, X: np.ndarray, y: np.ndarray, **params: float) -> tuple[obje
     assert isinstance(w, np.ndarray), _("w_ should be a numpy array")
     assert w.shape == (1 + X.shape[1],), _("w_ should have shape (1 + n_features,): the bias first, then one weight per feature")
     assert w.dtype == np.float64, _(
-        "w_ should hold float64 numbers (NumPy's default), not {dtype}: lower precision changes the run"
-    ).format(dtype=w.dtype)
+        "w_ should hold float64 numbers (NumPy's default): lower precision changes the run"
+    )
     errors = model.errors_
     assert isinstance(errors, list), _("errors_ is a {type_name}; a list with E_in after each epoch is expected").format(type_name=type(errors).__name__)
     errors = [float(e) for e in np.asarray(errors, dtype=float).ravel()]
@@ -82,7 +90,7 @@ def fitted(student, X: np.ndarray, y: np.ndarray, **params: float) -> tuple[obje
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(10)
+@pytest.mark.points(8)
 def test_starts_from_seeded_random_weights(student, start_sets):
     """fit starts from RandomState(random_state).normal(0, 0.01, 1 + n_features), not from zeros."""
     for random_state, (X, y) in start_sets.items():
@@ -98,7 +106,7 @@ def test_starts_from_seeded_random_weights(student, start_sets):
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(10)
+@pytest.mark.points(8)
 def test_stopping_rule(student, separable_sets, noisy_sets):
     """fit stops after an epoch without updates on separable data, and runs all n_iter epochs otherwise."""
     for X, y in separable_sets:
@@ -132,10 +140,14 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, noisy_sets):
     model = unchanged_inputs("fit", student.Pocket(eta=0.3, n_iter=5, random_state=1).fit, X=X, y=y)
     unchanged_inputs("net_input", model.net_input, X=X)
     unchanged_inputs("predict", model.predict, X=X)
+    # a property that doing nothing also has: it counts only when fit did its job
+    assert follows_a_pocket_run(model.errors_, X, y, eta=0.3, n_iter=5, random_state=1), _(
+        "leaving the inputs unchanged counts only once fit runs the pocket algorithm: errors_ differs from its E_in after each epoch"
+    )
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(13)
+@pytest.mark.points(8)
 def test_pocket_keeps_the_best(student, noisy_sets):
     """On non-separable data, w_ has the lowest E_in of all epochs and error_in_sample_ is E_in of w_."""
     for X, y in noisy_sets:
@@ -160,16 +172,29 @@ def test_pocket_keeps_the_best(student, noisy_sets):
 def test_leaves_the_global_random_state_alone(student, noisy_sets, seed):
     """fit draws its start from its own RandomState(random_state) and leaves NumPy's global random generator alone (no np.random.seed)."""
     X, y = noisy_sets[2]
-    if "np" not in student:  # a notebook without ``np`` cannot have seeded it through ``np``
-        return
-    # from a state of this test's own, which no np.random.seed(7) followed by draws can recreate
-    student.np.random.seed(seed)
-    before = student.np.random.get_state()
-    student.Pocket(eta=0.3, n_iter=3, random_state=7).fit(X, y)
-    after = student.np.random.get_state()
-    assert state_key(after) == state_key(before), _(
+    # NumPy's global generator is reached through the notebook's numpy import (the grader
+    # has no other way into the worker). Whatever the namespace holds or lacks, the check
+    # runs or fails: it never returns early. The state is first set to one only this
+    # test knows, and read back: an object that merely looks like numpy cannot answer it.
+    numpy = next((student.np if name == "np" else student.numpy for name in ("np", "numpy")
+                  if name in student), None)
+    assert numpy is not None and student.typename(numpy) == "module", _(
+        "keep the notebook's `import numpy as np`: the grader reads NumPy's global random state through it"
+    )
+    expected = state_key(np.random.RandomState(seed).get_state())
+    numpy.random.seed(seed)
+    assert state_key(numpy.random.get_state()) == expected, _(
+        "np in the notebook should be NumPy itself (import numpy as np): the grader reads NumPy's global random state through it"
+    )
+    model = student.Pocket(eta=0.3, n_iter=3, random_state=7).fit(X, y)
+    after = numpy.random.get_state()
+    assert state_key(after) == expected, _(
         "fit changed NumPy's global random state (np.random.seed or a draw from np.random): "
         "draw the starting weights from np.random.RandomState(random_state), which leaves the caller's random numbers alone"
+    )
+    # a property that doing nothing also has: it counts only when fit did its job
+    assert follows_a_pocket_run(model.errors_, X, y, eta=0.3, n_iter=3, random_state=7), _(
+        "leaving the global random state alone counts only once fit runs the pocket algorithm: errors_ differs from its E_in after each epoch"
     )
 
 
@@ -180,7 +205,7 @@ def state_key(state: object) -> tuple:
 
 
 @pytest.mark.task(1)
-@pytest.mark.points(13)
+@pytest.mark.points(22)
 def test_matches_the_pocket_run(student, noisy_sets):
     """Perceptron passes in order, E_in after each pass, and pocketing only on a strict improvement, epoch by epoch."""
     for X, y in noisy_sets:
@@ -197,3 +222,14 @@ def test_matches_the_pocket_run(student, noisy_sets):
         assert max_abs_diff(w, best) <= 1e-9 * (1 + float(np.max(np.abs(best)))), _(
             "w_ should be the weights after the first epoch with the lowest E_in (pocket only on a strict improvement)"
         )
+    # fit called a second time on the same object starts over (the instructions' "each fit"):
+    # errors_ from an empty list and the weights from the seeded start again
+    X, y = noisy_sets[0]
+    model = student.Pocket(eta=0.3, n_iter=6, random_state=1)
+    model.fit(X, y)
+    again = model.fit(X, y)
+    errors = again.errors_
+    expected = [pocket_run(X, y, eta, 6, random_state=1)[1] for eta in (0.3, 0.6)]
+    assert isinstance(errors, list) and any(
+        len(errors) == len(ref) and max_abs_diff(errors, ref) <= EXACT for ref in expected
+    ), _("a second fit on the same object should start over (errors_ = [] and the seeded starting weights), not continue the first")

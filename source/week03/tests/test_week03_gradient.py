@@ -27,19 +27,29 @@ def cross_entropy(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(y * np.logaddexp(0.0, -z) + (1 - y) * np.logaddexp(0.0, z)))
 
 
+def saturating(w: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``w`` scaled so that the largest |X @ w| is 300: most probabilities are then within
+    1e-15 of 0 or 1, yet no exp(|z|) overflows (that needs |z| > 709)."""
+    return w * (300.0 / float(np.max(np.abs(X @ w))))
+
+
 def student_gradient(student, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     result = student.gradient(w, X, y)
     assert isinstance(result, np.ndarray), _("gradient returned a {type_name}; a numpy array is expected").format(type_name=type(result).__name__)
-    assert result.shape == w.shape, _("gradient should return a vector of the same length as w: shape {expected_shape}, not {shape}").format(expected_shape=w.shape, shape=result.shape)
+    assert result.shape == w.shape, _("gradient should return a 1-D array of the same length as w")
     return result.astype(float)
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(10)
+@pytest.mark.points(12)
 def test_gradient_formula(student, random_problem):
     """gradient(w, X, y) equals X.T @ (sigmoid(X @ w) - y) / m."""
     X, y, weights = random_problem
-    for w in weights:
+    # the last w puts most probabilities within 1e-15 of 0 or 1, where a clipped cost is
+    # flat: the formula still gives the slope there, a difference quotient of the cost does
+    # not. |X @ w| stays at most 300, so even a sigmoid that exponentiates directly (a
+    # task 1 mistake) is exact there and costs nothing here (see saturating).
+    for w in [*weights, saturating(weights[2], X)]:
         expected = X.T @ (expit(X @ w) - y) / len(y)
         result = student_gradient(student, w, X, y)
         assert float(np.max(np.abs(result - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _(
@@ -52,7 +62,13 @@ def test_gradient_formula(student, random_problem):
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
     """gradient leaves the caller's w, X and y as they were."""
     X, y, weights = random_problem
-    unchanged_inputs("gradient", student.gradient, w=weights[1], X=X, y=y)
+    result = unchanged_inputs("gradient", student.gradient, w=weights[1], X=X, y=y)
+    # a property that doing nothing also has: it counts only when gradient did its job
+    expected = X.T @ (expit(X @ weights[1]) - y) / len(y)
+    assert isinstance(result, np.ndarray) and result.shape == expected.shape \
+        and float(np.max(np.abs(result.astype(float) - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _(
+            "leaving the inputs unchanged counts only once gradient returns X.T @ (sigmoid(X @ w) - y) / m"
+        )
 
 
 @pytest.mark.task(2)
@@ -61,7 +77,7 @@ def test_gradient_matches_finite_differences(student, random_problem):
     """The gradient is the slope of the mean cross-entropy, measured numerically by central differences."""
     X, y, weights = random_problem
     h = 1e-6  # central differences: truncation error ~h**2, rounding error ~1e-16 / h
-    for w in weights:
+    for w in [*weights, saturating(weights[2], X)]:  # the last: probabilities within 1e-15 of 0 or 1 (our cost stays exact)
         numeric = np.array(
             [(cross_entropy(w + h * e, X, y) - cross_entropy(w - h * e, X, y)) / (2 * h) for e in np.eye(len(w))]
         )
@@ -72,7 +88,7 @@ def test_gradient_matches_finite_differences(student, random_problem):
 
 
 @pytest.mark.task(2)
-@pytest.mark.points(5)
+@pytest.mark.points(3)
 def test_gradient_vanishes_at_the_optimum(student, iris_sepal):
     """At the weights scikit-learn's unregularised LogisticRegression finds, the gradient is (almost) zero."""
     X, y = iris_sepal
@@ -81,3 +97,9 @@ def test_gradient_vanishes_at_the_optimum(student, iris_sepal):
     w = np.concatenate([model.intercept_, model.coef_.ravel()])
     result = student_gradient(student, w, X, y)
     assert float(np.max(np.abs(result))) <= 1e-6, _("at the minimum of the cost the gradient should be zero")
+    # a property that doing nothing also has: zero at the optimum counts only when it is not zero everywhere
+    away = student_gradient(student, np.zeros_like(w), X, y)
+    expected = X.T @ (0.5 - y) / len(y)
+    assert float(np.max(np.abs(away))) >= 0.5 * float(np.max(np.abs(expected))), _(
+        "away from the minimum (at w = 0) the gradient should not be zero: the cost slopes there"
+    )

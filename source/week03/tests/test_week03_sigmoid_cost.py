@@ -16,7 +16,7 @@ from autograder.i18n import _
 
 def values(result: object, shape: tuple[int, ...], what: str) -> np.ndarray:
     assert isinstance(result, np.ndarray), _("{function} returned a {type_name}; a numpy array is expected").format(function=what, type_name=type(result).__name__)
-    assert result.shape == shape, _("{function} should return an array of the same shape as its input: {expected_shape}, not {shape}").format(function=what, expected_shape=shape, shape=result.shape)
+    assert result.shape == shape, _("{function} should return an array of the same shape as its input").format(function=what)
     return result.astype(float)
 
 
@@ -41,8 +41,16 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
     """sigmoid and cost leave the caller's arrays as they were (no in-place clipping of z or of the data)."""
     X, y, weights = random_problem
     z = np.concatenate([np.linspace(-1000.0, 1000.0, 11), X @ weights[2]])
-    unchanged_inputs("sigmoid", student.sigmoid, z=z)
-    unchanged_inputs("cost", student.cost, w=weights[2], X=X, y=y)
+    probabilities = unchanged_inputs("sigmoid", student.sigmoid, z=z)
+    value = unchanged_inputs("cost", student.cost, w=weights[2], X=X, y=y)
+    # a property that doing nothing also has: it counts only when the functions did their job
+    sigmoid_right = isinstance(probabilities, np.ndarray) and probabilities.shape == z.shape \
+        and float(np.max(np.abs(probabilities.astype(float) - expit(z)))) <= 1e-12
+    expected = cross_entropy(weights[2], X, y)
+    cost_right = isinstance(value, (int, float)) and abs(value - expected) <= 1e-9 * max(1.0, abs(expected))
+    assert sigmoid_right and cost_right, _(
+        "leaving the inputs unchanged counts only once sigmoid and cost return the right values"
+    )
 
 
 @pytest.mark.task(1)
@@ -50,9 +58,14 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
 def test_sigmoid_no_overflow_warning(student):
     """sigmoid at z = -1000 and z = 1000 raises no overflow warning: it never exponentiates a large number."""
     z = np.array([-1000.0, -745.0, 0.0, 745.0, 1000.0])
-    _result, caught = student.call_with_warnings(student.sigmoid, z)
+    result, caught = student.call_with_warnings(student.sigmoid, z)
     overflow = [w for w in caught if w.startswith("RuntimeWarning")]
     assert not overflow, _("sigmoid raised a RuntimeWarning (overflow in exp) for a large |z|: use a form that only exponentiates -|z|")
+    # a property that doing nothing also has: it counts only when the values are right
+    assert isinstance(result, np.ndarray) and result.shape == z.shape \
+        and float(np.max(np.abs(result.astype(float) - expit(z)))) <= 1e-12, _(
+            "raising no warning counts only once sigmoid returns the logistic function's values at these z"
+        )
 
 
 @pytest.mark.task(1)
