@@ -172,6 +172,21 @@ class WorkerCrashed(StudentCodeError):
         return _("your code ended the process running it (a crash, os._exit, or the memory limit)")
 
 
+class TooMuchData(StudentCodeError):
+    """The replies to one hidden test added up past ``Limits.test_replies_mb``: the grader
+    stops reading what the student's code sends for that test (each reply was under the
+    frame cap, but a lazily built object can send thousands of them)."""
+
+    def __init__(self, megabytes: int) -> None:
+        super().__init__("TooMuchData", f"more than {megabytes} MB of answers")
+        self.megabytes = megabytes
+
+    def feedback(self) -> str:
+        """What the student is told."""
+        return _("your code's answers to this check came to more than {mb} MB in all; the check stopped "
+                 "reading them").format(mb=self.megabytes)
+
+
 class MissingName(AutograderError, AttributeError):
     """The submission does not define a name the tests need."""
 

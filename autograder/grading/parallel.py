@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 import resource
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import from_dict, to_dict
-from autograder.grading.judge import lost_result
+from autograder.grading.judge import lost_result, overrun_result
 from autograder.grading.loop import OnResult
+from autograder.grading.watch import PipeWatch, Step, cpu_seconds
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
@@ -41,6 +43,7 @@ START_METHOD: Final = "spawn"
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
 GRADER_MEMORY_MB = 2048
 MAX_IDLE_DEATHS = 3  # processes in a row that die holding no submission: the grader cannot start
+CPU_CHECK_S = 1.0  # how often the parent reads a watched grader process's CPU time
 
 
 # -- the grader process ---------------------------------------------------------------------
@@ -106,7 +109,7 @@ def serve(week: Week, limits: Limits, conn: Connection, memory: int | None = Non
         _send_json(conn, {"op": "result", "index": held.popleft(), "doc": to_dict(result)})
 
     try:
-        grade(week, pull(), isolation=Sandboxed(limits), on_result=report)
+        grade(week, pull(), isolation=Sandboxed(limits), on_result=report, watch=PipeWatch(conn, limits))
     except AutograderError as exc:
         _send_json(conn, {"op": "fatal", "kind": type(exc).__name__, "message": str(exc)})
 
@@ -118,6 +121,8 @@ class _Grader:
     conn: Connection
     held: deque[int] = field(default_factory=deque)  # handed out, no result yet; [0] is in flight
     finished: bool = False  # told there is no more work
+    step: Step | None = None  # what it is doing for held[0], and until when it may
+    overrun: tuple[Step, bool] | None = None  # the step it was stopped in, and whether for CPU
 
 
 class _Batch:
@@ -191,6 +196,10 @@ class _Batch:
                                    f"while grading {index}")
             self.finish(index, from_dict(message["doc"]))
             self.idle_deaths = 0
+            grader.step = None
+        elif op == "watch":
+            grader.step = Step(str(message["what"])[:200], time.monotonic() + float(message["wall"]),
+                               cpu_seconds(grader.process.pid or 0), float(message["cpu"]))
         elif op == "fatal":
             kind = CourseError if message.get("kind") == "CourseError" else GradingError
             raise kind(str(message.get("message")))
@@ -215,7 +224,13 @@ class _Batch:
         code = grader.process.exitcode
         if grader.held:
             lost = grader.held.popleft()
-            self.finish(lost, lost_result(self.week, self.submissions[lost], f"grader process exit code {code}"))
+            submission = self.submissions[lost]
+            if grader.overrun is not None:
+                step, cpu = grader.overrun
+                seconds = step.cpu_limit if cpu else self.limits.grader_test_wall_s
+                self.finish(lost, overrun_result(self.week, submission, step.what, cpu=cpu, seconds=seconds))
+            else:
+                self.finish(lost, lost_result(self.week, submission, f"grader process exit code {code}"))
             self.retry.extendleft(reversed(grader.held))
         elif not grader.finished:
             self.idle_deaths += 1
@@ -224,6 +239,23 @@ class _Batch:
                                    f"anything (last exit code {code}); see the messages above")
         if not grader.finished and self.work_left():
             self.start_grader()
+
+    def check_steps(self) -> float | None:
+        """Stop every grader process whose step ran past its wall or CPU budget; the seconds
+        until the next check is due (None: no step is watched)."""
+        now, due = time.monotonic(), None
+        for grader in self.graders:
+            step = grader.step
+            if step is None or grader.overrun is not None:
+                continue
+            cpu = cpu_seconds(grader.process.pid or 0) - step.cpu_start > step.cpu_limit
+            if cpu or now > step.deadline:
+                grader.overrun = (step, cpu)
+                grader.process.kill()  # its sentinel wakes `run`, which settles the submission
+                continue
+            left = min(step.deadline - now, CPU_CHECK_S)
+            due = left if due is None else min(due, left)
+        return due
 
     def run(self, jobs: int) -> list[SubmissionResult]:
         for _ in range(jobs):
@@ -234,7 +266,7 @@ class _Batch:
             # keyed by what `wait` hands back: a pipe end or a process sentinel
             waiting: dict[Any, _Grader] = {g.conn: g for g in self.graders}
             waiting |= {g.process.sentinel: g for g in self.graders}
-            for ready in wait(list(waiting)):
+            for ready in wait(list(waiting), timeout=self.check_steps()):
                 grader = waiting[ready]
                 if grader not in self.graders:
                     continue
