@@ -55,7 +55,7 @@ class Limits:
     # accepts in all (many small replies, each under the frame cap, add up in the grader).
     grader_test_cpu_s: float = 60.0
     grader_test_wall_s: float = 60.0
-    test_replies_mb: int = 32
+    test_replies_mb: int = 8  # honest answers: at most 70 kB a test (measured on all six weeks)
 
     def for_worker(self) -> dict[str, int]:
         """The limits the zygote applies to each worker it forks, as the fork request carries them."""
