@@ -43,8 +43,9 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 CAP_SYS_ADMIN = 21
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWCGROUP = 0x00020000, 0x08000000, 0x20000000, 0x02000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+CGROUPS = "/sys/fs/cgroup"
 SCRATCH = "scratch"
 FRESH_MOUNTS = ("/tmp", "/dev/shm")  # the only writable places; every worker gets its own
 IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -171,8 +172,15 @@ def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
     writable place: the next worker never sees what this one leaves. ``keep``: binds
     below those places, put back (read-only, as they were) on the fresh tmpfs."""
     libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP), "unshare")
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    # this worker is pid 1 of a PID namespace of its own (``_own_pid_namespace``): a /proc of that
+    # namespace shows it alone (no zygote, no pid counter of the sandbox), and an empty
+    # read-only tmpfs over the cgroups hides every cgroup's counters and names
+    _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+    if os.path.isdir(CGROUPS):
+        _check(libc.mount(b"tmpfs", CGROUPS.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          b"size=4k,mode=0555"), f"mount {CGROUPS}")
     kept = [(path, os.open(path, os.O_PATH)) for path in keep]  # this namespace's copies
     for index, target in enumerate(FRESH_MOUNTS):
         options = f"size={size_mb << 20},mode={'0700' if index == 0 else '1777'}".encode()
@@ -182,6 +190,30 @@ def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
         _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
                f"bind {path}")
         os.close(fd)
+
+
+def _own_pid_namespace() -> None:
+    """Go on as pid 1 of a new PID namespace: its pid (and every pid and thread id it sees)
+    is the same whatever ran before, and no worker can move the counter the next one
+    starts from. The process the zygote forked stays outside as the new one's parent only:
+    it closes everything, waits, and ends as the worker ended (the same exit code, or
+    killed by the same signal), so the zygote sees its worker end as before. (The zygote
+    cannot make the namespace itself: a process may ``unshare`` its children's PID
+    namespace once, and the sandbox's nested user namespace forbids ``setns`` back.)"""
+    _check(_libc().unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+    pid = os.fork()
+    if pid == 0:
+        return
+    _close_inherited(set())
+    for fd in (0, 1, 2):
+        os.close(fd)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
 
 def _drop_capabilities() -> None:
@@ -203,6 +235,8 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str, *, 
         from autograder.worker.serve import serve
 
         req, resp, out = fds
+        if fresh_namespaces:
+            _own_pid_namespace()
         os.setsid()
         for signum in IGNORED_SIGNALS:
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
