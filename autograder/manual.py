@@ -29,6 +29,7 @@ import nbformat
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError, SubmissionError
 from autograder.formats.atomic import write_text
+from autograder.formats.cells import from_spreadsheet_cell, spreadsheet_cell
 from autograder.formats.points import format_points
 from autograder.notebook import read_notebook
 from autograder.results import SubmissionResult
@@ -99,7 +100,7 @@ def write_manual_sheet(
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()
-    writer.writerows([{name: _cell(value) for name, value in row.items()} for row in rows])
+    writer.writerows([{name: spreadsheet_cell(value) for name, value in row.items()} for row in rows])
     # names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD
     write_text(Path(csv_path), scrub("\ufeff" + text.getvalue()))
     if html_path is not None:
@@ -123,7 +124,7 @@ def read_marks(sheet: Path, *, tasks: Sequence[Task] | None = None) -> Marks:
     problems: list[str] = []
     for number, row in enumerate(records, start=2):
         key, task_text = row.get("key", "").strip(), row.get("task", "").strip()
-        points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
+        points_text, comment = row.get("points", "").strip(), from_spreadsheet_cell(row.get("comment", "").strip())
         where = f"row {number} ({key or 'no key'}, task {task_text or '?'})"
         if not points_text:
             if comment:
@@ -282,19 +283,6 @@ def _read_rows(sheet: Path) -> list[dict[str, str]]:
     if missing:
         raise ManualMarksError(f"{sheet}: the header lacks {', '.join(missing)}: keep the columns as exported")
     return [{name: value or "" for name, value in row.items() if name is not None} for row in reader]
-
-
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: str) -> str:
-    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @."""
-    return "'" + value if value.startswith(_FORMULA) else value
-
-
-def _uncell(value: str) -> str:
-    """The text ``_cell`` escaped, so a comment read back and written again keeps one quote."""
-    return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA) else value
 
 
 def _parse_number(text: str) -> float | None:
