@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 import resource
+import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -174,6 +175,11 @@ class _Batch:
 
     # processes ---------------------------------------------------------------------------------
     def start_grader(self) -> None:
+        main = sys.modules.get("__main__")
+        if main is not None and not hasattr(main, "__spec__"):
+            # an in-process run of a trusted notebook made IPython's namespace stand in for
+            # ``__main__``, without the ``__spec__`` "spawn" reads: say there is none to import
+            main.__spec__ = None
         parent_end, child_end = self.context.Pipe(duplex=True)
         process = self.context.Process(target=serve, args=(self.week, self.limits, child_end, self.memory),
                                        name=f"autograder-grader-{len(self.graders)}", daemon=True)
