@@ -152,7 +152,7 @@ status = open("/proc/1/status").read()
 seen = pids != ["1"] or os.readlink("/proc/self") != "1" or "PPid:\t0" not in status
 ''' + SABOTAGE_IF_SEEN),
     dict(name="trace_exit_code_planter", expect="lost", lost=(),
-         attack="end its worker with exit code 42 (a number the zygote reports on)",
+         attack="end its worker with exit code 42 (a number the zygote once reported, and kept in its memory)",
          cell="import os\nos._exit(42)"),
 ]
 
