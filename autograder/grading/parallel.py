@@ -10,7 +10,10 @@ would copy half-way.
 What a grader process sends back is JSON text (``result_json.to_dict``), never a pickle:
 the parent unpickles nothing a grading process wrote. A process that dies costs only the
 submission it was grading: that one gets an ``error`` result saying so, the others go on
-(a fresh process takes its place).
+(a fresh process takes its place). The parent also bounds the grader's own work: each
+process says what step it starts (``autograder.grading.watch``), and one whose step runs
+past its wall or CPU budget is killed, its submission's result naming the check. ``batch``
+grades through here for every ``--jobs``, 1 included, for these bounds.
 """
 
 from __future__ import annotations
