@@ -51,6 +51,11 @@ class SubmissionError(AutograderError):
     """A submission cannot be read as a notebook; the message goes into its result."""
 
 
+class HandInTooCostly(SubmissionError):
+    """Reading one hand-in went past its budget (bytes unpacked, time): it stops, whatever
+    is left unread; the message says what to hand in instead."""
+
+
 class ProtocolError(AutograderError):
     """A message between grader and worker broke the protocol (size, depth, type, framing)."""
 

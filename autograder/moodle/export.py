@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course import normalise_week_name
-from autograder.exceptions import CourseError, ExportError, SubmissionError
+from autograder.exceptions import CourseError, ExportError, HandInTooCostly, SubmissionError
 from autograder.moodle.entries import MAX_FILE_BYTES, Entry, folder_entries, zip_entries
 from autograder.moodle.names import BLIND_NAME, ONLINE_TEXT_PLUGIN, Prefix, parse_segment
 from autograder.notebook import read_notebook
@@ -37,10 +37,6 @@ MAX_HAND_IN_BYTES = 3 * MAX_FILE_BYTES  # decompressed, all reads of the hand-in
 HAND_IN_SECONDS = 30.0  # wall time to read it
 
 
-class _OverBudget(SubmissionError):
-    """Reading the hand-in went past its budget: it stops, whatever is left unread."""
-
-
 class _Reading:
     """The budget of reading one hand-in: bytes decompressed and time, checked at every read."""
 
@@ -53,14 +49,14 @@ class _Reading:
     def read(self, entry: Entry) -> bytes:
         """``entry``'s bytes (at most ``max_bytes``), charged to the hand-in's budget."""
         if self.clock() > self.deadline:
-            raise _OverBudget(f"reading this hand-in took over {HAND_IN_SECONDS:g} s, so it was stopped: "
+            raise HandInTooCostly(f"reading this hand-in took over {HAND_IN_SECONDS:g} s, so it was stopped: "
                                   "hand in the one notebook for the week, not an archive of many")
         cap = min(self.max_bytes, self.left)
         try:
             data = entry.read(cap)
         except SubmissionError:
             if cap < self.max_bytes:
-                raise _OverBudget(f"this hand-in unpacks to more than {MAX_HAND_IN_BYTES >> 20} MiB, so it was "
+                raise HandInTooCostly(f"this hand-in unpacks to more than {MAX_HAND_IN_BYTES >> 20} MiB, so it was "
                                       "not read further: hand in the one notebook for the week") from None
             raise
         self.left -= len(data)
@@ -295,7 +291,7 @@ def _metadata_week(entry: Entry, reading: _Reading) -> str | None:
     try:
         week = read_notebook(reading.read(entry)).metadata.get("autograder", {}).get("week")
         return normalise_week_name(str(week)) if week is not None else None
-    except _OverBudget:
+    except HandInTooCostly:
         raise
     except (SubmissionError, CourseError):
         return None
