@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, ManualMarksError
-from autograder.execution import Limits, Sandboxed
+from autograder.execution import Limits
 from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.formats.result_json import to_dict
@@ -242,7 +242,7 @@ def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored:
 
 def _grade(week: Week, submissions: list[Submission], options: GradingOptions,
            on_result: Callable[[SubmissionResult], None]) -> None:
-    """Grade ``submissions`` sandboxed: on the cluster, in ``jobs`` processes, or here."""
+    """Grade ``submissions`` sandboxed: on the cluster, or in ``jobs`` grader processes."""
     if not submissions:
         return
     jobs = options.jobs or os.cpu_count() or 1
@@ -250,14 +250,13 @@ def _grade(week: Week, submissions: list[Submission], options: GradingOptions,
         from autograder.grading.distributed import grade_on_cluster
 
         grade_on_cluster(week, submissions, scheduler=options.scheduler, limits=options.limits, on_result=on_result)
-    elif jobs > 1 and len(submissions) > 1:
+    else:
+        # ``--jobs 1`` and a batch of one too: a grader process of its own is what bounds the
+        # grader's work (its memory limit, each test's wall and CPU budgets, enforced by
+        # this process), and it costs one process start per batch, not per submission
         from autograder.grading.parallel import grade_parallel
 
         grade_parallel(week, submissions, jobs=jobs, limits=options.limits, on_result=on_result)
-    else:
-        from autograder.grading.grader import grade
-
-        grade(week, submissions, isolation=Sandboxed(options.limits), on_result=on_result)
 
 
 def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,

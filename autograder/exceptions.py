@@ -51,6 +51,11 @@ class SubmissionError(AutograderError):
     """A submission cannot be read as a notebook; the message goes into its result."""
 
 
+class HandInTooCostly(SubmissionError):
+    """Reading one hand-in went past its budget (bytes unpacked, time): it stops, whatever
+    is left unread; the message says what to hand in instead."""
+
+
 class ProtocolError(AutograderError):
     """A message between grader and worker broke the protocol (size, depth, type, framing)."""
 
@@ -170,6 +175,21 @@ class WorkerCrashed(StudentCodeError):
     def feedback(self) -> str:
         """What the student is told."""
         return _("your code ended the process running it (a crash, os._exit, or the memory limit)")
+
+
+class TooMuchData(StudentCodeError):
+    """The replies to one hidden test added up past ``Limits.test_replies_mb``: the grader
+    stops reading what the student's code sends for that test (each reply was under the
+    frame cap, but a lazily built object can send thousands of them)."""
+
+    def __init__(self, megabytes: int) -> None:
+        super().__init__("TooMuchData", f"more than {megabytes} MB of answers")
+        self.megabytes = megabytes
+
+    def feedback(self) -> str:
+        """What the student is told."""
+        return _("your code's answers to this check came to more than {mb} MB in all; the check stopped "
+                 "reading them").format(mb=self.megabytes)
 
 
 class MissingName(AutograderError, AttributeError):

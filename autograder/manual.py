@@ -36,6 +36,7 @@ import nbformat
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError, SubmissionError
 from autograder.formats.atomic import write_text
+from autograder.formats.cells import from_spreadsheet_cell, spreadsheet_cell
 from autograder.formats.points import format_points
 from autograder.grouping import group_answers
 from autograder.notebook import read_notebook
@@ -118,7 +119,7 @@ def write_manual_sheet(
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()
-    writer.writerows([{name: _cell(value) for name, value in row.items()} for row in rows])
+    writer.writerows([{name: spreadsheet_cell(value) for name, value in row.items()} for row in rows])
     # names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD
     write_text(Path(csv_path), scrub("\ufeff" + text.getvalue()))
     if html_path is not None:
@@ -216,7 +217,7 @@ def _decision(row: Mapping[str, str], where: str, maxima: Mapping[int, float] | 
               defined: Mapping[tuple[int, int], RubricItem], problems: list[str]) -> Mark | None:
     """The mark one row decides (None: no decision, or a problem, appended to ``problems``)."""
     task_text = row.get("task", "").strip()
-    points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
+    points_text, comment = row.get("points", "").strip(), from_spreadsheet_cell(row.get("comment", "").strip())
     rubric_text, adjustment_text = row.get("rubric", "").strip(), row.get("adjustment", "").strip()
     if not points_text and not rubric_text:
         if adjustment_text:
@@ -273,7 +274,7 @@ def write_rubric_sheet(items: Sequence[RubricItem], tasks: Sequence[Task], path:
 
     Each hand-graded task without items gets an empty row to show the shape."""
     rows = [{"task": str(i.task), "item": str(i.number), "points": format_points(i.points) if i.points >= 0
-             else "-" + format_points(-i.points), "comment": _cell(i.comment)} for i in items]
+             else "-" + format_points(-i.points), "comment": spreadsheet_cell(i.comment)} for i in items]
     with_items = {i.task for i in items}
     rows += [{"task": str(t.number), "item": "", "points": "", "comment": ""}
              for t in tasks if t.manual and t.number not in with_items]
@@ -297,7 +298,7 @@ def read_rubric_sheet(path: Path, *, tasks: Sequence[Task]) -> list[RubricRow]:
     seen: set[tuple[int, int]] = set()
     for number, row in enumerate(_read_rows(path, required=RUBRIC_COLUMNS), start=2):
         task_text, item_text = row.get("task", "").strip(), row.get("item", "").strip()
-        points_text, comment = row.get("points", "").strip(), _uncell(row.get("comment", "").strip())
+        points_text, comment = row.get("points", "").strip(), from_spreadsheet_cell(row.get("comment", "").strip())
         where = f"row {number} (task {task_text or '?'}, item {item_text or 'new'})"
         if not points_text and not comment:
             continue
@@ -454,20 +455,6 @@ def _read_rows(sheet: Path, required: Sequence[str] = ("key", "task", "points", 
     if missing:
         raise ManualMarksError(f"{sheet}: the header lacks {', '.join(missing)}: keep the columns as exported")
     return [{name: value or "" for name, value in row.items() if name is not None} for row in reader]
-
-
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: str) -> str:
-    """``value`` as a spreadsheet shows it but never runs it: a leading quote before =, +, -, @
-    (a plain number such as an adjustment of -2.5 is left a number)."""
-    return "'" + value if value.startswith(_FORMULA) and parse_number(value) is None else value
-
-
-def _uncell(value: str) -> str:
-    """The text ``_cell`` escaped, so a comment read back and written again keeps one quote."""
-    return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA) else value
 
 
 def parse_number(text: str) -> float | None:

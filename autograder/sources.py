@@ -69,7 +69,7 @@ def _notebooks(entries: list[Entry]) -> list[Entry]:
 
 def _plain(entry: Entry, key: str, max_bytes: int) -> Submission:
     try:
-        content = notebook_bytes(entry, entry.path, max_bytes=max_bytes)
+        content = notebook_bytes(entry, entry.path, read=lambda e: e.read(max_bytes))
     except SubmissionError as err:
         return Submission(origin=entry.origin, key=key, content=None, status=Status.ERROR, message=str(err))
     return Submission(origin=entry.origin, key=key, content=content)

@@ -1,8 +1,9 @@
 """Grade a folder of week-1 notebooks with this project; write timings as JSON.
 
 Run as a subprocess by ``run.py`` (so its memory is measured alone):
-``python benchmarks/ours.py FOLDER OUT.json --jobs N``. ``--jobs 1`` is one ``grade()``
-in this process (what the CLI does today); ``--jobs N`` is ``grade_parallel``.
+``python benchmarks/ours.py FOLDER OUT.json --jobs N``: ``grade_parallel`` with N grader
+processes, what the CLI does for every ``--jobs`` (1 included: a grader process is what
+bounds the grader's own work).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import time
 from pathlib import Path
 
 from autograder.course import Course
-from autograder.execution import Sandboxed
-from autograder.grading.grader import grade
 from autograder.grading.parallel import grade_parallel
 from autograder.submission import Submission
 
@@ -36,10 +35,7 @@ def main() -> None:
         arrivals.append(time.monotonic() - started)
         durations.append(result.duration_s)
 
-    if args.jobs == 1:
-        results = grade(week, submissions, isolation=Sandboxed(), on_result=on_result)
-    else:
-        results = grade_parallel(week, submissions, jobs=args.jobs, on_result=on_result)
+    results = grade_parallel(week, submissions, jobs=args.jobs, on_result=on_result)
     args.out.write_text(json.dumps({
         "wall_s": time.monotonic() - started, "arrivals": arrivals, "durations": durations,
         "scores": [r.score for r in results], "statuses": [r.status.value for r in results],

@@ -11,9 +11,11 @@ import numpy as np
 from autograder.course import Course
 from autograder.execution import Limits, Sandboxed, SubmissionRun, ZygoteSlot
 from autograder.grading.grader import grade
+from autograder.grading.parallel import grade_parallel
 from autograder.results import Status
 from autograder.submission import Submission
 from autograder.testing.student import Student
+from tests.conftest import notebook_bytes
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "week01"
 
@@ -91,3 +93,49 @@ def test_a_correct_notebook_after_a_mutating_one_keeps_full_marks(course: Course
     ], isolation=Sandboxed(slot=slot))
     assert results[1].status is Status.GRADED
     assert all(task.score == task.max_score for task in results[1].tasks if not task.manual)
+
+
+# A correct notebook that keeps its Perceptron only while its pid, its threads' ids and its
+# children's pids look like those of a worker forked first: anything the batch before it
+# did to the sandbox's pid counter would cost it both tasks.
+PID_SENSITIVE = """
+import os, threading
+kept = Perceptron
+ids = []
+spy = threading.Thread(target=lambda: ids.append(threading.get_native_id()))
+spy.start(); spy.join()
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+if os.getpid() > 12 or ids[0] > 12 or child > 12:
+    Perceptron = None
+"""
+
+# moves the pid counter: threads and children, then ends
+SPINNER = """
+import os, threading
+for _ in range(100):
+    t = threading.Thread(target=int); t.start(); t.join()
+for _ in range(30):
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+"""
+
+
+def test_a_regrade_alone_scores_exactly_what_the_batch_gave(course: Course):
+    """Each worker is pid 1 of its own PID namespace: where a submission sits in the batch
+    cannot change what it sees, so its regrade alone (same seed) gives the same result,
+    test by test."""
+    week = course.week("week01")
+    nb = nbformat.reads((FIXTURES / "correct_fresh_notebook.ipynb").read_bytes(), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PID_SENSITIVE))
+    target = Submission(origin="target", key="target", content=nbformat.writes(nb).encode(), seed=7)
+    spinners = [Submission(origin=f"spin{i}", key=f"spin{i}", content=notebook_bytes(SPINNER), seed=1)
+                for i in range(2)]
+    in_batch = grade_parallel(week, [*spinners, target], jobs=1)[-1]
+    alone = grade_parallel(week, [target], jobs=1)[0]
+    assert alone.score == 60.0, alone.messages
+    assert [(t.name, t.score) for t in in_batch.tests] == [(t.name, t.score) for t in alone.tests]

@@ -123,9 +123,69 @@ if os.fork() == 0:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(120)
     os._exit(0)
+# move the pid counter the next worker would start from, and raise the zygote's cgroup
+# counters (memory high-water mark, pids, failures) as a note for it
+import threading
+for _ in range(200):
+    thread = threading.Thread(target=int)
+    thread.start()
+    thread.join()
+for _ in range(60):
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+import numpy as np
+hoard = np.ones(30 << 20)  # 240 MB touched
+del hoard
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 os._exit = lambda *args: time.sleep(120)
 sys.exit = os._exit
+'''
+
+# What a submission can see of pids, cgroups and the zygote without a clock: the same for
+# the first worker of a fresh zygote and for one forked after a writer (checked in this order).
+OBSERVE = r'''
+import os, threading
+
+def attempt(fn):
+    try:
+        return fn()
+    except Exception as exc:
+        return type(exc).__name__
+
+def cgroup_files():
+    found = []
+    for top, dirs, files in os.walk("/sys/fs/cgroup"):
+        found += [os.path.join(top, name) for name in files]
+    return sorted(found)
+
+def forked():
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    return child
+
+def thread_id():
+    ids = []
+    thread = threading.Thread(target=lambda: ids.append(threading.get_native_id()))
+    thread.start()
+    thread.join()
+    return ids[0]
+
+observed = {
+    "last_pid": attempt(lambda: open("/proc/sys/kernel/ns_last_pid").read()),
+    "pid": os.getpid(), "ppid": os.getppid(), "tid": threading.get_native_id(),
+    "child": forked(), "thread": thread_id(), "child_after_thread": forked(),
+    "loadavg_last_pid": attempt(lambda: open("/proc/loadavg").read().split()[4]),
+    "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    "init": attempt(lambda: open("/proc/1/cmdline", "rb").read().decode(errors="replace")[-60:]),
+    "cgroup_files": attempt(cgroup_files),
+    "own_cgroups": attempt(lambda: open("/proc/self/cgroup").read()),
+    "memory_high_water": attempt(lambda: open("/sys/fs/cgroup/memory/memory.max_usage_in_bytes").read()),
+    "pids_current": attempt(lambda: open("/sys/fs/cgroup/pids/pids.current").read()),
+}
 '''
 
 READER = FIND_WRITABLE + r'''
@@ -197,6 +257,32 @@ def test_a_submission_finds_nothing_the_one_before_it_left(own_slot: ZygoteSlot)
     assert student.found == []
     assert student.places == places
     reader.close()
+
+
+def _observe(slot: ZygoteSlot) -> dict[str, object]:
+    run = SubmissionRun(slot, [OBSERVE], LIMITS)
+    run.execute()
+    assert run.messages == []
+    observed = Student(run).observed
+    run.close()
+    slot.settle()
+    return dict(observed)
+
+
+def test_pids_cgroups_and_the_zygote_look_the_same_after_a_writer(own_slot: ZygoteSlot):
+    """Each worker is pid 1 of a PID namespace of its own, with a /proc of that namespace and
+    no cgroup in view: the first worker of a fresh zygote and one forked after a writer that
+    moved the pid counter and raised the cgroup's counters see exactly the same."""
+    first = _observe(own_slot)
+    writer = SubmissionRun(own_slot, _cells(WRITER, uuid.uuid4().hex), LIMITS)
+    writer.execute()
+    assert writer.messages == []
+    writer.close()
+    own_slot.settle()
+    assert _observe(own_slot) == first
+    assert first["pid"] == 1 and first["processes"] == [1] and first["cgroup_files"] == []
+    assert first["memory_high_water"] == first["pids_current"] == "FileNotFoundError"
+    assert all(line.endswith(":/") for line in str(first["own_cgroups"]).splitlines())
 
 
 def test_writable_places_are_only_the_fresh_scratch(own_slot: ZygoteSlot):

@@ -51,6 +51,14 @@ class Budget:
         """The notebook has run: the tests' shared budget starts now."""
         self.tests_deadline = self.clock() + self.limits.tests_timeout_s
 
+    def worker_time_left(self) -> float:
+        """Seconds the worker may still be waited for in all: what the notebook's runs (a
+        re-run after a crash included) and the tests' calls have left."""
+        notebook = max(0.0, self.limits.submission_timeout_s - self.notebook_spent)
+        if self.tests_deadline is None:
+            return notebook + self.limits.tests_timeout_s
+        return notebook + max(0.0, self.tests_deadline - self.clock())
+
     def call_timeout(self, asked: float | None = None) -> float:
         """How long the next call may run: ``asked`` (the test's marker) or the call limit,
         cut to what the tests have left. StudentTimeout when they have nothing left."""

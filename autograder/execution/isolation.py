@@ -40,6 +40,12 @@ class Run(Protocol):
     def execute(self) -> None:
         """Run the notebook's cells."""
 
+    def start_test(self) -> None:
+        """A new hidden test starts: forget what the code said to the last one."""
+
+    def worker_time_left(self) -> float:
+        """Seconds the code may still be waited for in all (notebook runs and calls)."""
+
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """One request from a hidden test, answered as the worker answers it."""
 

@@ -70,6 +70,14 @@ class LocalRun(CellReport, LocalChannel):
                 if isinstance(error, dict):
                     self.raised(index, source, error)
 
+    def start_test(self) -> None:
+        """A new hidden test starts: nothing heard yet."""
+        self.heard.clear()
+
+    def worker_time_left(self) -> float:
+        """Trusted code has no call budget: nothing to add to a test's own."""
+        return 0.0
+
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Answer as the worker would; remember what was said to the current test."""
         reply = super().request(message, timeout=timeout)

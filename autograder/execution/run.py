@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.exceptions import ProtocolError, WorkerCrashed, WorkerDied, WorkerTimeout
+from autograder.exceptions import ProtocolError, TooMuchData, WorkerCrashed, WorkerDied, WorkerTimeout
 from autograder.execution.budget import Budget
 from autograder.execution.cells import NotebookRunner
 from autograder.execution.restarts import RestartPolicy
@@ -27,6 +27,17 @@ class SubmissionRun(NotebookRunner):
     def __init__(self, slot: ZygoteSlot, cells: list[str], limits: Limits) -> None:
         super().__init__(slot, cells, RestartPolicy(limits.restarts), Budget(limits))
         self.heard = Heard()  # strings the worker sent to the current hidden test
+        self.replies_cap = limits.test_replies_mb << 20
+        self.replies = 0  # bytes of replies the current hidden test has read
+
+    def start_test(self) -> None:
+        """A new hidden test starts: nothing heard, nothing read yet."""
+        self.heard.clear()
+        self.replies = 0
+
+    def worker_time_left(self) -> float:
+        """Seconds the worker may still be waited for (notebook runs and calls) in all."""
+        return self.budget.worker_time_left()
 
     @property
     def bad_cells(self) -> set[int]:
@@ -48,8 +59,11 @@ class SubmissionRun(NotebookRunner):
             self.boot(report_errors=False)
             if self.worker is None:
                 raise WorkerCrashed("the notebook could not be run again")
+        if self.replies > self.replies_cap:
+            raise TooMuchData(self.replies_cap >> 20)
         limit = self.budget.call_timeout(timeout)
         assert self.worker is not None
+        before = self.worker.received
         try:
             reply = self.worker.request(message, limit)
         except WorkerTimeout:
@@ -58,6 +72,11 @@ class SubmissionRun(NotebookRunner):
         except (WorkerDied, ProtocolError) as exc:
             self.end_worker(kill=True)
             raise self.policy.call_crashed(str(exc)) from None
+        finally:
+            if self.worker is not None:
+                self.replies += self.worker.received - before
+        if self.replies > self.replies_cap:
+            raise TooMuchData(self.replies_cap >> 20)
         self.heard.note(reply)
         return reply
 

@@ -49,6 +49,13 @@ class Limits:
     restarts: int = 3  # fresh workers a submission may use after a crash or a timeout
     scratch_mb: int = 512  # size of each worker's fresh tmpfs /tmp (and of /dev/shm)
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
+    # The grader's own work for one hidden test (enforced from outside the grader process,
+    # see autograder.grading.parallel): CPU seconds, and wall seconds on top of what the
+    # test's calls into the worker may still take; and the bytes of worker replies one test
+    # accepts in all (many small replies, each under the frame cap, add up in the grader).
+    grader_test_cpu_s: float = 60.0
+    grader_test_wall_s: float = 60.0
+    test_replies_mb: int = 8  # honest answers: at most 70 kB a test (measured on all six weeks)
 
     def for_worker(self) -> dict[str, int]:
         """The limits the zygote applies to each worker it forks, as the fork request carries them."""

@@ -213,6 +213,7 @@ class Worker:
         os.set_blocking(resp_r, False)
         self._seq = 0
         self.dead = False
+        self.received = 0  # bytes of every reply so far: what the grader has had to read
         threading.Thread(target=self._drain_output, args=(out_r,), daemon=True).start()
 
     @staticmethod
@@ -236,7 +237,9 @@ class Worker:
         deadline = time.monotonic() + timeout
         try:
             write_frame(self.req_w, dumps_message(message), deadline)
-            reply = loads_message(read_frame(self.resp_r, deadline))
+            raw = read_frame(self.resp_r, deadline)
+            self.received += len(raw)
+            reply = loads_message(raw)
         except FrameTimeout:
             self.dead = True
             raise WorkerTimeout(f"no answer within {timeout:g} s") from None

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autograder.exceptions import WorksheetError
 from autograder.formats.atomic import write_text
+from autograder.formats.cells import spreadsheet_cell
 from autograder.formats.points import format_points
 from autograder.moodle.names import loose_name
 from autograder.results import Participant, Status, SubmissionResult
@@ -121,7 +122,8 @@ def write_worksheet(
         identifier = f"Participant {participant.participant_id}"
         why = _not_gradable(result, allow_pending)
         grade = "" if why else _grade(result, None, 2, decimal)
-        rows.append([identifier, participant.full_name or "", grade, "", "" if why else render(result)])
+        rows.append([identifier, spreadsheet_cell(participant.full_name or ""), grade, "",
+                     "" if why else spreadsheet_cell(render(result))])
         if why:
             report.skipped[result.key] = why
         else:
@@ -237,7 +239,7 @@ class _Sheet:
                 f"{self.path}: record {row + 1} ({self.value(row, IDENTIFIER)}) has {len(fields)} fields, "
                 f"the header {len(self.records[0][0])}; Moodle would refuse it"
             )
-        fields[self.columns[column]] = self._quote(value)
+        fields[self.columns[column]] = self._quote(spreadsheet_cell(value))
 
     def number_format(self) -> tuple[str, int]:
         """The decimal separator and the number of decimals, from Maximum Grade or the grades."""

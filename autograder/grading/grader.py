@@ -18,6 +18,7 @@ from autograder.course import Week
 from autograder.exceptions import CourseError
 from autograder.execution import Isolation
 from autograder.grading.loop import GradingLoop, OnResult
+from autograder.grading.watch import Watch
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.hidden import pytest_args, read_afresh
@@ -29,9 +30,13 @@ def grade(
     *,
     isolation: Isolation,
     on_result: OnResult | None = None,
+    watch: Watch | None = None,
 ) -> list[SubmissionResult]:
     """Grade ``submissions`` in order, their code run as ``isolation`` says; ``on_result``
-    sees each result as soon as it exists."""
+    sees each result as soon as it exists. ``watch`` is told each step (the notebook's run,
+    each test) with its budget: a grader process passes one its parent enforces
+    (``autograder.grading.parallel``); called here without one, the grader's own work in a
+    test is bounded only by the reply cap and this process's memory limit."""
     results: list[SubmissionResult] = []
 
     def collect(result: SubmissionResult) -> None:
@@ -41,9 +46,11 @@ def grade(
 
     captured = io.StringIO()
     with isolation.session(week.data_dir) as runs:
-        loop = GradingLoop(week, submissions, collect, runs)
+        loop = GradingLoop(week, submissions, collect, runs, watch)
         with read_afresh(week.tests_dir), contextlib.redirect_stdout(captured):
-            code = pytest.main(pytest_args(week.tests_dir), plugins=[loop])
+            # pytest's capture would spool a test's output to a file, then read it all into
+            # memory: the loop sends it to /dev/null instead (``hidden.silenced``)
+            code = pytest.main(pytest_args(week.tests_dir, capture=False), plugins=[loop])
     if loop.error is not None:
         raise loop.error
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):

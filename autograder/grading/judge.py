@@ -19,7 +19,9 @@ from autograder.exceptions import (
     StudentTimeout,
 )
 from autograder.grading.heard import Heard
-from autograder.i18n.runtime import _
+from autograder.i18n.languages import translations
+from autograder.i18n.runtime import _, speaking
+from autograder.notebook import declared_language
 from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
 from autograder.submission import Submission
@@ -132,6 +134,23 @@ def lost_result(week: Week, submission: Submission, why: str) -> SubmissionResul
     base.messages.append(f"grading stopped unexpectedly while this submission was graded ({why}); "
                          "it was not graded: grade it again")
     return empty_result(week, base)
+
+
+def overrun_result(week: Week, submission: Submission, check: str, *, cpu: bool, seconds: float) -> SubmissionResult:
+    """The result of a submission whose hidden check ``check`` made the grader's own work
+    run past its wall (or, with ``cpu``, CPU) time of ``seconds`` (the parent stopped that
+    grader process): status ``error``, zero for every task, and a message the student can
+    act on, in the notebook's language (``check`` was named in it by the grader process)."""
+    base = base_result(week, submission)
+    base.language = week.languages.pick(declared_language(submission.content or b""))
+    with speaking(translations(week, base.language)):
+        budget = (_("CPU time limit of {seconds} s") if cpu else _("time limit of {seconds} s")).format(
+            seconds=f"{seconds:g}")
+        base.messages.append(_("the check \"{check}\" made the grader itself work past its {budget}, so grading this "
+                               "notebook was stopped and it was not graded: make sure the objects and settings "
+                               "your code gives the checks are the ones the task asks for").format(
+                                   check=check, budget=budget))
+        return empty_result(week, base)
 
 
 def empty_result(week: Week, base: SubmissionResult) -> SubmissionResult:

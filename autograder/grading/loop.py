@@ -21,12 +21,13 @@ from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution import Run, Runs
 from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
+from autograder.grading.watch import Unwatched, Watch
 from autograder.i18n.languages import translations
 from autograder.i18n.runtime import _, speaking
 from autograder.notebook import code_cells, declared_language, declared_week
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
-from autograder.testing.hidden import HiddenTest, hidden_tests
+from autograder.testing.hidden import HiddenTest, hidden_tests, silenced
 from autograder.testing.plugin import CHANNEL_SOURCE
 from autograder.testing.student import Channel
 
@@ -50,8 +51,10 @@ def _flag_wrong_week(result: SubmissionResult, submission: Submission, week: str
 class GradingLoop:
     """The pytest plugin object that grades a stream of submissions in one session."""
 
-    def __init__(self, week: Week, submissions: Iterable[Submission], on_result: OnResult, runs: Runs) -> None:
+    def __init__(self, week: Week, submissions: Iterable[Submission], on_result: OnResult, runs: Runs,
+                 watch: Watch | None = None) -> None:
         self.week = week
+        self.watch = watch or Unwatched()  # told each step, so a budget can be enforced from outside
         self.submissions = submissions
         self.on_result = on_result
         self.runs = runs  # a notebook's cells -> its run, sandboxed or in-process (grade's isolation)
@@ -156,9 +159,11 @@ class GradingLoop:
             return empty_result(self.week, base)
         self.seed = base.seed = submission.seed if submission.seed is not None else secrets.randbits(63)
         self.outcomes = {}
+        described = {test.nodeid: _(test.description) for test in tests}
         with self.runs(cells) as run:
             self.run = run
             try:
+                self.watch.begin(_("running the notebook"), run.worker_time_left())
                 run.execute()
                 base.messages.extend(run.messages)
                 if run.timed_out:
@@ -170,8 +175,10 @@ class GradingLoop:
                     nextitem: pytest.Item | pytest.Collector | None = items[(index + 1) % len(items)]
                     if nextitem is item:  # a one-test suite: tear the test's own fixtures down, keep the module's
                         nextitem = item.parent
-                    run.heard.clear()  # what the worker said to this test only
-                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                    run.start_test()  # what the worker said to this test only
+                    self.watch.begin(described.get(item.nodeid, item.name), run.worker_time_left())
+                    with silenced():  # a test's own output (a fit's verbose log) goes nowhere
+                        item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
                 base.messages.extend(m for m in run.messages if m not in base.messages)
                 result = build_result(week=self.week, tests=tests, outcomes=self.outcomes, base=base, timed_out=False)
                 return _flag_wrong_week(result, submission, self.week.name)

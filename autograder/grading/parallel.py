@@ -10,7 +10,10 @@ would copy half-way.
 What a grader process sends back is JSON text (``result_json.to_dict``), never a pickle:
 the parent unpickles nothing a grading process wrote. A process that dies costs only the
 submission it was grading: that one gets an ``error`` result saying so, the others go on
-(a fresh process takes its place).
+(a fresh process takes its place). The parent also bounds the grader's own work: each
+process says what step it starts (``autograder.grading.watch``), and one whose step runs
+past its wall or CPU budget is killed, its submission's result naming the check. ``batch``
+grades through here for every ``--jobs``, 1 included, for these bounds.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import json
 import multiprocessing
 import os
 import resource
+import sys
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,8 +35,9 @@ from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import from_dict, to_dict
-from autograder.grading.judge import lost_result
+from autograder.grading.judge import lost_result, overrun_result
 from autograder.grading.loop import OnResult
+from autograder.grading.watch import PipeWatch, Step, cpu_seconds
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
@@ -41,6 +47,7 @@ START_METHOD: Final = "spawn"
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
 GRADER_MEMORY_MB = 2048
 MAX_IDLE_DEATHS = 3  # processes in a row that die holding no submission: the grader cannot start
+CPU_CHECK_S = 1.0  # how often the parent reads a watched grader process's CPU time
 
 
 # -- the grader process ---------------------------------------------------------------------
@@ -106,7 +113,7 @@ def serve(week: Week, limits: Limits, conn: Connection, memory: int | None = Non
         _send_json(conn, {"op": "result", "index": held.popleft(), "doc": to_dict(result)})
 
     try:
-        grade(week, pull(), isolation=Sandboxed(limits), on_result=report)
+        grade(week, pull(), isolation=Sandboxed(limits), on_result=report, watch=PipeWatch(conn, limits))
     except AutograderError as exc:
         _send_json(conn, {"op": "fatal", "kind": type(exc).__name__, "message": str(exc)})
 
@@ -118,6 +125,8 @@ class _Grader:
     conn: Connection
     held: deque[int] = field(default_factory=deque)  # handed out, no result yet; [0] is in flight
     finished: bool = False  # told there is no more work
+    step: Step | None = None  # what it is doing for held[0], and until when it may
+    overrun: tuple[Step, bool] | None = None  # the step it was stopped in, and whether for CPU
 
 
 class _Batch:
@@ -169,6 +178,11 @@ class _Batch:
 
     # processes ---------------------------------------------------------------------------------
     def start_grader(self) -> None:
+        main = sys.modules.get("__main__")
+        if main is not None and not hasattr(main, "__spec__"):
+            # an in-process run of a trusted notebook made IPython's namespace stand in for
+            # ``__main__``, without the ``__spec__`` "spawn" reads: say there is none to import
+            main.__spec__ = None
         parent_end, child_end = self.context.Pipe(duplex=True)
         process = self.context.Process(target=serve, args=(self.week, self.limits, child_end, self.memory),
                                        name=f"autograder-grader-{len(self.graders)}", daemon=True)
@@ -191,6 +205,10 @@ class _Batch:
                                    f"while grading {index}")
             self.finish(index, from_dict(message["doc"]))
             self.idle_deaths = 0
+            grader.step = None
+        elif op == "watch":
+            grader.step = Step(str(message["what"])[:200], time.monotonic() + float(message["wall"]),
+                               cpu_seconds(grader.process.pid or 0), float(message["cpu"]))
         elif op == "fatal":
             kind = CourseError if message.get("kind") == "CourseError" else GradingError
             raise kind(str(message.get("message")))
@@ -215,7 +233,13 @@ class _Batch:
         code = grader.process.exitcode
         if grader.held:
             lost = grader.held.popleft()
-            self.finish(lost, lost_result(self.week, self.submissions[lost], f"grader process exit code {code}"))
+            submission = self.submissions[lost]
+            if grader.overrun is not None:
+                step, cpu = grader.overrun
+                seconds = step.cpu_limit if cpu else self.limits.grader_test_wall_s
+                self.finish(lost, overrun_result(self.week, submission, step.what, cpu=cpu, seconds=seconds))
+            else:
+                self.finish(lost, lost_result(self.week, submission, f"grader process exit code {code}"))
             self.retry.extendleft(reversed(grader.held))
         elif not grader.finished:
             self.idle_deaths += 1
@@ -224,6 +248,23 @@ class _Batch:
                                    f"anything (last exit code {code}); see the messages above")
         if not grader.finished and self.work_left():
             self.start_grader()
+
+    def check_steps(self) -> float | None:
+        """Stop every grader process whose step ran past its wall or CPU budget; the seconds
+        until the next check is due (None: no step is watched)."""
+        now, due = time.monotonic(), None
+        for grader in self.graders:
+            step = grader.step
+            if step is None or grader.overrun is not None:
+                continue
+            cpu = cpu_seconds(grader.process.pid or 0) - step.cpu_start > step.cpu_limit
+            if cpu or now > step.deadline:
+                grader.overrun = (step, cpu)
+                grader.process.kill()  # its sentinel wakes `run`, which settles the submission
+                continue
+            left = min(step.deadline - now, CPU_CHECK_S)
+            due = left if due is None else min(due, left)
+        return due
 
     def run(self, jobs: int) -> list[SubmissionResult]:
         for _ in range(jobs):
@@ -234,7 +275,7 @@ class _Batch:
             # keyed by what `wait` hands back: a pipe end or a process sentinel
             waiting: dict[Any, _Grader] = {g.conn: g for g in self.graders}
             waiting |= {g.process.sentinel: g for g in self.graders}
-            for ready in wait(list(waiting)):
+            for ready in wait(list(waiting), timeout=self.check_steps()):
                 grader = waiting[ready]
                 if grader not in self.graders:
                     continue

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from autograder.formats.atomic import atomic_path
+from autograder.formats.cells import spreadsheet_cell
 from autograder.results import Status, SubmissionResult
 
 NBGRADER_COLUMNS = (
@@ -56,7 +57,7 @@ def to_nbgrader_grades_csv(results: Iterable[SubmissionResult], path: Path, *, d
             first, last = split_name(result.participant.full_name if result.participant else None)
             raw = 0.0 if result.status is Status.NOT_SUBMITTED else float(result.score)
             writer.writerow([
-                result.week, duedate, "", _student_id(result), last, first, "",
+                result.week, duedate, "", *map(spreadsheet_cell, (_student_id(result), last, first)), "",
                 str(raw), str(0.0), str(max(0.0, raw)), str(float(result.max_score)),
             ])
     return path
@@ -83,6 +84,7 @@ def to_otter_final_grades_csv(results: Iterable[SubmissionResult], path: Path) -
             earned = 0.0 if failed else sum(scores.get(q, 0.0) for q in questions)
             percent = round(earned / total_possible, 4) if total_possible else 0
             status = "Completed" if not failed else (result.messages[0] if result.messages else result.status.value)
-            writer.writerow([result.submission, *(0.0 if failed else scores.get(q, 0.0) for q in questions),
-                             earned, percent, status])
+            writer.writerow([spreadsheet_cell(result.submission),
+                             *(0.0 if failed else scores.get(q, 0.0) for q in questions),
+                             earned, percent, spreadsheet_cell(status)])
     return path

@@ -12,14 +12,15 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 import unicodedata
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course import normalise_week_name
-from autograder.exceptions import CourseError, ExportError, SubmissionError
+from autograder.exceptions import CourseError, ExportError, HandInTooCostly, SubmissionError
 from autograder.moodle.entries import MAX_FILE_BYTES, Entry, folder_entries, zip_entries
 from autograder.moodle.names import BLIND_NAME, ONLINE_TEXT_PLUGIN, Prefix, parse_segment
 from autograder.notebook import read_notebook
@@ -27,6 +28,39 @@ from autograder.results import Participant, Status
 from autograder.submission import Submission
 
 log = logging.getLogger(__name__)
+
+# What reading one hand-in may cost before any notebook of it is graded: a 676 KB upload can
+# hold 600 members of 20 MB each, and choosing among them would read and parse them all.
+MAX_NOTEBOOKS = 20  # notebooks to choose from (a zip of every week's work fits)
+MAX_ZIP_MEMBERS = 1000  # files in a zip a student uploaded
+MAX_HAND_IN_BYTES = 3 * MAX_FILE_BYTES  # decompressed, all reads of the hand-in together
+HAND_IN_SECONDS = 30.0  # wall time to read it
+
+
+class _Reading:
+    """The budget of reading one hand-in: bytes decompressed and time, checked at every read."""
+
+    def __init__(self, max_bytes: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_bytes = max_bytes
+        self.clock = clock
+        self.deadline = clock() + HAND_IN_SECONDS
+        self.left = max(MAX_HAND_IN_BYTES, max_bytes)
+
+    def read(self, entry: Entry) -> bytes:
+        """``entry``'s bytes (at most ``max_bytes``), charged to the hand-in's budget."""
+        if self.clock() > self.deadline:
+            raise HandInTooCostly(f"reading this hand-in took over {HAND_IN_SECONDS:g} s, so it was stopped: "
+                                  "hand in the one notebook for the week, not an archive of many")
+        cap = min(self.max_bytes, self.left)
+        try:
+            data = entry.read(cap)
+        except SubmissionError:
+            if cap < self.max_bytes:
+                raise HandInTooCostly(f"this hand-in unpacks to more than {MAX_HAND_IN_BYTES >> 20} MiB, so it was "
+                                      "not read further: hand in the one notebook for the week") from None
+            raise
+        self.left -= len(data)
+        return data
 
 
 @dataclass
@@ -127,13 +161,17 @@ def _submission(hand_in: _HandIn, *, week: str | None, teams: bool, max_bytes: i
     # The error boundary of one hand-in: whatever its files hold, it ends as this
     # participant's status and message, never as an exception that stops the export.
     try:
+        reading = _Reading(max_bytes)
         candidates = [(inside, entry) for inside, entry in uploads if _is_notebook(inside)]
         if not candidates:
-            candidates = _notebooks_in_zips(uploads, max_bytes=max_bytes)
+            candidates = _notebooks_in_zips(uploads, reading)
         if not candidates:
             return outcome(Status.NOT_SUBMITTED, _nothing_found(files))
-        inside, entry = _choose(candidates, week=week, max_bytes=max_bytes)
-        content = notebook_bytes(entry, inside, max_bytes=max_bytes)
+        if len(candidates) > MAX_NOTEBOOKS:
+            raise SubmissionError(f"{len(candidates)} notebooks handed in, more than the {MAX_NOTEBOOKS} a hand-in "
+                                  "may hold: none was read; hand in the one notebook for the week")
+        inside, entry = _choose(candidates, week=week, reading=reading)
+        content = notebook_bytes(entry, inside, read=reading.read)
     except SubmissionError as err:
         return outcome(Status.ERROR, str(err))
     except Exception as err:  # any decompressor fails its own way on bad bytes (see entries.py)
@@ -189,9 +227,10 @@ def safe_key(text: str) -> str:
     return key or "submission"
 
 
-def notebook_bytes(entry: Entry, label: str, *, max_bytes: int) -> bytes:
-    """The notebook's bytes, refusing an empty file here; invalid JSON is the grader's to report."""
-    content = entry.read(max_bytes)
+def notebook_bytes(entry: Entry, label: str, *, read: Callable[[Entry], bytes]) -> bytes:
+    """The notebook's bytes as ``read`` gives them, refusing an empty file here; invalid JSON
+    is the grader's to report."""
+    content = read(entry)
     if not content.strip():
         raise SubmissionError(f"{label} is empty: nothing to grade")
     return content
@@ -201,15 +240,18 @@ def _is_notebook(name: str) -> bool:
     return name.lower().endswith(".ipynb")
 
 
-def _notebooks_in_zips(uploads: list[tuple[str, Entry]], *, max_bytes: int) -> list[tuple[str, Entry]]:
+def _notebooks_in_zips(uploads: list[tuple[str, Entry]], reading: _Reading) -> list[tuple[str, Entry]]:
     """Notebooks inside the zips a student uploaded (one level deep), for hand-ins with no bare notebook."""
     found = []
     for inside, entry in uploads:
         if not inside.lower().endswith(".zip"):
             continue
-        data = entry.read(max_bytes)
+        data = reading.read(entry)
         try:
             inner = zipfile.ZipFile(io.BytesIO(data))
+            if len(inner.infolist()) > MAX_ZIP_MEMBERS:
+                raise SubmissionError(f"the uploaded zip {inside} holds more than {MAX_ZIP_MEMBERS} files: "
+                                      "none was read; hand in the one notebook for the week")
             members = zip_entries(inner, entry.origin)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:  # ValueError: names
             raise SubmissionError(f"the uploaded zip {inside} is corrupt ({err}): re-upload it") from err
@@ -220,7 +262,7 @@ def _notebooks_in_zips(uploads: list[tuple[str, Entry]], *, max_bytes: int) -> l
     return found
 
 
-def _choose(candidates: list[tuple[str, Entry]], *, week: str | None, max_bytes: int) -> tuple[str, Entry]:
+def _choose(candidates: list[tuple[str, Entry]], *, week: str | None, reading: _Reading) -> tuple[str, Entry]:
     """The one notebook to grade: the only one, else the one named for ``week`` (normalised,
     ``week01``), else the one whose metadata says it; several left is the student's to resolve."""
     if len(candidates) == 1:
@@ -229,7 +271,7 @@ def _choose(candidates: list[tuple[str, Entry]], *, week: str | None, max_bytes:
         by_name = [c for c in candidates if _names_week(c[0], week)] or candidates
         if len(by_name) == 1:
             return by_name[0]
-        by_meta = [c for c in by_name if _metadata_week(c[1], max_bytes) == week]
+        by_meta = [c for c in by_name if _metadata_week(c[1], reading) == week]
         if len(by_meta) == 1:
             return by_meta[0]
     names = ", ".join(inside for inside, _ in candidates)
@@ -243,11 +285,14 @@ def _names_week(inside: str, week: str) -> bool:
     return re.search(rf"week[\s_-]*0*{number}(?!\d)", stem, re.IGNORECASE) is not None
 
 
-def _metadata_week(entry: Entry, max_bytes: int) -> str | None:
-    """The week a notebook's metadata names, read as grading reads it (autograder.notebook)."""
+def _metadata_week(entry: Entry, reading: _Reading) -> str | None:
+    """The week a notebook's metadata names, read as grading reads it (autograder.notebook);
+    a read over the hand-in's budget stops the choice (``SubmissionError``)."""
     try:
-        week = read_notebook(entry.read(max_bytes)).metadata.get("autograder", {}).get("week")
+        week = read_notebook(reading.read(entry)).metadata.get("autograder", {}).get("week")
         return normalise_week_name(str(week)) if week is not None else None
+    except HandInTooCostly:
+        raise
     except (SubmissionError, CourseError):
         return None
 

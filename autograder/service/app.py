@@ -34,6 +34,7 @@ from starlette.datastructures import UploadFile
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, LaunchRefused, Refused, SubmissionError
+from autograder.formats.cells import spreadsheet_cell
 from autograder.i18n.languages import framework_translations
 from autograder.i18n.runtime import untranslated
 from autograder.notebook import read_notebook
@@ -648,7 +649,8 @@ def _utcnow() -> datetime:
 
 
 def _csv(value: str) -> str:
-    return '"' + value.replace('"', '""') + '"'
+    """A quoted CSV cell of a value the LMS chose (a user id): shown, never run as a formula."""
+    return '"' + spreadsheet_cell(value).replace('"', '""') + '"'
 
 
 def _safe(value: str) -> str:

@@ -43,8 +43,9 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 CAP_SYS_ADMIN = 21
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWCGROUP = 0x00020000, 0x08000000, 0x20000000, 0x02000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+CGROUPS = "/sys/fs/cgroup"
 SCRATCH = "scratch"
 FRESH_MOUNTS = ("/tmp", "/dev/shm")  # the only writable places; every worker gets its own
 IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -171,8 +172,15 @@ def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
     writable place: the next worker never sees what this one leaves. ``keep``: binds
     below those places, put back (read-only, as they were) on the fresh tmpfs."""
     libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP), "unshare")
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    # this worker is pid 1 of a PID namespace of its own (``_own_pid_namespace``): a /proc of that
+    # namespace shows it alone (no zygote, no pid counter of the sandbox), and an empty
+    # read-only tmpfs over the cgroups hides every cgroup's counters and names
+    _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+    if os.path.isdir(CGROUPS):
+        _check(libc.mount(b"tmpfs", CGROUPS.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          b"size=4k,mode=0555"), f"mount {CGROUPS}")
     kept = [(path, os.open(path, os.O_PATH)) for path in keep]  # this namespace's copies
     for index, target in enumerate(FRESH_MOUNTS):
         options = f"size={size_mb << 20},mode={'0700' if index == 0 else '1777'}".encode()
@@ -182,6 +190,24 @@ def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
         _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
                f"bind {path}")
         os.close(fd)
+
+
+def _own_pid_namespace() -> None:
+    """Go on as pid 1 of a new PID namespace: its pid (and every pid and thread id it sees)
+    is the same whatever ran before, and no worker can move the counter the next one
+    starts from. The process the zygote forked stays outside as the new one's parent only:
+    it closes everything, waits for it and ends, so the zygote sees its worker end as
+    before. (The zygote cannot make the namespace itself: a process may ``unshare`` its
+    children's PID namespace once, and the sandbox's nested user namespace forbids
+    ``setns`` back.)"""
+    _check(_libc().unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+    if os.fork() == 0:
+        return
+    _close_inherited(set())
+    for fd in (0, 1, 2):
+        os.close(fd)
+    os.wait()
+    os._exit(0)
 
 
 def _drop_capabilities() -> None:
@@ -203,6 +229,8 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str, *, 
         from autograder.worker.serve import serve
 
         req, resp, out = fds
+        if fresh_namespaces:
+            _own_pid_namespace()
         os.setsid()
         for signum in IGNORED_SIGNALS:
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
@@ -330,7 +358,7 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
             self.child = pid
-            self.send({"op": "forked", "pid": pid})
+            self.send({"op": "forked"})
         elif op == "end":
             # The grader has what it needs: the worker goes now, whatever it does to stay
             # (a rebound os._exit, an ignored signal). Its one "exited" follows the clean-up.
@@ -362,27 +390,31 @@ class Zygote:
             # SIGKILL lands asynchronously: wait for the worker itself, so that its one
             # "exited" is sent before the "killed" that answers this kill
             try:
-                _, status = os.waitpid(self.child, 0)
+                os.waitpid(self.child, 0)
             except ChildProcessError:
                 pass
             else:
                 self.child = None
-                self._after_submission(status)
+                self._after_submission()
         self._reap()
 
     def _reap(self) -> None:
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
             if pid == self.child:
                 self.child = None
-                self._after_submission(status)
+                self._after_submission()
 
-    def _after_submission(self, status: int) -> None:
+    def _after_submission(self) -> None:
+        """Everything the submission started is gone: say so. The message is the same
+        whatever the worker did (no exit code, signal or pid, which the grader does not use):
+        the zygote's memory, which every later worker inherits, keeps no number the last
+        submission chose."""
         if self.in_pid_namespace:
             try:
                 os.kill(-1, signal.SIGKILL)  # anything that escaped with setsid() or double-fork
@@ -395,9 +427,7 @@ class Zygote:
                 pass
         if not self.fresh_namespaces:
             _remove(self.scratch)
-        signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        self.send({"op": "exited", "signal": signum, "code": code})
+        self.send({"op": "exited"})
 
 
 def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False, data: str | None = None) -> None:
