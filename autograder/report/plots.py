@@ -258,20 +258,20 @@ def score_table(results: Sequence[SubmissionResult]) -> PlotTable:
     edges = [top * i / bins for i in range(bins + 1)]
     counts = [[sum(edges[i] <= s < edges[i + 1] or (i == bins - 1 and s == top) for s in g.scores)
                for g in groups] for i in range(bins)]
-    return PlotTable([_("score"), *[g.label for g in groups]],
+    return PlotTable([_("Score"), *[g.label for g in groups]],
                      [[f"{edges[i]:.3g}–{edges[i + 1]:.3g}", *map(str, row)] for i, row in enumerate(counts)
                       if any(row)])
 
 
 def task_table(results: Sequence[SubmissionResult]) -> PlotTable:
     """The task plot's bars: per task, the share with full marks and the mean share of points."""
-    return PlotTable([_("task"), _("full marks"), _("mean points"), _("submissions")],
+    return PlotTable([_("Task"), _("full marks"), _("mean points"), _("submissions")],
                      [[_("Task {number}").format(number=full.task), f"{full.percent:.0f}%", f"{mean.percent:.0f}%",
                        str(full.n)] for full, mean in task_rates(results)])
 
 
 def hidden_test_table(results: Sequence[SubmissionResult]) -> PlotTable:
     """The hidden-test plot's bars: per test, its task and the share of submissions passing it."""
-    return PlotTable([_("task"), _("test"), _("passed"), _("submissions")],
+    return PlotTable([_("Task"), _("Test"), _("Passed"), _("submissions")],
                      [[f"T{rate.task}", rate.label, f"{rate.percent:.0f}%", str(rate.n)]
                       for rate in pass_rates(results)])
