@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -51,3 +52,35 @@ def write_week_from_the_docs(root: Path) -> Path:
     path = root / "source" / "week07" / "week07.ipynb"
     nbformat.write(numbered_notebook(*cells), path)
     return path
+
+
+# ---- accessibility (the browser tests of tests/test_accessibility.py and tests/service/) ----
+# axe-core comes from the PyPI package axe-playwright-python, which ships it. Only WCAG 2.0/2.1
+# level A and AA rules run (best-practice rules are left out: the bar is WCAG 2.1 AA).
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(page: Any) -> list[str]:
+    """Every WCAG A/AA violation axe-core finds in a Playwright ``page`` and in each of its
+    frames, one line each (frame, rule, element, axe's summary): [] when there is none.
+    Frames are checked one by one: the feedback inside the service's iframe is sandboxed, an
+    opaque origin axe cannot reach from its parent."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe, found = Axe(), []
+    for frame in page.frames:
+        results = axe.run(frame, options={"runOnly": {"type": "tag", "values": WCAG_AA}, "iframes": False,
+                                          "resultTypes": ["violations"]})
+        for rule in results.response["violations"]:
+            for node in rule["nodes"]:
+                found.append(f"{frame.url[:70]} {rule['id']}: {node['target']} {node['failureSummary']!r}")
+    return found
+
+
+def focus_outline(page: Any) -> str:
+    """The outline drawn around the element with the keyboard focus in ``page`` (a Playwright
+    page or frame): '' when there is none, so a test can say focus is visible."""
+    return str(page.evaluate(
+        "(() => { const s = getComputedStyle(document.activeElement);"
+        " return s.outlineStyle === 'none' || parseFloat(s.outlineWidth) === 0 ? ''"
+        " : s.outlineStyle + ' ' + s.outlineWidth; })()"))

@@ -34,14 +34,17 @@ class Plot:
     title: str
     caption: str
     draw: Callable[[Sequence[SubmissionResult]], bytes]
+    table: Callable[[Sequence[SubmissionResult]], plots.PlotTable]  # the numbers drawn, as text
 
 
 # In the order the report shows them.
 PLOTS = (
-    Plot(N_("Score distribution"), N_("Total scores, stacked by status."), plots.score_distribution),
-    Plot(N_("Tasks"), N_("Per task: submissions with full marks, and the mean share of points."), plots.task_scores),
+    Plot(N_("Score distribution"), N_("Total scores, stacked by status."), plots.score_distribution,
+         plots.score_table),
+    Plot(N_("Tasks"), N_("Per task: submissions with full marks, and the mean share of points."), plots.task_scores,
+         plots.task_table),
     Plot(N_("Hidden tests"), N_("Share of submissions passing each hidden test, grouped by task."),
-         plots.pass_rates_by_test),
+         plots.pass_rates_by_test, plots.hidden_test_table),
 )
 SLOWEST_SHOWN = 40  # the time chart names this many of the slowest submissions
 
@@ -101,7 +104,8 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
         week_title = f"{week.name}: {active.gettext(week.title)}"
     with speaking(active):  # the plots' labels, in the instructor's language
         images = [
-            (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii")) for plot in PLOTS
+            (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii"), plot.table(results))
+            for plot in PLOTS
         ]
     html = environment().get_template("report.html.j2").render(
         week_title=week_title,

@@ -35,7 +35,9 @@ STATUS_COLOURS: dict[Status, str] = {
     Status.WRONG_WEEK: "#8e6bbf",
 }
 # Tasks are told apart by hue families that mean nothing about passing: no greens or reds.
-TASK_COLOURS = ("#3e7cb1", "#8e6bbf", "#c98a2b", "#4a5d7a", "#b35c9e", "#2a9db5", "#7d6b4f", "#6f7fd6")
+# The report's task chips (style.css, --task-N) use the same hues with white text on them:
+# each is dark enough for 4.8:1 against white (WCAG AA).
+TASK_COLOURS = ("#3a75a8", "#8262af", "#986820", "#4a5d7a", "#a65592", "#217c8e", "#7d6b4f", "#5f6db8")
 PENDING_PALER = 0.6  # a status whose hand marking is still to come: its colour, this far towards white
 # Debian's fonts-noto-cjk (installed by `make setup`); the first face of the collection is
 # the Japanese one, which also covers the common Chinese and Korean characters.
@@ -123,6 +125,12 @@ def _paler(colour: str) -> str:
     return to_hex((red, green, blue))
 
 
+def _score_bins(scored: Sequence[SubmissionResult]) -> tuple[float, int]:
+    """The histogram's range (0 to this) and number of bins, the plot's and its table's."""
+    top = max(max(r.max_score for r in scored), max(r.score for r in scored), 1.0)
+    return top, min(20, max(5, len(scored) // 2))
+
+
 @_with_fonts
 def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
     """Histogram of total scores, stacked by status so errors and timeouts stand out, and
@@ -132,11 +140,11 @@ def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
     if not scored:
         _nothing(ax, _("no submissions with a score in this batch"))
         return _png(fig)
-    top = max(max(r.max_score for r in scored), max(r.score for r in scored), 1.0)
+    top, bins = _score_bins(scored)
     groups = score_groups(scored)
     ax.hist(
         [g.scores for g in groups],
-        bins=min(20, max(5, len(scored) // 2)),
+        bins=bins,
         range=(0, top),
         stacked=True,
         color=[g.colour for g in groups],
@@ -227,3 +235,43 @@ def task_scores(results: Sequence[SubmissionResult]) -> bytes:
     ax.set_ylabel(_("% of submissions / of points"))
     ax.legend(frameon=False, fontsize="small")
     return _png(fig)
+
+
+# ---- the plots' numbers as tables: their text alternative (WCAG 1.1.1), shown under each ----
+
+
+@dataclass(frozen=True)
+class PlotTable:
+    """A plot's numbers, for people who cannot see the image: column headings and rows of text."""
+
+    headers: list[str]
+    rows: list[list[str]]
+
+
+def score_table(results: Sequence[SubmissionResult]) -> PlotTable:
+    """The score histogram's bars: per score range, how many submissions of each stack."""
+    scored = [r for r in results if r.status is not Status.NOT_SUBMITTED]
+    if not scored:
+        return PlotTable([_("no submissions with a score in this batch")], [])
+    top, bins = _score_bins(scored)
+    groups = score_groups(scored)
+    edges = [top * i / bins for i in range(bins + 1)]
+    counts = [[sum(edges[i] <= s < edges[i + 1] or (i == bins - 1 and s == top) for s in g.scores)
+               for g in groups] for i in range(bins)]
+    return PlotTable([_("Score"), *[g.label for g in groups]],
+                     [[f"{edges[i]:.3g}–{edges[i + 1]:.3g}", *map(str, row)] for i, row in enumerate(counts)
+                      if any(row)])
+
+
+def task_table(results: Sequence[SubmissionResult]) -> PlotTable:
+    """The task plot's bars: per task, the share with full marks and the mean share of points."""
+    return PlotTable([_("Task"), _("full marks"), _("mean points"), _("submissions")],
+                     [[_("Task {number}").format(number=full.task), f"{full.percent:.0f}%", f"{mean.percent:.0f}%",
+                       str(full.n)] for full, mean in task_rates(results)])
+
+
+def hidden_test_table(results: Sequence[SubmissionResult]) -> PlotTable:
+    """The hidden-test plot's bars: per test, its task and the share of submissions passing it."""
+    return PlotTable([_("Task"), _("Test"), _("Passed"), _("submissions")],
+                     [[f"T{rate.task}", rate.label, f"{rate.percent:.0f}%", str(rate.n)]
+                      for rate in pass_rates(results)])

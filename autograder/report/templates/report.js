@@ -1,4 +1,4 @@
-// The submissions table: click a header to sort, use the form above it to filter.
+// The submissions table: press a header's button to sort, use the form above it to filter.
 // Plain DOM, no libraries, so the report stays one file that opens from disk.
 (function () {
   "use strict";
@@ -14,9 +14,20 @@
     return numeric ? parseFloat(value) || 0 : value.trim().toLowerCase();
   }
 
+  // Words come from the page (data-* attributes the template fills in the report's language).
+  var sortStatus = document.getElementById("sort-status");
+  function say(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (_, name) { return values[name]; });
+  }
+
   headers.forEach(function (th, index) {
     if (!th.hasAttribute("data-sort")) { return; }
-    th.tabIndex = 0;
+    // A real button in each sortable header: reached with Tab, pressed with Enter or Space,
+    // and announced as a button; aria-sort on the header says the order.
+    var button = document.createElement("button");
+    button.type = "button";
+    while (th.firstChild) { button.appendChild(th.firstChild); }
+    th.appendChild(button);
     function sort() {
       var numeric = th.getAttribute("data-sort") === "num";
       var ascending = th.getAttribute("aria-sort") !== "ascending";
@@ -28,9 +39,11 @@
         return ascending ? order : -order;
       });
       rows.forEach(function (row) { body.appendChild(row); });
+      sortStatus.textContent = say(sortStatus.getAttribute(ascending ? "data-ascending" : "data-descending"),
+                                   {column: button.textContent.replace(/\s+/g, " ").trim()});
     }
-    th.addEventListener("click", sort);
-    th.addEventListener("keydown", function (event) { if (event.key === "Enter") { sort(); } });
+    button.addEventListener("click", sort);
+    th.addEventListener("click", function (event) { if (event.target === th) { sort(); } });  // a click beside it
   });
 
   var text = document.getElementById("f-text"), status = document.getElementById("f-status"),
@@ -50,7 +63,7 @@
       row.hidden = !ok;
       shown += ok ? 1 : 0;
     });
-    count.textContent = shown + " of " + rows.length + " shown";
+    count.textContent = say(count.getAttribute("data-text"), {shown: shown, count: rows.length});
   }
   [text, status, task, timeout, pending, stale].forEach(function (input) {
     input.addEventListener("input", filter);

@@ -1,0 +1,187 @@
+"""Every page ``autograder serve`` shows meets WCAG 2.1 AA, checked in a real browser: axe-core
+(levels A and AA, tests/helpers.py) in Debian's chromium through Playwright, inside the LMS's
+iframe as Moodle shows the tool; and the students' and instructors' main paths done with the
+keyboard alone (Tab, Shift+Tab, Enter, Space, arrows), the grading announced by a live region.
+
+A student of each of the four languages hands in that language's notebook, so the feedback
+inside the tool's iframe is checked in each language (the service's own pages are English:
+docs/ACCESSIBILITY.md). To check a new page, add its path to ``INSTRUCTOR_PAGES`` (or a
+student's to ``STUDENT_PAGES``). Screenshots go to tests/artefacts/ (not committed).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder.course import Course
+from tests.helpers import axe_violations, focus_outline
+from tests.service.lms import Lms, register_and_add_week, running_lms
+
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
+                                "run scripts/install-system-packages (apt-get install chromium)")
+ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions" / "week01"
+LANGUAGES = ("en", "ja", "pt", "es")
+CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+# The tool's pages an instructor opens, checked after the students have handed in ({attempt}: one of theirs).
+INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/attempt/{attempt}")
+# A student's pages besides the upload page and the attempt page their path goes through.
+STUDENT_PAGES: tuple[str, ...] = ()
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
+    with running_lms(tmp_path_factory.mktemp("a11y"), course) as running:
+        running.registered_page = register_and_add_week(running).text  # type: ignore[attr-defined]
+        yield running
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def tool_frame(page: Any, lms: Lms) -> Any:
+    """The tool's frame inside the LMS's course page."""
+    return next(f for f in page.frames if f.url.startswith(lms.tool_url) and f.name != "feedback"
+                and "/feedback" not in f.url)
+
+
+def assert_accessible(page: Any, lms: Lms, where: str) -> None:
+    """No axe violation in the tool's frames (the stand-in LMS around them is not ours)."""
+    found = [v for v in axe_violations(page) if v.startswith(lms.tool_url[:70])]
+    assert found == [], f"{where}:\n" + "\n".join(found)
+
+
+def press_until(page: Any, frame: Any, selector: str, key: str = "Tab", limit: int = 40) -> None:
+    """Press ``key`` until the element ``selector`` of ``frame`` has the focus, and see it drawn."""
+    for _ in range(limit):
+        page.keyboard.press(key)
+        if frame.evaluate(f"document.hasFocus() && document.activeElement.matches({selector!r})"):
+            assert focus_outline(frame), f"{selector} has the focus but no visible outline"
+            return
+    raise AssertionError(f"{key} never reached {selector}")
+
+
+def open_activity(context: Any, lms: Lms, user: str, role: str) -> Any:
+    page = context.new_page()
+    page.goto(f"{lms.platform_url}/course?user={user}&role={role}&link={lms.activity_link}")
+    page.frame_locator("iframe#tool").locator("h1").wait_for()  # the launch went through to the tool's page
+    return page
+
+
+def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms, chromium: Any) -> None:
+    """Launch, Tab to the file field, Space to choose the notebook, Tab and Enter to upload; the
+    attempt page says queued, then graded, in its live region without reloading; the feedback
+    in its language. Every page on the way: no axe violation."""
+    ARTEFACTS.mkdir(exist_ok=True)
+    announced = 0
+    for language in LANGUAGES:
+        context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+        page = open_activity(context, lms, f"s-a11y-{language}", "learner")
+        tool = tool_frame(page, lms)
+        tool.locator("#upload").wait_for()
+        assert_accessible(page, lms, f"{language} upload page")
+        for path in STUDENT_PAGES:
+            tool.goto(lms.tool_url + path)
+            assert_accessible(page, lms, f"{language} {path}")
+
+        press_until(page, tool, "#notebook")
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+        chooser.value.set_files(str(SOLUTIONS / language / "week01.ipynb"))
+        press_until(page, tool, "#upload button")
+        with page.expect_event("framenavigated"):
+            page.keyboard.press("Enter")
+        tool = tool_frame(page, lms)
+        state = tool.locator("#state")
+        state.wait_for()
+        assert state.get_attribute("role") == "status"
+        first = state.inner_text()
+        assert_accessible(page, lms, f"{language} attempt page ({first[:30]})")
+        waited = tool.locator("#score").count() == 0  # queued or being graded when the page came
+        tool.evaluate("window.notReloaded = true")
+        tool.locator("#score").wait_for(timeout=180_000)
+        if waited:  # announced: the live region's words changed, the page was not reloaded
+            assert tool.evaluate("window.notReloaded === true"), "the attempt page reloaded instead of announcing"
+            announced += 1
+        feedback = page.frame_locator("iframe#tool").frame_locator("iframe#feedback")
+        feedback.locator("h1").wait_for()
+        frame = next(f for f in page.frames if f.url.endswith("/feedback"))
+        assert frame.evaluate("document.documentElement.lang") == language
+        if language == "ja":
+            assert CJK.search(feedback.locator("main").inner_text())
+        assert_accessible(page, lms, f"{language} graded attempt page")
+        page.screenshot(path=str(ARTEFACTS / f"a11y-service-feedback-{language}.png"), full_page=True)
+        context.close()
+    assert announced, "no upload was seen waiting: the live region's change went unchecked"
+
+
+def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms, chromium: Any) -> None:
+    """After the students' test: the instructor's pages have no axe violation; Tab to the marking
+    link, Enter, Tab to the first points field, type, Tab to its comment, type, Tab to Save,
+    Enter: the mark is saved."""
+    context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+    page = open_activity(context, lms, "t-a11y", "instructor")
+    tool = tool_frame(page, lms)
+    tool.locator("#report").wait_for()
+    attempt = tool.locator("#report a").first.get_attribute("href").rsplit("/", 1)[1]  # type: ignore[union-attr]
+    for path in INSTRUCTOR_PAGES:
+        tool.goto(lms.tool_url + path.format(attempt=attempt))
+        tool.locator("h1").wait_for()
+        assert_accessible(page, lms, path)
+
+    tool.goto(lms.tool_url + "/instructor/week01")
+    page.screenshot(path=str(ARTEFACTS / "a11y-service-instructor.png"), full_page=True)
+    press_until(page, tool, "#mark")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = tool_frame(page, lms)
+    tool.locator("#marking").wait_for()
+    press_until(page, tool, "#marking input[type=number]")
+    page.keyboard.type("15")
+    press_until(page, tool, "#marking textarea")
+    page.keyboard.type("Clear argument; say why the data must be separable.")
+    page.keyboard.press("Shift+Tab")  # back to the points, as a marker checks what they typed
+    assert tool.evaluate("document.activeElement.type") == "number"
+    press_until(page, tool, "#marking button")
+    page.screenshot(path=str(ARTEFACTS / "a11y-service-marking.png"), full_page=True)
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = tool_frame(page, lms)
+    tool.locator("#marking").wait_for()
+    assert tool.locator("#marking input[type=number]").first.input_value() == "15"
+    context.close()
+
+
+def test_the_pages_around_the_launch_pass(lms: Lms, chromium: Any) -> None:
+    """The registration help (/lti/config), the page after registering, the deep-linking
+    picker, and an error page (no session): no axe violation."""
+    context = chromium.new_context(ignore_https_errors=True)
+    page = context.new_page()
+    found = []
+    page.goto(f"{lms.tool_url}/lti/config")
+    found += [f"config: {v}" for v in axe_violations(page)]
+    page.goto(f"{lms.tool_url}/week/week01")  # no session: the error page
+    assert page.locator("#error").count() == 1
+    found += [f"error: {v}" for v in axe_violations(page)]
+    page.set_content(lms.registered_page)  # type: ignore[attr-defined]
+    assert page.locator("#registered").count() == 1
+    found += [f"registered: {v}" for v in axe_violations(page)]
+    page.goto(f"{lms.platform_url}/start?user=t-a11y&role=instructor&deep_link=true")
+    page.locator("#pick").wait_for()
+    found += [f"deep link: {v}" for v in axe_violations(page)]
+    context.close()
+    assert found == [], "\n".join(found)
