@@ -33,7 +33,8 @@ SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions" / "week01"
 LANGUAGES = ("en", "ja", "pt", "es")
 CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 # The tool's pages an instructor opens, checked after the students have handed in ({attempt}: one of theirs).
-INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/attempt/{attempt}")
+INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/rubric",
+                    "/attempt/{attempt}")
 # A student's pages besides the upload page and the attempt page their path goes through.
 STUDENT_PAGES: tuple[str, ...] = ()
 
