@@ -79,7 +79,8 @@ def print_audit(audit: Audit, *, out: Console, err: Console) -> None:
                   f"{escape(e.mutant)}): the tests now kill that mutant: remove it", highlight=False)
     for b in audit.unused:
         err.print(f"[yellow]unneeded[/] audit.toml {escape('[[builds_on]]')} entry {b.number} "
-                  f"(task {b.task} uses task {b.uses}): no mutant of task {b.uses} costs task {b.task} a point: remove it", highlight=False)
+                  f"(task {b.task} uses task {b.uses}): no mutant of task {b.uses} costs task {b.task} a point: "
+                  "remove it", highlight=False)
     explained = len(audit.survivors) - len(audit.unexplained)
     declared = len(audit.cross_losses) - len(audit.undeclared)
     wrong = ([f"{len(audit.unexplained)} unexplained survivor(s)"] if audit.unexplained else []) + (
