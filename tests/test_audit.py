@@ -17,6 +17,7 @@ from autograder.audit.operators import KINDS, mutations
 from autograder.cli import app
 from autograder.course import Course
 from autograder.exceptions import CourseError
+from tests.conftest import throwaway_course
 
 SNIPPET = textwrap.dedent('''\
     def f(a, b, xs, k):
@@ -117,14 +118,7 @@ reason = "wrongly judged equivalent: the test kills it"
 
 @pytest.fixture
 def drill(tmp_path: Path) -> Course:
-    week = tmp_path / "source" / "week08"
-    (week / "tests").mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell(s) if kind == "markdown" else nbformat.v4.new_code_cell(s)
-                for kind, s in NOTEBOOK_CELLS]
-    nbformat.write(nb, week / "week08.ipynb")
-    (week / "tests" / "test_week08.py").write_text(WEAK_TEST)
-    return Course(tmp_path)
+    return throwaway_course(tmp_path, "week08", NOTEBOOK_CELLS, "test_week08.py", WEAK_TEST)
 
 
 def test_only_the_solution_region_is_mutated_and_the_order_is_seeded(drill: Course) -> None:
@@ -265,14 +259,7 @@ reason = "a drill: the test only asks for more than x"
 
 @pytest.fixture
 def chain(tmp_path: Path) -> Course:
-    week = tmp_path / "source" / "week09"
-    (week / "tests").mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell(s) if kind == "markdown" else nbformat.v4.new_code_cell(s)
-                for kind, s in CHAIN_CELLS]
-    nbformat.write(nb, week / "week09.ipynb")
-    (week / "tests" / "test_week09.py").write_text(CHAIN_TESTS)
-    return Course(tmp_path)
+    return throwaway_course(tmp_path, "week09", CHAIN_CELLS, "test_week09_chain.py", CHAIN_TESTS)
 
 
 def test_a_mutant_losing_points_on_another_tasks_tests_fails_until_declared(chain: Course) -> None:

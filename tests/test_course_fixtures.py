@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder.course import Course
@@ -22,8 +21,7 @@ from autograder.execution import Sandboxed, ZygoteSlot
 from autograder.grading.grader import grade
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
-
-from .conftest import notebook_bytes
+from tests.conftest import notebook_bytes, throwaway_course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WEEKS = sorted(p.name for p in FIXTURES.glob("week*") if (p / "expectations.json").is_file())
@@ -198,14 +196,7 @@ DOUBLE = "def double(x):\n    return 2 * x"
 
 @pytest.fixture
 def bypass_drill(tmp_path: Path) -> Course:
-    week = tmp_path / "source" / "week07"
-    (week / "tests").mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell(s) if kind == "markdown" else nbformat.v4.new_code_cell(s)
-                for kind, s in BYPASS_CELLS]
-    nbformat.write(nb, week / "week07.ipynb")
-    (week / "tests" / "test_week07_bypass.py").write_text(BYPASS_TESTS)
-    return Course(tmp_path)
+    return throwaway_course(tmp_path, "week07", BYPASS_CELLS, "test_week07_bypass.py", BYPASS_TESTS)
 
 
 def test_the_bypass_check_holds_a_bypass_to_a_quarter_of_its_task(bypass_drill: Course, slot: ZygoteSlot):

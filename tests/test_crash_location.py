@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder.course import Course
@@ -18,8 +17,7 @@ from autograder.grading.judge import describe_failure
 from autograder.notebook import MAX_LINE_CHARS, cell_line
 from autograder.submission import Submission
 from autograder.testing.student import check_reply
-
-from .conftest import notebook_bytes
+from tests.conftest import notebook_bytes, throwaway_course
 
 SECRET = [7.25, -3.5, 1.125]  # the hidden test's inputs: never in the feedback
 TESTS = f'''import pytest
@@ -51,16 +49,10 @@ STUDENT = [
 
 @pytest.fixture
 def week(tmp_path: Path) -> Course:
-    folder = tmp_path / "source" / "week08"
-    (folder / "tests").mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# Week 8: Crashes (10 points)"),
-                nbformat.v4.new_markdown_cell("## Task 1 (10 points): weights\n\nWrite `normalise` and `invert`."),
-                nbformat.v4.new_code_cell("def normalise(w):\n    ### BEGIN SOLUTION\n    return [x / sum(w) for x in w]\n"
-                                          "    ### END SOLUTION")]
-    nbformat.write(nb, folder / "week08.ipynb")
-    (folder / "tests" / "test_week08_crashes.py").write_text(TESTS)
-    return Course(tmp_path)
+    cells = [("markdown", "# Week 8: Crashes (10 points)"),
+             ("markdown", "## Task 1 (10 points): weights\n\nWrite `normalise` and `invert`."),
+             ("code", "def normalise(w):\n    ### BEGIN SOLUTION\n    return [x / sum(w) for x in w]\n    ### END SOLUTION")]
+    return throwaway_course(tmp_path, "week08", cells, "test_week08_crashes.py", TESTS)
 
 
 def test_a_crash_is_shown_where_it_happened_never_with_its_message(week: Course, slot: ZygoteSlot) -> None:
