@@ -185,14 +185,10 @@ def _unused(explained: AuditToml, audit: Audit) -> list[BuildsOn]:
     """``[[builds_on]]`` entries nothing needed: every mutant of task ``uses`` was graded and
     judged for blame, and none lost a point on task ``task``'s tests (with mutants left
     ungraded, an entry may be needed by one of those: it is kept quiet)."""
-    unused = []
-    for entry in explained.builds_on:
-        mine = [m for m in audit.generated.mutants if m.task == entry.uses]
-        judged = {o.mutant.name for o in audit.outcomes if o.blamed}
-        if all(m.name in judged for m in mine) and not any(
-                loss.declared == entry for _, loss in audit.cross_losses):
-            unused.append(entry)
-    return unused
+    judged = {o.mutant.name for o in audit.outcomes if o.blamed}
+    needed = {loss.declared for _, loss in audit.cross_losses if loss.declared is not None}
+    return [entry for entry in explained.builds_on if entry not in needed
+            and all(m.name in judged for m in audit.generated.mutants if m.task == entry.uses)]
 
 
 def _grade(week: Week, submissions: Iterator[Submission], *, jobs: int, limits: Limits,
