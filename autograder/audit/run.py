@@ -154,14 +154,7 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
     audit = Audit(week=week, seed=seed, budget_s=budget_s, generated=generated,
                   skipped=[m for m in order if m not in handed])
     by_key = {e.key: e for e in equivalents}
-    for mutant in handed:
-        result = results[mutant.name]
-        task = result.task(mutant.task)
-        blamed = result.status is Status.GRADED
-        audit.outcomes.append(Outcome(mutant=mutant, score=task.score, max_score=task.max_score,
-                                      status=result.status.value, equivalent=by_key.get(mutant.key),
-                                      cross=cross_losses(mutant, result, explained) if blamed else (),
-                                      blamed=blamed))
+    audit.outcomes = [judge(m, results[m.name], explained, by_key.get(m.key)) for m in handed]
     keys = {m.key for m in by_name.values()}
     used = {o.equivalent.key for o in audit.survivors if o.equivalent is not None}
     graded = {o.mutant.key for o in audit.outcomes}
@@ -170,6 +163,16 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
     audit.unused = _unused(explained, audit)
     audit.seconds = time.monotonic() - started
     return audit
+
+
+def judge(mutant: Mutant, result: SubmissionResult, explained: AuditToml, equivalent: Equivalent | None) -> Outcome:
+    """A graded mutant judged for strength (the points of its own task it kept) and, when
+    its notebook ran to its end, for blame (the points it lost on other tasks' tests)."""
+    task = result.task(mutant.task)
+    blamed = result.status is Status.GRADED
+    return Outcome(mutant=mutant, score=task.score, max_score=task.max_score, status=result.status.value,
+                   equivalent=equivalent, cross=cross_losses(mutant, result, explained) if blamed else (),
+                   blamed=blamed)
 
 
 def cross_losses(mutant: Mutant, result: SubmissionResult, explained: AuditToml) -> tuple[CrossLoss, ...]:
