@@ -45,7 +45,9 @@ test: setup lint $(INTEROP_STAMP)
 	$(MAKE) audit
 
 # mutation audit of every week's hidden tests: fails on a survivor not explained in
-# source/WEEK/audit.toml (docs/AUTHORING.md, "Auditing the hidden tests"); about 2 min a week
+# source/WEEK/audit.toml, or on a mutant of one task losing points on another task's tests
+# that audit.toml does not declare as [[builds_on]] (docs/AUTHORING.md, "Auditing the hidden
+# tests"); about 2 min a week at most (the blame check grades nothing more)
 WEEKS := $(notdir $(wildcard source/week[0-9][0-9]))
 audit: setup
 	@status=0; for week in $(WEEKS); do $(BIN)/autograder audit $$week || status=1; done; exit $$status

@@ -133,11 +133,13 @@ class StudentCodeError(AutograderError):
     submission could echo a hidden test's inputs through them.
     """
 
-    def __init__(self, ename: str, evalue: str, builtin: str | None = None) -> None:
+    def __init__(self, ename: str, evalue: str, builtin: str | None = None,
+                 where: object = None) -> None:
         super().__init__(f"{ename}: {evalue}" if evalue else ename)
         self.ename = ename
         self.evalue = evalue
         self.builtin = builtin or ename  # the nearest built-in base class, as the worker named it
+        self.where = where  # [cell, line] as the worker named it: unchecked (autograder.notebook.cell_line)
 
     def feedback(self) -> str:
         """What the student is told: the error's kind and own message."""

@@ -162,3 +162,31 @@ def declared_language(content: bytes) -> str | None:
     except (SubmissionError, AttributeError):
         return None
     return language if isinstance(language, str) and len(language) <= 16 else None
+
+
+MAX_LINE_CHARS = 80  # of a line of the student's code quoted in feedback
+
+
+def cell_line(cells: list[str], where: object) -> tuple[int, int, str] | None:
+    """The code cell, line number and that line's text at ``where``, a position the worker
+    named (``[cell, line]``, 1-based, cells counted as ``code_cells`` counts them), read from
+    ``cells``, the grader's own copy of the notebook; None when ``where`` is not a line of
+    it. The worker is the student's and may name anything: only a position that exists
+    here is shown, and the text is the grader's, stripped and cut to ``MAX_LINE_CHARS``.
+
+    Lines count as the worker's compiler counted them: IPython drops a cell's leading
+    blank lines before compiling it (``IPython.core.inputtransformer2.leading_empty_lines``).
+    """
+    if type(where) is not list or len(where) != 2 or any(type(n) is not int for n in where):
+        return None
+    cell, line = where
+    if not 1 <= cell <= len(cells):
+        return None
+    lines = cells[cell - 1].splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not 1 <= line <= len(lines):
+        return None
+    text = lines[line - 1].strip()
+    text = text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3] + "..."
+    return cell, line, text

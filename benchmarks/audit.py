@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/audit.py [--budget 95] [--jobs 2] [week01 ...]
 
 Waits for a quiet machine like run.py, then audits each week with the default budget and
-prints mutants generated, graded, killed, survivors (all explained or not), skipped, and
-the wall time of the whole audit. ``--budget 100000`` grades every mutant instead.
+prints mutants generated, graded, killed, survivors (all explained or not), skipped,
+cross-task losses (all, and those audit.toml does not declare), and the wall time of the
+whole audit. ``--budget 100000`` grades every mutant instead.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def main() -> None:
     course = Course.locate(Path(__file__).resolve().parent.parent)
     load = wait_for_quiet(args.quiet_load, args.patience)
     print(f"load at start {load:.2f}, {os.cpu_count()} cores, --jobs {args.jobs}, budget {args.budget:g} s")
-    print("week    mutants graded killed survivors unexplained skipped seconds")
+    print("week    mutants graded killed survivors unexplained skipped cross-task undeclared seconds")
     for name in args.weeks or course.week_names():
         started = time.monotonic()
         audit = run_audit(course.week(name), jobs=args.jobs, budget_s=args.budget)
         print(f"{name}  {len(audit.generated.mutants):7} {len(audit.outcomes):6} {len(audit.killed):6} "
               f"{len(audit.survivors):9} {len(audit.unexplained):11} {len(audit.skipped):7} "
-              f"{time.monotonic() - started:7.0f}", flush=True)
+              f"{len(audit.cross_losses):10} {len(audit.undeclared):10} {time.monotonic() - started:7.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,26 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.course import Course
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "AUTHORING.md"
 _BLOCK = re.compile(r"^```(\w+) (cell|file=\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def throwaway_course(root: Path, week: str, cells: list[tuple[str, str]], test_file: str, tests: str) -> Course:
+    """A course of one week under ``root``, for a test that needs a small week of its own:
+    the source notebook from ``(kind, source)`` cells ("markdown" or "code") and one hidden
+    test file. Grading imports hidden test modules into this process once per name: give
+    each suite of the session its own ``test_file`` name."""
+    folder = root / "source" / week
+    (folder / "tests").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(s) if kind == "markdown" else nbformat.v4.new_code_cell(s)
+                for kind, s in cells]
+    nbformat.write(nb, folder / f"{week}.ipynb")
+    (folder / "tests" / test_file).write_text(tests)
+    return Course(root)
 
 
 def notebook_bytes(*cells: str) -> bytes:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from autograder.audit.equivalents import Equivalent
 
 from autograder import results as r
-from autograder.audit.equivalents import Equivalent
 from autograder.audit.mutants import generate_mutants
 from autograder.audit.report import write_html
 from autograder.audit.run import Audit, Outcome

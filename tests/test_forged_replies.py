@@ -94,7 +94,17 @@ def replies(text: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
         st.builds(lambda k, v: {"ok": False, "kind": k, "evalue": v}, text, text),
         st.dictionaries(text, trees(text), max_size=4),
         st.builds(lambda e, v: {"ok": True, "error": {"ename": e, "evalue": v}}, names, text),
+        # where the error was raised: a position the grader quotes its own copy of the notebook at
+        st.builds(lambda e, v, w: {"ok": False, "kind": "exception", "ename": e, "evalue": v, "where": w},
+                  names, text, positions(text)),
+        st.builds(lambda e, v, w: {"ok": True, "error": {"ename": e, "evalue": v, "where": w}},
+                  names, text, positions(text)),
     )
+
+
+def positions(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """Forged ``[cell, line]`` positions: in the notebook, out of it, or not positions at all."""
+    return st.one_of(st.lists(st.integers(-2, 40), min_size=2, max_size=2), trees(text), st.none())
 
 
 def frames(text: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:

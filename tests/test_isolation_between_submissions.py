@@ -15,7 +15,7 @@ from autograder.grading.parallel import grade_parallel
 from autograder.results import Status
 from autograder.submission import Submission
 from autograder.testing.student import Student
-from tests.conftest import notebook_bytes
+from tests.helpers import notebook_bytes
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "week01"
 

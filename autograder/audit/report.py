@@ -1,4 +1,5 @@
-"""The audit's HTML page: survivors with their diff first, then what was killed or skipped.
+"""The audit's HTML page: survivors with their diff first, then the cross-task losses, then
+what was killed or skipped.
 
 Rendered with the report's autoescaping Jinja environment rules (the diffs are source
 code: every ``<`` must reach the page as text).
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
-from autograder.audit.equivalents import entry_text
+from autograder.audit.audit_toml import builds_on_text, entry_text
 from autograder.audit.run import Audit, Outcome
 from autograder.formats.points import format_points
 
@@ -35,7 +36,9 @@ def survivor_entry(outcome: Outcome) -> str:
 
 def write_html(audit: Audit, path: Path) -> Path:
     """Write the audit's page to ``path`` (folders created) and return it."""
-    html = _environment().get_template("audit.html.j2").render(audit=audit, entry=survivor_entry)
+    pairs = sorted({(loss.task, o.mutant.task) for o, loss in audit.undeclared})
+    html = _environment().get_template("audit.html.j2").render(audit=audit, entry=survivor_entry,
+                                                               builds_on=builds_on_text, builds_on_pairs=pairs)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".partial")
     tmp.write_text(html, encoding="utf-8")

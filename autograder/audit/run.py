@@ -7,6 +7,13 @@ says nothing about the tests and stops. All submissions of one audit share one s
 ``pytest source/weekNN/tests --seed N --submission mutant.ipynb`` reproduces a survivor.
 Mutants are handed out in ``grading_order`` until the next one would end past the budget;
 the rest are counted as skipped, never silently dropped.
+
+Each graded mutant is judged twice from the one grading: for strength (did it lose points
+on its own task?) and for blame (did it lose points on another task's tests?). Blame costs
+no extra grading: every test's result is already in the mutant's result. A loss on task
+M's tests from a mutant of task N is accepted only when audit.toml declares that task M
+builds on task N; it is judged only when the mutant's notebook ran to its end (a notebook
+past its deadline loses every later task whatever the tests do).
 """
 
 from __future__ import annotations
@@ -16,12 +23,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from autograder.audit.equivalents import FILENAME, Equivalent, read_equivalents
+from autograder.audit.audit_toml import FILENAME, AuditToml, BuildsOn, Equivalent, read_audit_toml
 from autograder.audit.mutants import Generated, Mutant, generate_mutants, grading_order, mutant_notebook
 from autograder.course import Week
 from autograder.exceptions import CourseError
 from autograder.execution import Limits, Sandboxed
-from autograder.results import SubmissionResult
+from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 
 DEFAULT_SEED = 11
@@ -33,14 +40,28 @@ REFERENCE = "reference"
 
 
 @dataclass(frozen=True)
+class CrossLoss:
+    """Points a mutant of one task lost on a test of another task."""
+
+    test: str
+    task: int  # the test's task
+    lost: float
+    declared: BuildsOn | None  # the audit.toml entry accepting it, if any
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """A graded mutant: the points of its task it kept, and the entry explaining it if any."""
+    """A graded mutant: the points of its task it kept, the entry explaining it if any, and
+    the points it lost on other tasks' tests (``blamed``: its notebook ran to its end, so
+    those losses are the tests' doing)."""
 
     mutant: Mutant
     score: float
     max_score: float
     status: str  # the submission's status (graded, timeout, error...)
     equivalent: Equivalent | None = None
+    cross: tuple[CrossLoss, ...] = ()
+    blamed: bool = True
 
     @property
     def survived(self) -> bool:
@@ -59,6 +80,7 @@ class Audit:
     skipped: list[Mutant] = field(default_factory=list)  # not graded: past the budget
     stale: list[Equivalent] = field(default_factory=list)  # match no mutant of the notebook
     unneeded: list[Equivalent] = field(default_factory=list)  # match only killed mutants
+    unused: list[BuildsOn] = field(default_factory=list)  # every mutant of `uses` graded, none cost `task`
     seconds: float = 0.0
 
     @property
@@ -74,8 +96,23 @@ class Audit:
         return [o for o in self.survivors if o.equivalent is None]
 
     @property
+    def cross_losses(self) -> list[tuple[Outcome, CrossLoss]]:
+        """Every point a mutant lost on another task's tests, declared or not."""
+        return [(o, loss) for o in self.outcomes for loss in o.cross]
+
+    @property
+    def undeclared(self) -> list[tuple[Outcome, CrossLoss]]:
+        """Cross-task losses no ``[[builds_on]]`` entry accepts: blame failures."""
+        return [(o, loss) for o, loss in self.cross_losses if loss.declared is None]
+
+    @property
+    def unblamed(self) -> list[Outcome]:
+        """Mutants whose notebook did not run to its end: not judged for blame."""
+        return [o for o in self.outcomes if not o.blamed]
+
+    @property
     def passed(self) -> bool:
-        return not self.unexplained
+        return not self.unexplained and not self.undeclared
 
 
 def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, seed: int = DEFAULT_SEED,
@@ -87,7 +124,8 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
     started = time.monotonic()
     jobs = jobs or os.cpu_count() or 1
     generated = generate_mutants(week)
-    equivalents = read_equivalents(week.source_dir / FILENAME)
+    explained = read_audit_toml(week.source_dir / FILENAME, (t.number for t in week.tasks if not t.manual))
+    equivalents = explained.equivalents
     order = grading_order(generated.mutants, seed)
     if on_start is not None:
         on_start(len(order) + 1)
@@ -116,18 +154,44 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
     audit = Audit(week=week, seed=seed, budget_s=budget_s, generated=generated,
                   skipped=[m for m in order if m not in handed])
     by_key = {e.key: e for e in equivalents}
-    for mutant in handed:
-        result = results[mutant.name]
-        task = result.task(mutant.task)
-        audit.outcomes.append(Outcome(mutant=mutant, score=task.score, max_score=task.max_score,
-                                      status=result.status.value, equivalent=by_key.get(mutant.key)))
+    audit.outcomes = [judge(m, results[m.name], explained, by_key.get(m.key)) for m in handed]
     keys = {m.key for m in by_name.values()}
     used = {o.equivalent.key for o in audit.survivors if o.equivalent is not None}
     graded = {o.mutant.key for o in audit.outcomes}
     audit.stale = [e for e in equivalents if e.key not in keys]
     audit.unneeded = [e for e in equivalents if e.key in keys and e.key in graded and e.key not in used]
+    audit.unused = _unused(explained, audit)
     audit.seconds = time.monotonic() - started
     return audit
+
+
+def judge(mutant: Mutant, result: SubmissionResult, explained: AuditToml, equivalent: Equivalent | None) -> Outcome:
+    """A graded mutant judged for strength (the points of its own task it kept) and, when
+    its notebook ran to its end, for blame (the points it lost on other tasks' tests)."""
+    task = result.task(mutant.task)
+    blamed = result.status is Status.GRADED
+    return Outcome(mutant=mutant, score=task.score, max_score=task.max_score, status=result.status.value,
+                   equivalent=equivalent, cross=cross_losses(mutant, result, explained) if blamed else (),
+                   blamed=blamed)
+
+
+def cross_losses(mutant: Mutant, result: SubmissionResult, explained: AuditToml) -> tuple[CrossLoss, ...]:
+    """The tests of other tasks ``mutant``'s result lost points on (the reference, graded
+    first, earned every point: any loss is the mutant's doing), each with the
+    ``[[builds_on]]`` entry that accepts it, if any."""
+    return tuple(CrossLoss(test=t.name, task=t.task, lost=round(t.max_score - t.score, 6),
+                           declared=explained.declared(t.task, mutant.task))
+                 for t in result.tests if t.task != mutant.task and t.score < t.max_score - 1e-9)
+
+
+def _unused(explained: AuditToml, audit: Audit) -> list[BuildsOn]:
+    """``[[builds_on]]`` entries nothing needed: every mutant of task ``uses`` was graded and
+    judged for blame, and none lost a point on task ``task``'s tests (with mutants left
+    ungraded, an entry may be needed by one of those: it is kept quiet)."""
+    judged = {o.mutant.name for o in audit.outcomes if o.blamed}
+    needed = {loss.declared for _, loss in audit.cross_losses if loss.declared is not None}
+    return [entry for entry in explained.builds_on if entry not in needed
+            and all(m.name in judged for m in audit.generated.mutants if m.task == entry.uses)]
 
 
 def _grade(week: Week, submissions: Iterator[Submission], *, jobs: int, limits: Limits,

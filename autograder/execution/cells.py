@@ -17,6 +17,7 @@ from autograder.execution.restarts import RestartPolicy
 from autograder.execution.slot import ZygoteSlot
 from autograder.execution.zygote import Worker
 from autograder.i18n.runtime import _
+from autograder.notebook import cell_line
 
 
 def snippet(source: str) -> str:
@@ -49,25 +50,30 @@ def _printable(text: str) -> str:
 class CellReport:
     """What running a notebook told the student, and whether cells were stubs or timed out."""
 
-    def __init__(self) -> None:
+    def __init__(self, cells: list[str]) -> None:
+        self.cells = cells  # the notebook's code cells: the grader's copy, what messages quote
         self.messages: list[str] = []
         self.stub_cells = 0  # cells that still raise NotImplementedError
         self.timed_out = False  # the notebook's own budget ran out
 
-    def raised(self, index: int, source: str, error: dict[str, Any]) -> None:
-        """Cell ``index`` raised ``error`` (the worker's or the in-process shell's reply)."""
+    def raised(self, index: int, error: dict[str, Any]) -> None:
+        """Cell ``index`` (1-based) raised ``error`` (the worker's or the in-process shell's
+        reply); where, when the position the worker named is a line of the grader's copy."""
         self.stub_cells += error.get("ename") == "NotImplementedError"
-        self.messages.append(_("code cell {index} (`{code}`) raised {error}").format(
-            index=index, code=snippet(source), error=cell_error(error)))
+        code, text = snippet(self.cells[index - 1]), cell_error(error)
+        site = cell_line(self.cells, error.get("where"))
+        self.messages.append(
+            _("code cell {index} (`{code}`) raised {error}").format(index=index, code=code, error=text) if site is None
+            else _("code cell {index} (`{code}`) raised {error} at code cell {cell}, line {line}: `{text}`").format(
+                index=index, code=code, error=text, cell=site[0], line=site[1], text=site[2]))
 
 
 class NotebookRunner(CellReport):
     """Runs one submission's cells in a fresh worker, again without a cell that broke one."""
 
     def __init__(self, slot: ZygoteSlot, cells: list[str], policy: RestartPolicy, budget: Budget) -> None:
-        super().__init__()
+        super().__init__(cells)
         self.slot = slot
-        self.cells = cells
         self.policy = policy
         self.budget = budget
         self.generation = 0  # bumped per worker: handles into an earlier worker are stale
@@ -100,7 +106,7 @@ class NotebookRunner(CellReport):
                 return False
             try:
                 with self.budget.running_cell():
-                    reply = self.worker.request({"op": "cell", "src": source}, timeout)
+                    reply = self.worker.request({"op": "cell", "src": source, "cell": index}, timeout)
             except WorkerTimeout:
                 self.end_worker(kill=True)
                 if self.budget.cut_short(timeout):
@@ -118,7 +124,7 @@ class NotebookRunner(CellReport):
                 return True
             error = reply.get("error")
             if report_errors and isinstance(error, dict):
-                self.raised(index, source, error)
+                self.raised(index, error)
         return False
 
     def _drop(self, index: int, message: str) -> None:

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 class Run(Protocol):
     """One submission's notebook, run; the channel behind the ``student`` fixture."""
 
+    cells: list[str]  # the notebook's code cells as the grader holds them (feedback quotes these)
     messages: list[str]  # what the student is told about running the notebook
     timed_out: bool  # the notebook ran out of time: no test is run
     stub_cells: int  # cells that still raise NotImplementedError

@@ -54,11 +54,10 @@ class LocalRun(CellReport, LocalChannel):
     counterpart (the same ``execute``, ``messages`` and ``heard``; never times out)."""
 
     def __init__(self, cells: list[str], *, folder: Path | None = None) -> None:
-        CellReport.__init__(self)
+        CellReport.__init__(self, cells)
         shell = make_shell()  # a singleton: one run at a time, each in a fresh namespace
         shell.reset(new_session=False)
         LocalChannel.__init__(self, WorkerCore(shell))
-        self.cells = cells
         self.folder = folder  # where the cells run: a notebook runs beside its data/
         self.heard = Heard()
 
@@ -66,9 +65,9 @@ class LocalRun(CellReport, LocalChannel):
         """Run the cells in order; a cell's error is reported as the sandbox reports it."""
         with contextlib.chdir(self.folder) if self.folder is not None else contextlib.nullcontext():
             for index, source in enumerate(self.cells, start=1):
-                error = self.core.run_cell(source).get("error")
+                error = self.core.run_cell(source, index).get("error")
                 if isinstance(error, dict):
-                    self.raised(index, source, error)
+                    self.raised(index, error)
 
     def start_test(self) -> None:
         """A new hidden test starts: nothing heard yet."""

@@ -21,7 +21,7 @@ from autograder.exceptions import (
 from autograder.grading.heard import Heard
 from autograder.i18n.languages import translations
 from autograder.i18n.runtime import _, speaking
-from autograder.notebook import declared_language
+from autograder.notebook import cell_line, declared_language
 from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
 from autograder.submission import Submission
@@ -36,13 +36,16 @@ class Outcome:
     timed_out: bool = False  # the student's code ran past a time limit
 
 
-def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Heard | None = None) -> Outcome:
+def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Heard | None = None,
+                     cells: list[str] | None = None) -> Outcome:
     """A student-safe reason for a failed test, in the grader's words only: a fixed
     sentence, the name the test asked for, a built-in exception type, the instructor's
     assertion message. With ``stubs_left`` (a cell of the notebook still raised
     NotImplementedError), a missing name counts as not attempted: the stub stopped the cell
     before it defined the name. An assertion message that repeats a string the worker sent
-    during the test (``heard``) is replaced by a fixed sentence."""
+    during the test (``heard``) is replaced by a fixed sentence. Where the student's code
+    raised is quoted from ``cells``, the grader's copy of the notebook, never the
+    exception's message (it could repeat the test's hidden inputs)."""
     if isinstance(exc, NotAttempted):
         return Outcome(False, exc.feedback(), not_attempted=True)
     if isinstance(exc, MissingName) and stubs_left:
@@ -50,7 +53,13 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
                        not_attempted=True)
     if isinstance(exc, StudentTimeout):
         return Outcome(False, exc.feedback(), timed_out=True)
-    if isinstance(exc, (StudentCodeError, MissingName, NotPlainData)):
+    if isinstance(exc, StudentCodeError):
+        site = cell_line(cells or [], exc.where)
+        if site is None:
+            return Outcome(False, exc.feedback())
+        return Outcome(False, _("{reason} at code cell {cell}, line {line}: `{text}`").format(
+            reason=exc.feedback(), cell=site[0], line=site[1], text=site[2]))
+    if isinstance(exc, (MissingName, NotPlainData)):
         return Outcome(False, exc.feedback())
     if isinstance(exc, AssertionError):
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

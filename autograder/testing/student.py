@@ -176,7 +176,7 @@ class Student:
             raise MissingName(str(message["name"]))
         if checked["not_implemented"]:
             raise NotAttempted(checked["ename"], checked["evalue"])
-        raise StudentCodeError(checked["ename"], checked["evalue"], checked["builtin"])
+        raise StudentCodeError(checked["ename"], checked["evalue"], checked["builtin"], where=checked["where"])
 
 
 def check_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +222,7 @@ def check_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any
         known = type(base) is str and isinstance(getattr(builtins, base, None), type) \
             and issubclass(getattr(builtins, base), BaseException)
         return {"ok": False, "kind": "exception", "ename": ename, "evalue": evalue[:MAX_TEXT], "not_implemented": stub,
-                "builtin": base if known else None}
+                "builtin": base if known else None, "where": reply.get("where")}  # checked where it is shown
     raise ProtocolError("the worker's reply is of an unknown kind")
 
 

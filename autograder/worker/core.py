@@ -8,11 +8,15 @@ leave as plain data when they are plain data and as handles otherwise.
 from __future__ import annotations
 
 import builtins
+import re
 import sys
 import warnings
+from types import TracebackType
 from typing import Any
 
+from IPython.core.compilerop import CachingCompiler
 from IPython.core.interactiveshell import InteractiveShell
+from traitlets import Type
 
 from autograder.exceptions import NotPlain
 from autograder.worker.codec import HandleRef, decode, encode
@@ -41,8 +45,44 @@ def _no_shell(*_args: Any, **_kwargs: Any) -> None:
 DISABLED_CELL_MAGICS = ("bash", "sh", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "system", "sx")
 
 
+_CELL_NAME = re.compile(r"<cell (\d{1,6})>")
+
+
+class CellCompiler(CachingCompiler):
+    """Names a cell's code after the cell's place in the notebook (``<cell 3>``) while
+    ``cell`` is set, so a traceback frame says which cell it runs in."""
+
+    cell: int | None = None
+
+    def get_code_name(self, raw_code: str, transformed_code: str, number: int) -> str:
+        if self.cell is None:
+            return super().get_code_name(raw_code, transformed_code, number)
+        return f"<cell {self.cell}>"
+
+
+def position(exc: BaseException) -> list[int] | None:
+    """Where in the notebook ``exc`` was raised: ``[cell, line]`` of the innermost frame
+    that runs a cell's code (frames in libraries are passed over), or of a SyntaxError in a
+    cell; None when no frame is a cell's. Only a position: the grader shows the line from
+    its own copy of the notebook, and checks the position against it."""
+    found: list[int] | None = None
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        match = _CELL_NAME.fullmatch(tb.tb_frame.f_code.co_filename)
+        if match:
+            found = [int(match.group(1)), tb.tb_lineno]
+        tb = tb.tb_next
+    if found is None and isinstance(exc, SyntaxError) and isinstance(exc.filename, str) and exc.lineno:
+        match = _CELL_NAME.fullmatch(exc.filename)
+        found = [int(match.group(1)), exc.lineno] if match else None
+    return found
+
+
 class GradingShell(InteractiveShell):
-    """A headless shell: ``%matplotlib inline`` and friends select a backend, no GUI loop."""
+    """A headless shell: ``%matplotlib inline`` and friends select a backend, no GUI loop;
+    cells compiled under their place in the notebook (``CellCompiler``)."""
+
+    compiler_class = Type(CellCompiler)
 
     def enable_gui(self, gui: str | None = None) -> None:
         """There is no event loop to integrate with; plots render on Agg."""
@@ -88,15 +128,24 @@ class WorkerCore:
         namespace: dict[str, Any] = self.shell.user_ns
         return namespace
 
-    def run_cell(self, source: str) -> dict[str, Any]:
-        """Run one cell with IPython semantics; errors are reported, never raised."""
-        result = self.shell.run_cell(source, store_history=False)
+    def run_cell(self, source: str, cell: int | None = None) -> dict[str, Any]:
+        """Run one cell with IPython semantics; errors are reported, never raised.
+        ``cell``: its 1-based place among the notebook's code cells, named in errors' positions."""
+        compiler = self.shell.compile
+        if isinstance(compiler, CellCompiler):
+            compiler.cell = cell
+        try:
+            result = self.shell.run_cell(source, store_history=False)
+        finally:
+            if isinstance(compiler, CellCompiler):
+                compiler.cell = None
         sys.stdout.flush()
         sys.stderr.flush()
         error = result.error_before_exec or result.error_in_exec
         if error is None:
             return {"ok": True, "error": None}
-        return {"ok": True, "error": {"ename": type(error).__name__, "evalue": _safe_text(error)[:MAX_MESSAGE_TEXT]}}
+        return {"ok": True, "error": {"ename": type(error).__name__, "evalue": _safe_text(error)[:MAX_MESSAGE_TEXT],
+                                      "where": position(error)}}
 
     # -- handles ------------------------------------------------------------------------
     def _handle_for(self, obj: Any) -> HandleRef:
@@ -133,6 +182,7 @@ class WorkerCore:
             "evalue": _safe_text(exc)[:MAX_MESSAGE_TEXT],
             "not_implemented": isinstance(exc, NotImplementedError),
             "builtin": _builtin_base(exc),
+            "where": position(exc),
         }
 
     # -- requests -----------------------------------------------------------------------
@@ -141,7 +191,8 @@ class WorkerCore:
         op = request.get("op")
         try:
             if op == "cell":
-                return self.run_cell(str(request["src"]))
+                cell = request.get("cell")
+                return self.run_cell(str(request["src"]), cell if type(cell) is int else None)
             if op == "has":
                 return {"ok": True, "value": str(request["name"]) in self.namespace}
             if op == "get":

@@ -107,10 +107,10 @@ import os
 import autograder.worker.core as _core
 _real_handle, _real_cell = _core.WorkerCore.handle, _core.WorkerCore.run_cell
 _flag = "/tmp/forged-cell-errors"
-def _cell(self, source):
+def _cell(self, source, *rest):
     if os.path.exists(_flag):
         return {"ok": True, "error": {"ename": "ValueError", "evalue": "__MARKER__ " + open(_flag).read()[:150]}}
-    return _real_cell(self, source)
+    return _real_cell(self, source, *rest)
 def _handle(self, request):
     if request.get("op") == "call":
         with open(_flag, "w") as f:
