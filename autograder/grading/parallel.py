@@ -37,7 +37,7 @@ from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.grading.judge import lost_result, overrun_result
 from autograder.grading.loop import OnResult
-from autograder.grading.watch import PipeWatch, Step, cpu_seconds
+from autograder.grading.watch import PipeWatch, Step
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
@@ -47,7 +47,6 @@ START_METHOD: Final = "spawn"
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
 GRADER_MEMORY_MB = 2048
 MAX_IDLE_DEATHS = 3  # processes in a row that die holding no submission: the grader cannot start
-CPU_CHECK_S = 1.0  # how often the parent reads a watched grader process's CPU time
 
 
 # -- the grader process ---------------------------------------------------------------------
@@ -207,8 +206,7 @@ class _Batch:
             self.idle_deaths = 0
             grader.step = None
         elif op == "watch":
-            grader.step = Step(str(message["what"])[:200], time.monotonic() + float(message["wall"]),
-                               cpu_seconds(grader.process.pid or 0), float(message["cpu"]))
+            grader.step = Step.begun(message, grader.process.pid or 0)
         elif op == "fatal":
             kind = CourseError if message.get("kind") == "CourseError" else GradingError
             raise kind(str(message.get("message")))
@@ -257,12 +255,12 @@ class _Batch:
             step = grader.step
             if step is None or grader.overrun is not None:
                 continue
-            cpu = cpu_seconds(grader.process.pid or 0) - step.cpu_start > step.cpu_limit
-            if cpu or now > step.deadline:
+            cpu = step.overrun(grader.process.pid or 0, now)
+            if cpu is not None:
                 grader.overrun = (step, cpu)
                 grader.process.kill()  # its sentinel wakes `run`, which settles the submission
                 continue
-            left = min(step.deadline - now, CPU_CHECK_S)
+            left = step.wait_s(now)
             due = left if due is None else min(due, left)
         return due
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Protocol
+from typing import Any, Protocol
 
 from autograder.execution import Limits
 
@@ -64,8 +65,26 @@ class Step:
     cpu_start: float
     cpu_limit: float
 
+    @classmethod
+    def begun(cls, message: dict[str, Any], pid: int) -> Step:
+        """The step a ``watch`` message from grader process ``pid`` announces, from now."""
+        return cls(str(message["what"])[:200], time.monotonic() + float(message["wall"]), cpu_seconds(pid),
+                   float(message["cpu"]))
+
+    def overrun(self, pid: int, now: float) -> bool | None:
+        """None while the step is within its budgets; else whether it was the CPU budget
+        (True) or the wall budget (False) that ran out."""
+        if cpu_seconds(pid) - self.cpu_start > self.cpu_limit:
+            return True
+        return False if now > self.deadline else None
+
+    def wait_s(self, now: float) -> float:
+        """How long the parent may wait before it looks at this step again."""
+        return min(self.deadline - now, CPU_CHECK_S)
+
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CPU_CHECK_S = 1.0  # how often a parent reads a watched grader process's CPU time
 
 
 def cpu_seconds(pid: int) -> float:

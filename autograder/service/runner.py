@@ -40,7 +40,9 @@ from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution import Limits
 from autograder.formats.result_json import from_dict
+from autograder.grading.judge import overrun_result
 from autograder.grading.parallel import START_METHOD, grader_memory_bytes, serve
+from autograder.grading.watch import Step
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
 from autograder.service.store import Attempt, Store
@@ -68,6 +70,8 @@ class _Grader:
     waiting: bool = False  # asked for work, not answered yet
     retiring: bool = False  # told there is no more work
     idle_since: float = field(default_factory=time.monotonic)
+    step: Step | None = None  # what it is doing for ``held``, and until when it may (grading/watch.py)
+    overrun: tuple[Step, bool] | None = None  # the step it was stopped in, and whether for CPU
 
 
 class GradingService:
@@ -270,8 +274,10 @@ class GradingService:
             op = message.get("op")
             if op == "next" and grader.held is None:
                 grader.waiting, grader.idle_since = True, time.monotonic()
+            elif op == "watch" and grader.held is not None:
+                grader.step = Step.begun(message, grader.process.pid or 0)
             elif op == "result" and grader.held is not None and message.get("index") == grader.held.id:
-                attempt, grader.held = grader.held, None
+                attempt, grader.held, grader.step = grader.held, None, None
                 self._record(attempt, from_dict(message["doc"]))
             elif op == "fatal":
                 self._week_broken(grader.week.name, CourseError(str(message.get("message"))))
@@ -284,7 +290,15 @@ class GradingService:
             drain(grader)
             grader.conn.close()
             graders.remove(grader)
-            if grader.held is not None:
+            if grader.held is not None and grader.overrun is not None:
+                # the grader's own work on this attempt ran past its budget: graded as an error,
+                # never queued again (it would do the same again)
+                step, cpu = grader.overrun
+                submission = self._submissions.get(grader.held.id) or self._submission(grader.held)
+                seconds = step.cpu_limit if cpu else self.limits.grader_test_wall_s
+                self._record(grader.held, overrun_result(grader.week, submission, step.what, cpu=cpu,
+                                                         seconds=seconds))
+            elif grader.held is not None:
                 log.warning("a grader process ended (exit code %s) while grading attempt %s: queued again",
                             grader.process.exitcode, grader.held.id)
                 self._give_back(grader.held)
@@ -302,13 +316,28 @@ class GradingService:
                 return False
             return True
 
+        def check_steps() -> float:
+            """Stop every grader process whose step ran past its budget (as the batch's parent
+            does); how long to wait before looking again."""
+            now, due = time.monotonic(), POLL_S
+            for grader in graders:
+                if grader.step is None or grader.overrun is not None:
+                    continue
+                cpu = grader.step.overrun(grader.process.pid or 0, now)
+                if cpu is not None:
+                    grader.overrun = (grader.step, cpu)
+                    grader.process.kill()  # its sentinel ends the wait; `ended` records the error
+                else:
+                    due = min(due, grader.step.wait_s(now))
+            return max(due, 0.0)
+
         try:
             while not self._stop.is_set():
                 assign()
                 handles: list[Any] = [self._wake_read]
                 for g in graders:
                     handles += [g.conn, g.process.sentinel]
-                wait(handles, timeout=POLL_S)
+                wait(handles, timeout=check_steps())
                 self._drain_wake()
                 for grader in graders:
                     open_ = drain(grader)

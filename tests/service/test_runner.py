@@ -20,7 +20,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.exceptions import GradingError
-from autograder.execution import Sandboxed
+from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import Status
@@ -30,6 +30,8 @@ from autograder.service.runner import GradingService
 from autograder.service.store import Store
 from autograder.submission import Submission
 from tests.helpers import notebook_bytes
+from tests.hostile.bounds_week import HONEST, write_course
+from tests.hostile.bounds_week import notebook as bounds_notebook
 from tests.service.score_endpoint import HttpSender, ScoreEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,3 +215,25 @@ def test_a_grader_that_dies_costs_only_a_retry_of_the_attempt_it_held(tmp_path: 
             slow.id: "graded", other: "graded"}
     with sqlite3.connect(tmp_path / "gradebook.sqlite") as db:  # the killed grader cost ann's attempt one try
         assert dict(db.execute("SELECT id, tries FROM attempts").fetchall()) == {slow.id: 2, other: 1}
+
+
+def test_a_hidden_check_that_makes_the_grader_work_for_ages_is_stopped_and_the_queue_goes_on(tmp_path: Path):
+    """The service's warm graders are watched as the batch's are: an upload whose value makes
+    a hidden check hold the grader's interpreter (``sum(range(10**15))`` in C) gets an error
+    naming the check, is not queued again, and the uploads around it are graded."""
+    course = Course(write_course(tmp_path / "course"))
+    limits = Limits(cell_timeout_s=5, call_timeout_s=3, submission_timeout_s=10, tests_timeout_s=10,
+                    grader_test_wall_s=3, grader_test_cpu_s=3)
+    with Store(tmp_path / "data") as store, GradingService(course, store, jobs=1, limits=limits) as service:
+        def submit(user: str, *cells: str) -> int:
+            return store.submit(context=CONTEXT, user=user, week="week09", content=bounds_notebook(HONEST, *cells),
+                                policy=WeekPolicy(), now=datetime.now(UTC)).id
+        ids = {"ann": submit("ann"), "eve": submit("eve", "count = 10**15"), "bob": submit("bob")}
+        service.wake()
+        until(lambda: all_graded(store, "week09"), timeout_s=240)
+        attempts = {a.user: a for a in store.week_attempts(context=CONTEXT, week="week09")}
+        assert [attempts[u].score for u in ("ann", "bob")] == [60.0, 60.0]
+        eve = store.result(ids["eve"], context=CONTEXT)
+        assert eve is not None and eve.status == Status.ERROR and eve.score == 0
+        assert any("made the grader itself work past its" in m for m in eve.messages), eve.messages
+        assert attempts["eve"].number == 1 and len(store.week_attempts(context=CONTEXT, week="week09")) == 3
