@@ -108,8 +108,13 @@ def test_perceptron_from_zeros_follows_definition(student, rng):
     """From zeros, theta and the mistake counts follow the definition: a mistake when y * (theta . x) <= 0."""
     X = rng.integers(-3, 4, size=(12, 3)).astype(float)
     y = np.where(X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 1.5, size=12) >= 0, 1.0, -1.0)
-    for T in (1, 4):
-        assert_follows_definition(perceptron_result(student, X, y, T), X, y, T)
+    # x and -x with the same label: no theta separates these, so every pass makes mistakes
+    # and a pass too many or too few always shows, whatever the random draw above
+    X_inseparable = np.array([[1.0, 2.0], [-1.0, -2.0], [2.0, -1.0], [0.0, 3.0]])
+    y_inseparable = np.array([1.0, 1.0, -1.0, 1.0])
+    for data, labels in ((X, y), (X_inseparable, y_inseparable)):
+        for T in (1, 4):
+            assert_follows_definition(perceptron_result(student, data, labels, T), data, labels, T)
 
 
 @pytest.mark.task(1)
