@@ -38,7 +38,9 @@ Tree = Leaf | Node
 
 def read_tree(student, root: object, n: int) -> Tree:
     """The remote tree of a build over ``n`` points as local ``Node``/``Leaf`` tuples,
-    checking the types on the way.
+    checking the types on the way. (Messages say "leaf" and "internal node", never the
+    class names: the worker sends those as type names, and feedback drops a message that
+    repeats a string the worker sent.)
 
     What the grader fetches is bounded by ``n``, never by the tree the worker chose to
     return: at most ``2 n`` nodes and ``n`` row indices in all, each leaf's indices
@@ -51,18 +53,18 @@ def read_tree(student, root: object, n: int) -> Tree:
         budget["nodes"] -= 1
         assert budget["nodes"] >= 0, _("the tree has more nodes than a tree over these points can have (every leaf should hold at least one point)")
         kind = student.typename(node)
-        assert kind in ("KDNode", "KDLeaf"), _("build_kdtree should build the tree from the given KDNode and KDLeaf classes")
+        assert kind in ("KDNode", "KDLeaf"), _("build_kdtree should build the tree from the node and leaf classes the notebook gives")
         if kind == "KDLeaf":
             fetched = node.indices
-            assert isinstance(fetched, (list, tuple, np.ndarray)), _("KDLeaf.indices should be a 1-D array of integer row indices")
+            assert isinstance(fetched, (list, tuple, np.ndarray)), _("a leaf's indices should be a 1-D array of integer row indices")
             assert len(fetched) <= budget["indices"], _("the leaves hold more indices in all than X has rows: every row index of X should be in exactly one leaf")
             indices = np.asarray(fetched)
-            assert indices.ndim == 1 and (indices.size == 0 or np.issubdtype(indices.dtype, np.integer)), _("KDLeaf.indices should be a 1-D array of integer row indices")
+            assert indices.ndim == 1 and (indices.size == 0 or np.issubdtype(indices.dtype, np.integer)), _("a leaf's indices should be a 1-D array of integer row indices")
             budget["indices"] -= indices.size
             return Leaf(indices.astype(np.int64))
         dim, split = node.dim, node.split
-        assert isinstance(dim, int) and not isinstance(dim, bool), _("KDNode.dim should be an integer")
-        assert isinstance(split, (int, float)) and not isinstance(split, bool), _("KDNode.split should be a number")
+        assert isinstance(dim, int) and not isinstance(dim, bool), _("an internal node's dim should be an integer")
+        assert isinstance(split, (int, float)) and not isinstance(split, bool), _("an internal node's split should be a number")
         return Node(dim, float(split), read(node.left, depth + 1), read(node.right, depth + 1))
 
     return read(root, 0)
@@ -118,7 +120,7 @@ def test_worked_example(student, worked_example):
     assert student.typename(root) == "KDNode", _("the root of the example tree should be a KDNode")
     assert root.dim == 0 and math.isclose(root.split, 5.5), _("the example's root should split on x1 (dim 0) at the median 5.5")
     left, right = root.left, root.right
-    assert student.typename(left) == "KDNode" and student.typename(right) == "KDNode", _("both children of the example's root should be KDNodes")
+    assert student.typename(left) == "KDNode" and student.typename(right) == "KDNode", _("both children of the example's root should be internal nodes, not leaves")
     assert left.dim == 1 and math.isclose(left.split, 4.0), _("the example's left child (x1 < 5.5) should split on x2 (dim 1) at 4")
     assert right.dim == 1 and math.isclose(right.split, 8.0), _("the example's right child (x1 >= 5.5) should split on x2 (dim 1) at 8")
 
@@ -158,7 +160,7 @@ def test_duplicates_end_in_a_leaf(student, rng):
     """Identical points end together in one leaf instead of recursing forever: 50 identical points make a single leaf, and 3 points repeated 20 times make 3 leaves, one per point."""
     same = np.tile([[2.5, -1.0]], (50, 1))
     tree = read_tree(student, student.build_kdtree(same, leaf_size=2), len(same))
-    assert isinstance(tree, Leaf), _("50 identical points cannot be split (one side would be empty): the tree should be a single KDLeaf")
+    assert isinstance(tree, Leaf), _("50 identical points cannot be split (one side would be empty): the tree should be a single leaf")
     assert sorted(tree.indices.tolist()) == list(range(50)), _("the single leaf should hold all the indices")
     # Three distinct points, 20 copies each, in 3-D: the median splits separate the three
     # points, and each one's copies then cannot be split.
