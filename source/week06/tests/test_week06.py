@@ -102,17 +102,20 @@ def assert_follows_definition(result: tuple[np.ndarray, int, np.ndarray], X: np.
     assert np.allclose(theta, expected_theta), _("the mistakes are right but the final theta differs from the perceptron's definition (theta += y * x)")
 
 
+# x and -x with the same label: no theta separates these, so every pass makes mistakes and
+# a pass too many or too few always shows in the mistake counts, whatever the random draws
+# beside them (from the start (-1, 2) too).
+INSEPARABLE_X = np.array([[1.0, 2.0], [-1.0, -2.0], [2.0, -1.0], [0.0, 3.0]])
+INSEPARABLE_Y = np.array([1.0, 1.0, -1.0, 1.0])
+
+
 @pytest.mark.task(1)
 @pytest.mark.points(8)
 def test_perceptron_from_zeros_follows_definition(student, rng):
     """From zeros, theta and the mistake counts follow the definition: a mistake when y * (theta . x) <= 0."""
     X = rng.integers(-3, 4, size=(12, 3)).astype(float)
     y = np.where(X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 1.5, size=12) >= 0, 1.0, -1.0)
-    # x and -x with the same label: no theta separates these, so every pass makes mistakes
-    # and a pass too many or too few always shows, whatever the random draw above
-    X_inseparable = np.array([[1.0, 2.0], [-1.0, -2.0], [2.0, -1.0], [0.0, 3.0]])
-    y_inseparable = np.array([1.0, 1.0, -1.0, 1.0])
-    for data, labels in ((X, y), (X_inseparable, y_inseparable)):
+    for data, labels in ((X, y), (INSEPARABLE_X, INSEPARABLE_Y)):
         for T in (1, 4):
             assert_follows_definition(perceptron_result(student, data, labels, T), data, labels, T)
 
@@ -124,7 +127,8 @@ def test_perceptron_starts_from_given_theta(student, rng):
     X = rng.normal(size=(15, 2))
     y = np.where(X[:, 0] - X[:, 1] >= 0, 1.0, -1.0)
     start = np.array([-1.0, 2.0])
-    assert_follows_definition(perceptron_result(student, X, y, 2, theta=start), X, y, 2, start)
+    for data, labels in ((X, y), (INSEPARABLE_X, INSEPARABLE_Y)):
+        assert_follows_definition(perceptron_result(student, data, labels, 2, theta=start), data, labels, 2, start)
 
 
 @pytest.mark.task(1)
@@ -134,12 +138,15 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, rng):
     X = rng.normal(size=(15, 2))
     y = np.where(X[:, 0] - X[:, 1] >= 0, 1.0, -1.0)
     start = np.array([-1.0, 2.0])
-    result = unchanged_inputs("perceptron_origin", student.perceptron_origin, X=X, y=y, T=2, theta=start)
-    expected_theta, _mistakes = reference_perceptron(X, y, 2, start)
+    unchanged_inputs("perceptron_origin", student.perceptron_origin, X=X, y=y, T=2, theta=start)
+    result = unchanged_inputs("perceptron_origin", student.perceptron_origin, X=INSEPARABLE_X, y=INSEPARABLE_Y, T=2, theta=start)
+    expected_theta, expected_mistakes = reference_perceptron(INSEPARABLE_X, INSEPARABLE_Y, 2, start)
     assert isinstance(result, tuple) and len(result) == 3 and isinstance(result[0], np.ndarray) \
-        and result[0].shape == expected_theta.shape and np.allclose(result[0].astype(float), expected_theta), _(
+        and isinstance(result[2], np.ndarray) and result[0].shape == expected_theta.shape \
+        and result[2].shape == expected_mistakes.shape and np.allclose(result[0].astype(float), expected_theta) \
+        and np.array_equal(result[2], expected_mistakes), _(
         "perceptron_origin left its inputs as they were, but this check counts only when it also runs the "
-        "perceptron: the final theta of two passes from the given start"
+        "perceptron: the final theta and mistakes of two passes from the given start"
     )
 
 
