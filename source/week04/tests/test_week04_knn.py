@@ -58,7 +58,7 @@ def as_label(value: object) -> object:
 
 def as_number(value: object, what: str) -> float:
     if isinstance(value, np.ndarray):
-        assert value.size == 1, _("{function} should return a single number, not an array of {size}").format(function=what, size=value.size)
+        assert value.size == 1, _("{function} should return a single number, not an array of several").format(function=what)
         value = value.item()
     assert isinstance(value, (int, float)) and not isinstance(value, bool), _("{function} returned a {type_name}; a number is expected").format(function=what, type_name=type(value).__name__)
     return float(value)
@@ -103,13 +103,25 @@ def test_knn_classify_matches_scikit_learn(student, float_sets, seed):
 @pytest.mark.task(1)
 @pytest.mark.points(2)
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, float_sets, seed):
-    """euclidean_distance, knn_classify and knn_regress leave the caller's arrays as they were (no in-place differences or sorting)."""
+    """euclidean_distance, knn_classify and knn_regress leave the caller's arrays as they were (no in-place differences or sorting), while giving the right answers."""
     X, queries = float_sets[0]
     y = labelled(X, seed=[seed, 50])
-    unchanged_inputs("euclidean_distance", student.euclidean_distance, a=X[0], b=queries[0])
-    unchanged_inputs("knn_classify", student.knn_classify, X_train=X, y_train=y, x=queries[0], k=3)
     targets = np.random.default_rng([seed, 70]).normal(size=len(X))
-    unchanged_inputs("knn_regress", student.knn_regress, X_train=X, y_train=targets, x=queries[1], k=3)
+    distance = unchanged_inputs("euclidean_distance", student.euclidean_distance, a=X[0], b=queries[0])
+    label = unchanged_inputs("knn_classify", student.knn_classify, X_train=X, y_train=y, x=queries[0], k=3)
+    value = unchanged_inputs("knn_regress", student.knn_regress, X_train=X, y_train=targets, x=queries[1], k=3)
+    # The inputs are unchanged; the check counts only if the functions did their job too.
+    nearest_to_first, _distances = neighbour_order(X, queries[0])
+    nearest_to_second, _distances = neighbour_order(X, queries[1])
+    did_the_job = (
+        math.isclose(as_number(distance, "euclidean_distance"), float(np.sqrt(((X[0] - queries[0]) ** 2).sum())), rel_tol=1e-9)
+        and as_label(label) == vote(y[nearest_to_first[:3]])[0]
+        and math.isclose(as_number(value, "knn_regress"), float(np.mean(targets[nearest_to_second[:3]])), rel_tol=1e-9, abs_tol=1e-12)
+    )
+    assert did_the_job, _(
+        "the functions left their inputs as they were, but this check counts only when they also give the "
+        "right answers: the distance, the k neighbours' vote and their mean target"
+    )
 
 
 @pytest.mark.task(1)

@@ -19,6 +19,8 @@ different leaves).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -27,6 +29,10 @@ from sklearn.neighbors import KDTree
 from autograder.i18n import _
 
 PRUNING_N = 1_000
+# Sending a tree costs a remote call per node: the k-nearest and inputs tests, which need
+# no count bounds, use smaller ones.
+PRUNING_N_K = 500
+PRUNING_N_INPUTS = 200
 PRUNING_QUERIES = 30
 PRUNING_LEAF_SIZE = 4
 
@@ -97,7 +103,7 @@ def neighbour_order(X: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.nd
 def search_result(result: object, n: int) -> tuple[int, float, int]:
     """``nearest_neighbor``'s answer, after checking its shape: (index, distance, count)."""
     assert isinstance(result, tuple), _("nearest_neighbor returned a {type_name}; a tuple (index, distance, n_distance_computations) is expected").format(type_name=type(result).__name__)
-    assert len(result) == 3, _("nearest_neighbor returned a tuple of {length}; three values (index, distance, n_distance_computations) are expected").format(length=len(result))
+    assert len(result) == 3, _("nearest_neighbor returned a tuple of another length; three values (index, distance, n_distance_computations) are expected")
     index, distance, count = (value.item() if isinstance(value, np.ndarray) and value.size == 1 else value for value in result)
     assert isinstance(index, int) and not isinstance(index, bool), _("nearest_neighbor's first element (the index) is a {type_name}; an int is expected").format(type_name=type(index).__name__)
     assert 0 <= index < n, _("nearest_neighbor's first element should be a row index of X (0 to n - 1)")
@@ -106,28 +112,30 @@ def search_result(result: object, n: int) -> tuple[int, float, int]:
     return index, float(distance), count
 
 
-def index_list(result: object, what: str) -> list[int]:
-    """A returned sequence of indices as a list of ints."""
+def index_list(result: object, what: str, k: int) -> list[int]:
+    """A returned sequence of at most ``k`` indices as a list of ints; its length is checked
+    before anything is converted, so a long answer costs the grader nothing."""
     assert isinstance(result, (list, np.ndarray)), _("{function} returned a {type_name}; a list or a 1-D numpy array of indices is expected").format(function=what, type_name=type(result).__name__)
+    assert len(result) <= k, _("{function} returned more indices than k").format(function=what)
     values = np.asarray(result)
     assert values.ndim == 1 and (values.size == 0 or np.issubdtype(values.dtype, np.integer)), _("{function} should return a 1-D sequence of integer indices").format(function=what)
     return [int(v) for v in values]
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(6)
+@pytest.mark.points(2)
 def test_worked_example(student, worked_example):
     """The notes' example: (5, 4) is the nearest point to (6, 4), at distance 1, and k_nearest orders the next ones by distance."""
     tree = send_tree(student, worked_example, leaf_size=2)
     index, distance, _count = search_result(student.nearest_neighbor(tree, worked_example, np.array([6.0, 4.0])), len(worked_example))
     assert index == 1 and math.isclose(distance, 1.0), _("in the notes' example, (5, 4) at distance 1 should be the nearest point to (6, 4)")
     # then (7, 2) at sqrt(5), then (9, 6) and (4, 7), both at sqrt(13): the smaller index first
-    got = index_list(student.k_nearest(tree, worked_example, np.array([6.0, 4.0]), 4), "k_nearest")
+    got = index_list(student.k_nearest(tree, worked_example, np.array([6.0, 4.0]), 4), "k_nearest", 4)
     assert got == [1, 5, 2, 3], _("in the notes' example, k_nearest((6, 4), k=4) should list the 4 nearest points by distance, equal distances by index")
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(6)
+@pytest.mark.points(2)
 def test_nearest_matches_sklearn_kdtree(student, float_sets):
     """nearest_neighbor finds the same distance as sklearn's KDTree on random data with duplicates (2-D and 3-D), and the smallest index among equally near copies."""
     for (X, queries), leaf_size in zip(float_sets, (2, 3)):
@@ -143,16 +151,6 @@ def test_nearest_matches_sklearn_kdtree(student, float_sets):
 
 @pytest.mark.task(3)
 @pytest.mark.points(2)
-def test_leaves_its_inputs_unchanged(unchanged_inputs, student, float_sets):
-    """nearest_neighbor and k_nearest leave the caller's X and query as they were."""
-    X, queries = float_sets[0]
-    tree = send_tree(student, X, 2)
-    unchanged_inputs("nearest_neighbor", student.nearest_neighbor, tree=tree, X=X, query=queries[0])
-    unchanged_inputs("k_nearest", student.k_nearest, tree=tree, X=X, query=queries[1], k=4)
-
-
-@pytest.mark.task(3)
-@pytest.mark.points(5)
 def test_ties_go_to_the_smaller_index(student, grid_sets, fixed_grid_sets):
     """On integer grid data, where distinct points in different leaves tie exactly, nearest_neighbor and k_nearest put the smaller index first."""
     for (X, queries), leaf_size in zip([*fixed_grid_sets, *grid_sets], (1, 2, 1, 2)):
@@ -161,12 +159,12 @@ def test_ties_go_to_the_smaller_index(student, grid_sets, fixed_grid_sets):
             order, _distances = neighbour_order(X, query)
             index, _distance, _count = search_result(student.nearest_neighbor(tree, X, query), len(X))
             assert index == int(order[0]), _("of several equally near points, nearest_neighbor should return the one with the smallest index (visit a far side even when its plane is exactly at the best distance)")
-            got = index_list(student.k_nearest(tree, X, query, 6), "k_nearest")
+            got = index_list(student.k_nearest(tree, X, query, 6), "k_nearest", 6)
             assert got == order[:6].tolist(), _("k_nearest should sort equally distant points by index, and keep the smaller indices at the k-th place")
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(5)
+@pytest.mark.points(1)
 def test_k_nearest_matches_sklearn_kdtree(student, float_sets):
     """k_nearest returns the k nearest indices sorted by distance, with the same distances as sklearn's KDTree (k = 1, 5, 12, and k >= n)."""
     for (X, queries), leaf_size in zip(float_sets, (3, 2)):
@@ -175,7 +173,7 @@ def test_k_nearest_matches_sklearn_kdtree(student, float_sets):
             kept = min(k, len(X))
             sklearn_distances, _indices = KDTree(X).query(queries[::3], k=kept)
             for query, expected_distances in zip(queries[::3], sklearn_distances):
-                got = index_list(student.k_nearest(tree, X, query, k), "k_nearest")
+                got = index_list(student.k_nearest(tree, X, query, k), "k_nearest", k)
                 assert len(got) == kept, _("k_nearest should return k indices (all n of them when k >= n)")
                 distances = np.sqrt(((X[got] - query) ** 2).sum(axis=1))
                 assert max(abs(a - b) for a, b in zip(distances, expected_distances)) <= 1e-9, _("k_nearest's neighbours are not the k nearest found by sklearn's KDTree, in order of distance")
@@ -183,36 +181,85 @@ def test_k_nearest_matches_sklearn_kdtree(student, float_sets):
                 assert got == order[:kept].tolist(), _("among equally distant points (duplicates), k_nearest should list the smaller index first")
 
 
-@pytest.mark.task(3)
-@pytest.mark.points(6)
-@pytest.mark.call_timeout(30)
-def test_pruning_skips_the_far_leaves(student, rng):
-    """Pruning works in nearest_neighbor and k_nearest, measured by the grader: points moved into leaves the search must prune (their plane is farther than the nearest point of the query's own leaf) are never found, and the reported count lies between the own leaf's size and the points outside the pruned leaves."""
-    X = rng.uniform(size=(PRUNING_N, 2))
-    tree = send_tree(student, X, PRUNING_LEAF_SIZE)
+class Planted(NamedTuple):
+    """One query of the pruning tests: the points of the leaves every search by the rules
+    skips (``moved``) sit in ``X`` right next to the query, nearer than its true nearest
+    points; ``nearest`` are the true ``k`` nearest indices, ``least`` and ``most`` bound
+    the count of distances a search by the rules computes."""
+
+    query: np.ndarray
+    X: np.ndarray
+    moved: set[int]
+    nearest: list[int]
+    distance: float
+    least: int
+    most: int
+
+
+def planted_queries(rng: np.random.Generator, X: np.ndarray, k: int) -> Iterator[Planted]:
+    """Random queries on ``X`` (the tree ``send_tree`` builds with ``PRUNING_LEAF_SIZE``),
+    each with the points of its pruned leaves planted by the query: ``PRUNING_QUERIES`` of
+    them, less the rare query with nothing to prune on a small ``X`` (never on 1,000 points).
+
+    Inconsistent with the tree on purpose: a search that follows the tree never looks at
+    the planted points; one that looks at all of X (or at leaves it should skip) finds one."""
     leaves = leaf_paths(X, PRUNING_LEAF_SIZE)
     for query in rng.uniform(size=(PRUNING_QUERIES, 2)):
         order, distances = neighbour_order(X, query)
-        pruned, least, most = pruned_leaves(X, leaves, query)
-        assert pruned, "internal: a query with nothing to prune"  # never on 1,000 uniform points
-        # Inconsistent with the tree on purpose: the pruned leaves' points move right next
-        # to the query, nearer than the true nearest point. A search that follows the tree
-        # never looks at them; one that looks at all of X (or at leaves it should skip) does.
-        planted = X.copy()
+        pruned, least, most = pruned_leaves(X, leaves, query, k=k)
+        if not pruned:
+            continue
         moved = np.concatenate(pruned)
+        planted = X.copy()
         angles = rng.uniform(0, 2 * np.pi, size=len(moved))
         radii = distances[0] * rng.uniform(0.1, 0.9, size=len(moved))
         planted[moved] = query + radii[:, None] * np.column_stack([np.cos(angles), np.sin(angles)])
-        index, distance, count = search_result(student.nearest_neighbor(tree, planted, query), PRUNING_N)
-        assert index not in set(moved.tolist()), _("nearest_neighbor looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the best distance (the search must use the tree, not all of X)")
-        assert index == int(order[0]) and math.isclose(distance, float(distances[0]), rel_tol=1e-9, abs_tol=1e-12), _("nearest_neighbor on a large tree should still find the nearest point")
-        assert least <= count <= most, _("the third element should be the number of query-to-point distances computed: at least the query's own leaf, and none in the leaves that are pruned")
-        # k_nearest prunes against its k-th best distance: with k = 2 (every leaf here holds
-        # at least 3 points) the same planting applies.
-        pruned, _least, _most = pruned_leaves(X, leaves, query, k=2)
-        planted = X.copy()
-        moved = np.concatenate(pruned)
-        planted[moved] = query + distances[0] * rng.uniform(0.1, 0.9, size=(len(moved), 1)) * rng.choice([-1.0, 1.0], size=(len(moved), 2)) / np.sqrt(2)
-        got = index_list(student.k_nearest(tree, planted, query, 2), "k_nearest")
-        assert not set(got) & set(moved.tolist()), _("k_nearest looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the k-th best distance (the search must use the tree, not all of X)")
-        assert got == order[:2].tolist(), _("k_nearest on a large tree should still find the k nearest points")
+        yield Planted(query, planted, set(moved.tolist()), order[:k].tolist(), float(distances[0]), least, most)
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(12)
+@pytest.mark.call_timeout(30)
+def test_nearest_neighbor_prunes(student, rng):
+    """nearest_neighbor prunes, measured by the grader: points moved into leaves the search must skip (their plane is farther than the nearest point of the query's own leaf) are never found, and the reported count lies between the own leaf's size and the points outside the pruned leaves."""
+    X = rng.uniform(size=(PRUNING_N, 2))
+    tree = send_tree(student, X, PRUNING_LEAF_SIZE)
+    for case in planted_queries(rng, X, k=1):
+        index, distance, count = search_result(student.nearest_neighbor(tree, case.X, case.query), PRUNING_N)
+        assert index not in case.moved, _("nearest_neighbor looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the best distance (the search must use the tree, not all of X)")
+        assert index == case.nearest[0] and math.isclose(distance, case.distance, rel_tol=1e-9, abs_tol=1e-12), _("nearest_neighbor on a large tree should still find the nearest point")
+        assert case.least <= count <= case.most, _("the third element should be the number of query-to-point distances computed: at least the query's own leaf, and none in the leaves that are pruned")
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(9)
+@pytest.mark.call_timeout(30)
+def test_k_nearest_prunes(student, rng):
+    """k_nearest prunes against its k-th best distance, measured by the grader: points moved into leaves the search must skip are never among the k returned."""
+    X = rng.uniform(size=(PRUNING_N_K, 2))
+    tree = send_tree(student, X, PRUNING_LEAF_SIZE)
+    # k = 2: every leaf here holds at least 3 points, so the query's own leaf gives a k-th
+    # best distance before anything is pruned.
+    for case in planted_queries(rng, X, k=2):
+        got = index_list(student.k_nearest(tree, case.X, case.query, 2), "k_nearest", 2)
+        assert not set(got) & case.moved, _("k_nearest looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the k-th best distance (the search must use the tree, not all of X)")
+        assert got == case.nearest, _("k_nearest on a large tree should still find the k nearest points")
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(2)
+@pytest.mark.call_timeout(30)
+def test_leaves_its_inputs_unchanged(unchanged_inputs, student, rng):
+    """nearest_neighbor and k_nearest leave the caller's X and query as they were, while searching the tree with pruning."""
+    X = rng.uniform(size=(PRUNING_N_INPUTS, 2))
+    tree = send_tree(student, X, PRUNING_LEAF_SIZE)
+    nearest_case = next(planted_queries(rng, X, k=1))
+    result = unchanged_inputs("nearest_neighbor", student.nearest_neighbor, tree=tree, X=nearest_case.X, query=nearest_case.query)
+    k_case = next(planted_queries(rng, X, k=2))
+    got = unchanged_inputs("k_nearest", student.k_nearest, tree=tree, X=k_case.X, query=k_case.query, k=2)
+    # The inputs are unchanged; the check counts only if the searches did their job too.
+    index, _distance, _count = search_result(result, PRUNING_N_INPUTS)
+    assert index == nearest_case.nearest[0] and index_list(got, "k_nearest", 2) == k_case.nearest, _(
+        "the searches left their inputs as they were, but this check counts only when they also find the "
+        "nearest points through the tree, with pruning"
+    )

@@ -4,6 +4,15 @@ The model returned by ``train_naive_bayes`` is the student's own structure: the 
 only ever pass it back to the student's functions. Every expected value is computed
 here, in the grader, from the training data the test itself built, drawn from the test's
 ``seed`` (fresh per submission); the notes' spam example stays fixed.
+
+Points go to the task that earned them. Tasks 1 and 2 never read their values through
+``log_scores`` (task 3): the notes' scores are computed here from the student's
+``word_probability`` and the priors of the training data. The priors themselves can only
+be seen through ``log_scores`` (the log score of the empty message is log P(c)); a
+``log_scores`` that adds no prior at all (every empty message scores 0) is charged to
+task 3, which checks that it adds one, and costs task 1 nothing. Task 3 checks its sums
+against the student's own ``word_probability`` and empty-message scores, so a task-1 or
+task-2 mistake costs task 3 nothing.
 """
 
 from __future__ import annotations
@@ -54,11 +63,30 @@ def class_counts(docs: list[str], labels: list[str]) -> dict[str, Counter]:
     return counts
 
 
-def exp_scores(student, model, text: str, smoothing: bool) -> dict[str, float]:
-    """The student's scores as probabilities (exp of their log scores)."""
-    scores = student.log_scores(model, text, smoothing=smoothing)
+def checked_scores(scores: object, labels: set[str]) -> dict[str, float]:
+    """``log_scores``' answer, after checking it is a dictionary of one number per class."""
     assert isinstance(scores, dict), _("log_scores returned a {type_name}; a dictionary {{label: log score}} is expected").format(type_name=type(scores).__name__)
-    return {label: math.exp(score) for label, score in scores.items()}
+    assert set(scores) == labels, _("log_scores does not return one score per class (its keys should be the training labels)")
+    assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scores.values()), _("log_scores' scores should be numbers")
+    return {label: float(score) for label, score in scores.items()}
+
+
+def notes_scores(student, model, words: list[str], smoothing: bool) -> dict[str, float]:
+    """The notes' example scored here: the priors of the notes (3/8, 5/8) times the
+    student's ``word_probability`` of each word, so that only word_probability is graded."""
+    priors = {label: SPAM_LABELS.count(label) / len(SPAM_LABELS) for label in ("spam", "ham")}
+    return {label: prior * math.prod(probability(student.word_probability(model, word, label, smoothing=smoothing)) for word in words)
+            for label, prior in priors.items()}
+
+
+def empty_scores(student, docs: list[str], labels: list[str]) -> dict[str, float]:
+    """The student's log scores of the empty message, from a model trained on (docs, labels)."""
+    return checked_scores(student.log_scores(student.train_naive_bayes(docs, labels), "", smoothing=True), set(labels))
+
+
+def adds_no_prior(scores: dict[str, float]) -> bool:
+    """Whether every class scores exactly 0 on the empty message: log_scores adds no prior."""
+    return all(score == 0.0 for score in scores.values())
 
 
 def probability(value: object) -> float:
@@ -69,13 +97,15 @@ def probability(value: object) -> float:
     return float(value)
 
 
-def predicted(result: object) -> tuple[object, dict]:
-    """``predict``'s answer, after checking it is a tuple (label, {label: posterior})."""
+def predicted(result: object, labels: set[str]) -> tuple[object, dict]:
+    """``predict``'s answer, after checking it is a tuple (label, {label: posterior}) with one
+    posterior per class."""
     assert isinstance(result, tuple) and len(result) == 2, _(
         "predict returned a {type_name}; a tuple (label, {{label: posterior}}) is expected"
     ).format(type_name=type(result).__name__)
     label, posteriors = result
     assert isinstance(posteriors, dict), _("predict's posteriors are a {type_name}; a dictionary {{label: posterior}} is expected").format(type_name=type(posteriors).__name__)
+    assert set(posteriors) == labels, _("predict's posteriors should have one entry per class (its keys should be the training labels)")
     return label, posteriors
 
 
@@ -102,6 +132,8 @@ def test_tokenize(student):
     """tokenize lower-cases and splits on any white space."""
     cases = {
         "Secret  OFFER\ttoday\n": ["secret", "offer", "today"],
+        # white space is the only separator: punctuation and digits stay in their words
+        "WIN $1,000 now!!! (Don't wait) e-mail: x@y.com": ["win", "$1,000", "now!!!", "(don't", "wait)", "e-mail:", "x@y.com"],
         "  Play SPORTS  ": ["play", "sports"],
         "one\n\ntwo\r\nthree": ["one", "two", "three"],
         "": [],
@@ -115,13 +147,16 @@ def test_tokenize(student):
 @pytest.mark.task(1)
 @pytest.mark.points(5)
 def test_unsmoothed_probability_is_relative_count(student, seed):
-    """Without smoothing, word_probability is count(word, c) / N(c), counted case-insensitively."""
+    """Without smoothing, word_probability is count(word, c) / N(c), counted case-insensitively, a word repeated in a message counting each time."""
     docs, labels = random_corpus(seed=[seed, 51], class_sizes={"north": 9, "south": 7}, mixed_case=True)
+    # Every class gets a message repeating a word, and one with punctuation kept in words.
+    docs += ["Apple apple APPLE kale", "apple kale! Kale", "Tea tea rice", "rice, tea TEA"]
+    labels += ["north", "north", "south", "south"]
     counts = class_counts(docs, labels)
     model = student.train_naive_bayes(docs, labels)
     for label, counter in counts.items():
         total = sum(counter.values())
-        for word in sorted(counter)[:6]:
+        for word in [*sorted(counter)[:6], "apple", "kale", "kale!", "tea", "rice,"]:
             p = probability(student.word_probability(model, word, label, smoothing=False))
             assert math.isclose(p, counter[word] / total, rel_tol=1e-9), _(
                 "unsmoothed word_probability is not count(word, c) / N(c) on a training set with mixed-case messages"
@@ -131,39 +166,45 @@ def test_unsmoothed_probability_is_relative_count(student, seed):
 @pytest.mark.task(1)
 @pytest.mark.points(5)
 def test_empty_message_scores_log_prior(student, seed):
-    """The log score of a message without words is log P(c), the class's share of the training messages."""
+    """The log score of a message without words is log P(c), the class's share of the training messages (not of the words)."""
     docs, labels = random_corpus(seed=[seed, 52], class_sizes={"red": 5, "green": 3, "blue": 2}, mixed_case=False)
-    model = student.train_naive_bayes(docs, labels)
-    for smoothing in (True, False):
-        scores = student.log_scores(model, "", smoothing=smoothing)
-        assert isinstance(scores, dict), _("log_scores returned a {type_name}; a dictionary {{label: log score}} is expected").format(type_name=type(scores).__name__)
-        assert set(scores) == set(labels), _("log_scores does not return one score per class (its keys should be the training labels)")
-        for label in set(labels):
-            prior = labels.count(label) / len(labels)
-            assert math.isclose(scores[label], math.log(prior), rel_tol=1e-9), _(
-                "the log score of an empty message is not log P(c): check the priors"
-            )
+    scores = empty_scores(student, docs, labels)
+    if adds_no_prior(scores):
+        return  # log_scores adds no prior, so the priors cannot be seen: task 3 is charged for that
+    for label in set(labels):
+        prior = labels.count(label) / len(labels)
+        assert math.isclose(scores[label], math.log(prior), rel_tol=1e-9), _(
+            "the log score of an empty message is not log P(c): check the priors (the class's share of the training messages)"
+        )
 
 
 @pytest.mark.task(1)
 @pytest.mark.points(2)
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, seed):
-    """train_naive_bayes leaves the caller's lists of messages and labels as they were (no in-place lower-casing or sorting)."""
+    """train_naive_bayes leaves the caller's lists of messages and labels as they were (no in-place lower-casing or sorting), while counting the words."""
     docs, labels = random_corpus(seed=[seed, 55], class_sizes={"left": 4, "right": 5}, mixed_case=True)
-    unchanged_inputs("train_naive_bayes", student.train_naive_bayes, docs=docs, labels=labels)
+    model = unchanged_inputs("train_naive_bayes", student.train_naive_bayes, docs=docs, labels=labels)
+    counts = class_counts(docs, labels)
+    did_the_job = all(
+        math.isclose(probability(student.word_probability(model, word, label, smoothing=False)), counter[word] / sum(counter.values()), rel_tol=1e-9)
+        for label, counter in counts.items() for word in sorted(counter)[:3]
+    )
+    assert did_the_job, _(
+        "train_naive_bayes left its inputs as they were, but this check counts only when it also counts the "
+        "words: unsmoothed word_probability should be count(word, c) / N(c)"
+    )
 
 
 @pytest.mark.task(1)
 @pytest.mark.points(3)
 def test_spam_example_unsmoothed(student):
-    """Unsmoothed, "secret is secret" scores 0.004630 (spam) vs 0.000185 (ham), 96.15 % spam, as in the notes."""
+    """Unsmoothed, "secret is secret" scores 0.004630 (spam) vs 0.000185 (ham), 96.15 % spam, as in the notes: P(c) times the unsmoothed word_probability of each word."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
-    scores = exp_scores(student, model, "secret is secret", smoothing=False)
-    assert set(scores) == {"spam", "ham"}, _("log_scores does not return one score per class")
-    assert close_to_quoted(scores["spam"], "0.004630"), _("the unsmoothed spam score of the notes' example is wrong")
-    assert close_to_quoted(scores["ham"], "0.000185"), _("the unsmoothed ham score of the notes' example is wrong")
+    scores = notes_scores(student, model, ["secret", "is", "secret"], smoothing=False)
+    assert close_to_quoted(scores["spam"], "0.004630"), _("on the notes' example, P(spam) times the unsmoothed word_probability of each word of \"secret is secret\" is not 0.004630: check count(word, c) / N(c)")
+    assert close_to_quoted(scores["ham"], "0.000185"), _("on the notes' example, P(ham) times the unsmoothed word_probability of each word of \"secret is secret\" is not 0.000185: check count(word, c) / N(c)")
     spam_percent = 100 * scores["spam"] / (scores["spam"] + scores["ham"])
-    assert close_to_quoted(spam_percent, "96.15"), _("the unsmoothed spam posterior of the notes' example is wrong")
+    assert close_to_quoted(spam_percent, "96.15"), _("on the notes' example, the unsmoothed scores of \"secret is secret\" do not give 96.15 % spam: check count(word, c) / N(c)")
 
 
 # ---------------------------------------------------------------- task 2: smoothing
@@ -188,16 +229,20 @@ def test_smoothed_probability_formula(student, seed):
 @pytest.mark.task(2)
 @pytest.mark.points(2)
 def test_scoring_leaves_the_model_unchanged(student):
-    """Asking for the probability of an unseen word, or scoring a message, does not change the model: the probabilities asked before and after agree."""
+    """Asking for the probability of an unseen word does not change the model: the smoothed probabilities asked before and after agree (and are right)."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     questions = [(word, label, smoothing) for word in ("secret", "sports", "today")
                  for label in ("spam", "ham") for smoothing in (True, False)]
     before = [probability(student.word_probability(model, *question)) for question in questions]
+    counts = class_counts(SPAM_DOCS, SPAM_LABELS)
+    right = [(counts[label][word] + 1) / (sum(counts[label].values()) + len(counts[label]) + 1)
+             for word, label, smoothing in questions if smoothing]
+    assert all(math.isclose(p, q, rel_tol=1e-9) for p, q in zip(before[::2], right)), _(
+        "this check counts only when word_probability also gives the smoothed probabilities right"
+    )
     for label in ("spam", "ham"):
         student.word_probability(model, "zucchini", label)
         student.word_probability(model, "quokka", label, smoothing=False)
-    student.log_scores(model, "never heard such words")
-    student.predict(model, "unheard of offers today")
     after = [probability(student.word_probability(model, *question)) for question in questions]
     assert after == before, _(
         "asking about unseen words changed the model: the same probabilities differ afterwards "
@@ -223,12 +268,11 @@ def test_smoothed_probabilities_sum_to_one(student, seed):
 @pytest.mark.task(2)
 @pytest.mark.points(10)
 def test_spam_example_smoothed(student):
-    """Smoothed, "today is secret" scores 0.0007324 (spam) vs 0.00048 (ham), as in the notes."""
+    """Smoothed, "today is secret" scores 0.0007324 (spam) vs 0.00048 (ham), as in the notes: P(c) times the smoothed word_probability of each word."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
-    scores = exp_scores(student, model, "today is secret", smoothing=True)
-    assert set(scores) == {"spam", "ham"}, _("log_scores does not return one score per class")
-    assert close_to_quoted(scores["spam"], "0.0007324"), _("the smoothed spam score of the notes' example is wrong")
-    assert close_to_quoted(scores["ham"], "0.00048"), _("the smoothed ham score of the notes' example is wrong")
+    scores = notes_scores(student, model, ["today", "is", "secret"], smoothing=True)
+    assert close_to_quoted(scores["spam"], "0.0007324"), _("on the notes' example, P(spam) times the smoothed word_probability of each word of \"today is secret\" is not 0.0007324: check (count + 1) / (N(c) + V(c) + 1)")
+    assert close_to_quoted(scores["ham"], "0.00048"), _("on the notes' example, P(ham) times the smoothed word_probability of each word of \"today is secret\" is not 0.00048: check (count + 1) / (N(c) + V(c) + 1)")
 
 
 # ---------------------------------------------------------------- task 3: prediction in log space
@@ -240,20 +284,46 @@ def test_unseen_word_unsmoothed_is_minus_infinity(student):
     """Unsmoothed, a word never seen in a class makes that class's log score -inf, and only that class's."""
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     for text, impossible, possible in [("secret offer", "ham", "spam"), ("sports today", "spam", "ham")]:
-        scores = student.log_scores(model, text, smoothing=False)
+        scores = checked_scores(student.log_scores(model, text, smoothing=False), {"spam", "ham"})
         assert scores[impossible] == -math.inf, _("a class that never saw a word of the message does not score -inf")
         assert math.isfinite(scores[possible]), _("a class that saw every word of the message does not get a finite score")
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(8)
+@pytest.mark.points(6)
+def test_log_score_adds_prior_and_word_log_probabilities(student, seed):
+    """log_scores adds log P(c) (the empty message's score, not 0) and log word_probability once per word of the message, repeats included, smoothed or not."""
+    docs, labels = random_corpus(seed=[seed, 56], class_sizes={"odd": 7, "even": 3}, mixed_case=False)
+    docs += ["apple tea salt", "tea apple rice"]  # words both classes have seen, whatever the draw
+    labels += ["odd", "even"]
+    empty = empty_scores(student, docs, labels)
+    assert not adds_no_prior(empty), _(
+        "log_scores should add log P(c) to every class's score: the empty message scores 0 in every class"
+    )
+    counts = class_counts(docs, labels)
+    shared = sorted(set(counts["odd"]) & set(counts["even"]))  # no class gives these probability 0
+    rng = np.random.default_rng([seed, 57])
+    for smoothing in (True, False):
+        for _message in range(3):
+            words = list(rng.choice(shared, size=int(rng.integers(3, 9))))
+            words += words[:2]  # repeated words count each time
+            model = student.train_naive_bayes(docs, labels)  # fresh: a test of log_scores alone
+            scores = checked_scores(student.log_scores(model, " ".join(words), smoothing=smoothing), set(labels))
+            for label in set(labels):
+                expected = empty[label] + sum(math.log(probability(student.word_probability(model, w, label, smoothing=smoothing))) for w in words)
+                assert math.isclose(scores[label], expected, rel_tol=1e-9, abs_tol=1e-9), _(
+                    "log_scores should be the empty message's score plus log word_probability of each word of the message, once per occurrence"
+                )
+
+
+@pytest.mark.task(3)
+@pytest.mark.points(6)
 def test_posteriors_follow_log_scores(student):
     """predict returns the class with the largest log score and posteriors proportional to exp(log score), summing to 1."""
-    model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     for text in ["secret is secret", "today is secret", "play sports today", "click link money"]:
-        label, posteriors = predicted(student.predict(model, text))
-        expected = softmax(student.log_scores(model, text))
-        assert set(posteriors) == set(expected), _("predict's posteriors should have one entry per class (its keys should be the training labels)")
+        # a fresh model for each call: what one call might add to a model is not charged here
+        label, posteriors = predicted(student.predict(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"})
+        expected = softmax(checked_scores(student.log_scores(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"}))
         assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), _("the posteriors do not add up to 1")
         for c in expected:
             assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), _(
@@ -263,17 +333,16 @@ def test_posteriors_follow_log_scores(student):
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(10)
+@pytest.mark.points(7)
 def test_long_message_does_not_underflow(student, rng):
     """A 10,000-word message gets finite log scores and finite posteriors that sum to 1 (no underflow)."""
-    model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     # A balanced message: its posterior is neither 0 nor 1, so the normalisation itself is tested.
     balanced = " ".join(rng.permutation(["is"] * 5939 + ["today"] * 4061))
     one_sided = " ".join(["secret"] * 10_000)
     for text in (balanced, one_sided):
-        scores = student.log_scores(model, text)
+        scores = checked_scores(student.log_scores(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"})
         assert all(math.isfinite(s) for s in scores.values()), _("smoothed log scores of a long message are not finite")
-        label, posteriors = predicted(student.predict(model, text))
+        label, posteriors = predicted(student.predict(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"})
         values = list(posteriors.values())
         assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in values), _(
             "posteriors of a 10,000-word message are not finite probabilities (underflow?)"
@@ -309,7 +378,7 @@ def agreement_corpus(seed: int) -> tuple[list[str], list[str], list[str]]:
 
 
 @pytest.mark.task(3)
-@pytest.mark.points(7)
+@pytest.mark.points(6)
 def test_agrees_with_multinomial_nb(student, seed):
     """predict agrees with scikit-learn's CountVectorizer + MultinomialNB on a synthetic corpus."""
     train_docs, train_labels, test_docs = agreement_corpus(seed)
@@ -320,7 +389,7 @@ def test_agrees_with_multinomial_nb(student, seed):
     log_odds = np.abs(log_proba[:, 0] - log_proba[:, 1])
 
     model = student.train_naive_bayes(train_docs, train_labels)
-    labels = np.array([predicted(student.predict(model, doc))[0] for doc in test_docs])
+    labels = np.array([predicted(student.predict(model, doc), {"alpha", "beta"})[0] for doc in test_docs])
 
     # MultinomialNB(alpha=1) smooths with (count + 1) / (N(c) + |vocabulary|), the course
     # with (count + 1) / (N(c) + V(c) + 1). On this corpus every word occurs in both classes
