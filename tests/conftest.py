@@ -3,7 +3,10 @@ files share goes in ``tests/helpers.py``, which they can import)."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +59,17 @@ def as_comparable():
 def week01_mix_local(course: Course, slot: ZygoteSlot, week01_mix: list[Submission]) -> list[dict]:
     """``week01_mix`` graded once, locally, in this process: the reference for other runs."""
     return comparable(grade(course.week("week01"), week01_mix, isolation=Sandboxed(slot=slot)))
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, through Playwright, one for a test module; the test is
+    skipped when either is missing (``make setup`` installs both)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed: run scripts/install-system-packages (apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield browser
+        browser.close()

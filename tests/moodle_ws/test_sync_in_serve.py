@@ -5,6 +5,8 @@ stand-in LMS (tests/service/lms.py) and the stand-in Moodle (conftest.py). With 
 run, a hand-in placed in "Moodle" is pulled, graded and pushed back; a second entry with a
 wrong token shows its error on the instructor's page while LTI uploads go on; stopping the
 service stops the syncs, a run under way included. Bad entries stop `serve` from starting.
+The instructor's page with the sync table filled meets WCAG 2.1 AA in chromium
+(docs/ACCESSIBILITY.md).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +31,13 @@ from autograder.exceptions import PolicyError
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.service.moodle_sync import MoodleSyncs, SyncStatus, load_syncs
 from autograder.service.policy import policy_for
+from tests.helpers import assert_accessible
 from tests.moodle_ws.conftest import TEACHER, Site
-from tests.service.lms import register_and_add_week, running_lms
+from tests.service.lms import Lms, register_and_add_week, running_lms
 from tests.service.web import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
+ARTEFACTS = ROOT / "tests" / "artefacts"
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
 
 
@@ -43,8 +49,6 @@ def slow_notebook() -> bytes:
         del cell["id"]
     notebook.cells.append(cell)
     return nbformat.writes(notebook).encode()
-
-
 
 
 def a_course(folder: Path, syncs: str) -> Course:
@@ -61,7 +65,7 @@ def token_file(path: Path, token: str, mode: int = 0o600) -> Path:
     return path
 
 
-def sync_entries(url: str) -> str:
+def sync_entries(url: str, interval_s: int = 10) -> str:
     return f"""
 [week01]
 max_attempts = 5
@@ -71,14 +75,14 @@ week = "week01"
 url = "{url}"
 assignment = 7
 token_file = "moodle-token"
-interval_s = 10
+interval_s = {interval_s}
 
 [[sync]]
 week = "1"
 url = "{url}"
 assignment = 8
 token_file = "wrong-token"
-interval_s = 10
+interval_s = {interval_s}
 """
 
 
@@ -87,18 +91,32 @@ def status(app: Any, number: int) -> SyncStatus:
     return next(s for s in statuses if s.entry.number == number)
 
 
-def test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else(server: Any, tmp_path: Path) -> None:
-    site = server.use(Site())
+def two_students() -> Site:
+    """A stand-in Moodle with two enrolled students, 201 and 202, who have not handed in yet."""
+    site = Site()
     site.users.update({201: "Ada Lovelace", 202: "Alan Turing"})
     site.enrolled.update({201, 202})
-    course = a_course(tmp_path / "course", sync_entries(server.url))
+    return site
+
+
+@contextmanager
+def serving_with_syncs(server: Any, site: Site, folder: Path, *, interval_s: int = 10) -> Iterator[tuple[Course, Lms]]:
+    """The whole service, registered with the stand-in LMS, for a course with ``sync_entries``
+    (the second one's token wrong) against ``site``; each entry's first run starts at once."""
+    server.use(site)
+    course = a_course(folder / "course", sync_entries(server.url, interval_s))
     token_file(course.root / "moodle-token", server.token)
     token_file(course.root / "wrong-token", "f" * 32)
-    assert policy_for(course.root, "week01").max_attempts == 5  # the week tables read as before
-
-    (tmp_path / "lms").mkdir()
-    with running_lms(tmp_path / "lms", course) as lms:
+    (folder / "lms").mkdir()
+    with running_lms(folder / "lms", course) as lms:
         register_and_add_week(lms)
+        yield course, lms
+
+
+def test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else(server: Any, tmp_path: Path) -> None:
+    site = two_students()
+    with serving_with_syncs(server, site, tmp_path) as (course, lms):
+        assert policy_for(course.root, "week01").max_attempts == 5  # the week tables read as before
         app = lms.app
         first = wait_until(lambda: (s := status(app, 1)).finished and s)
         assert first.error is None and first.pulled == 0 and first.next_run is not None  # nobody handed in yet
@@ -152,6 +170,58 @@ def test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else(server
     calls = len(site.calls)
     time.sleep(11)  # longer than the interval: nobody asks Moodle any more
     assert len(site.calls) == calls
+
+
+SYNC_HEADERS = ["Assignment", "Last run", "Pulled", "Graded", "Pushed", "Skipped (changed by hand in Moodle)",
+                "Next run", "Last error"]
+
+
+def test_the_sync_table_meets_wcag_aa_in_chromium(server: Any, tmp_path: Path, chromium: Any) -> None:
+    """After a run that graded and pushed one student and left another's hand-set grade alone,
+    and a run of the wrong-token entry: on the instructor's week page, in the LMS's iframe, no
+    axe violation; the table is a table whose cells have column and row headers; each row says
+    in words whether its last run failed; the error is whole, inside its cell, on screen."""
+    pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
+    site = two_students()
+    site.hand_in(201, {"week01.ipynb": CORRECT})
+    site.hand_in(202, {"week01.ipynb": CORRECT})
+    site.grade_by_hand(202, 7.0)  # a teacher graded Alan in Moodle: the sync leaves it
+    with serving_with_syncs(server, site, tmp_path, interval_s=3600) as (_, lms):  # one run each: the table holds
+        synced = wait_until(lambda: (s := status(lms.app, 1)).finished and s)
+        assert (synced.pulled, synced.graded, synced.pushed, synced.skipped) == (2, 2, 1, 1)
+        assert list(synced.kept) == ["Alan Turing"]
+        wait_until(lambda: status(lms.app, 2).error)
+
+        context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+        page = lms.open_activity(context, "t-sync", "instructor")
+        tool = lms.tool_frame(page)
+        tool.locator("#syncs").wait_for()
+        tool.locator("#live-updates").uncheck()  # the table stays as it is while it is read
+        tool.locator("#syncs details").first.click()  # who was left alone, shown
+        assert_accessible(page, "the instructor's page with the sync table", frames=lms.tool_url)
+        ARTEFACTS.mkdir(exist_ok=True)
+        tool.locator("#syncs").screenshot(path=str(ARTEFACTS / "a11y-service-syncs.png"))
+
+        table = tool.get_by_role("table").filter(has=tool.locator("#sync-1"))
+        assert table.get_by_role("columnheader").all_inner_texts() == SYNC_HEADERS
+        rows = [tool.locator(f"#sync-{n}") for n in (1, 2)]
+        assert [row.get_by_role("rowheader").inner_text().split("\n")[0] for row in rows] == [
+            f"7 on {server.url}", f"8 on {server.url}"]
+        cells = [row.get_by_role("cell").all_inner_texts() for row in rows]  # the cells after the row header
+        assert cells[0][1:5] == ["2", "2", "1", "1"]
+        assert "Alan Turing" in tool.locator("#syncs details").first.inner_text()
+
+        # words, not the red box alone, say which run failed and why
+        error = [row.get_by_role("cell").last for row in rows]
+        assert error[0].inner_text() == "none"
+        said = error[1].inner_text()
+        assert said.startswith("Moodle") and "does not know this token" in said, said
+        assert str(lms.app.state.syncs.statuses()[1].error) in said.replace("\n", " ")
+        # readable: inside its cell and the page's width, not cut off
+        assert error[1].evaluate("e => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight")
+        assert tool.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+        assert error[1].is_visible()
+        context.close()
 
 
 BAD = [

@@ -46,6 +46,19 @@ class Lms:
                            params={"user": user, "role": role, "link": link or self.activity_link})
         return browser, page
 
+    def open_activity(self, context: Any, user: str, role: str) -> Any:
+        """In a Playwright browser ``context``, a user opens the activity's course page in the LMS;
+        the page once the launch has gone through to the tool's page in its iframe."""
+        page = context.new_page()
+        page.goto(f"{self.platform_url}/course?user={user}&role={role}&link={self.activity_link}")
+        page.frame_locator("iframe#tool").locator("h1").wait_for()
+        return page
+
+    def tool_frame(self, page: Any) -> Any:
+        """The tool's frame inside the LMS's course page (not the feedback's inside it)."""
+        return next(f for f in page.frames if f.url.startswith(self.tool_url) and f.name != "feedback"
+                    and "/feedback" not in f.url)
+
     def begin_login(self, browser: Browser) -> tuple[str, str]:
         """The tool's half of a login, by hand: (state, nonce); the browser gets the state cookie."""
         registration = self.platform.registration()

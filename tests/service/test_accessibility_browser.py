@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from autograder.course import Course
-from tests.helpers import axe_violations, focus_outline
+from tests.helpers import assert_accessible, axe_violations, focus_outline
 from tests.service.lms import Lms, register_and_add_week, running_lms
 
-playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
@@ -46,26 +46,6 @@ def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lm
         yield running
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-def tool_frame(page: Any, lms: Lms) -> Any:
-    """The tool's frame inside the LMS's course page."""
-    return next(f for f in page.frames if f.url.startswith(lms.tool_url) and f.name != "feedback"
-                and "/feedback" not in f.url)
-
-
-def assert_accessible(page: Any, lms: Lms, where: str) -> None:
-    """No axe violation in the tool's frames (the stand-in LMS around them is not ours)."""
-    found = [v for v in axe_violations(page) if v.startswith(lms.tool_url[:70])]
-    assert found == [], f"{where}:\n" + "\n".join(found)
-
-
 def press_until(page: Any, frame: Any, selector: str, key: str = "Tab", limit: int = 40) -> None:
     """Press ``key`` until the element ``selector`` of ``frame`` has the focus, and see it drawn."""
     for _ in range(limit):
@@ -76,13 +56,6 @@ def press_until(page: Any, frame: Any, selector: str, key: str = "Tab", limit: i
     raise AssertionError(f"{key} never reached {selector}")
 
 
-def open_activity(context: Any, lms: Lms, user: str, role: str) -> Any:
-    page = context.new_page()
-    page.goto(f"{lms.platform_url}/course?user={user}&role={role}&link={lms.activity_link}")
-    page.frame_locator("iframe#tool").locator("h1").wait_for()  # the launch went through to the tool's page
-    return page
-
-
 def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms, chromium: Any) -> None:
     """Launch, Tab to the file field, Space to choose the notebook, Tab and Enter to upload; the
     attempt page says queued, then graded, in its live region without reloading; the feedback
@@ -91,13 +64,13 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
     announced = 0
     for language in LANGUAGES:
         context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
-        page = open_activity(context, lms, f"s-a11y-{language}", "learner")
-        tool = tool_frame(page, lms)
+        page = lms.open_activity(context, f"s-a11y-{language}", "learner")
+        tool = lms.tool_frame(page)
         tool.locator("#upload").wait_for()
-        assert_accessible(page, lms, f"{language} upload page")
+        assert_accessible(page, f"{language} upload page", frames=lms.tool_url)
         for path in STUDENT_PAGES:
             tool.goto(lms.tool_url + path)
-            assert_accessible(page, lms, f"{language} {path}")
+            assert_accessible(page, f"{language} {path}", frames=lms.tool_url)
 
         press_until(page, tool, "#notebook")
         with page.expect_file_chooser() as chooser:
@@ -106,12 +79,12 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
         press_until(page, tool, "#upload button")
         with page.expect_event("framenavigated"):
             page.keyboard.press("Enter")
-        tool = tool_frame(page, lms)
+        tool = lms.tool_frame(page)
         state = tool.locator("#state")
         state.wait_for()
         assert state.get_attribute("role") == "status"
         first = state.inner_text()
-        assert_accessible(page, lms, f"{language} attempt page ({first[:30]})")
+        assert_accessible(page, f"{language} attempt page ({first[:30]})", frames=lms.tool_url)
         waited = tool.locator("#score").count() == 0  # queued or being graded when the page came
         tool.evaluate("window.notReloaded = true")
         tool.locator("#score").wait_for(timeout=180_000)
@@ -124,7 +97,7 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
         assert frame.evaluate("document.documentElement.lang") == language
         if language == "ja":
             assert CJK.search(feedback.locator("main").inner_text())
-        assert_accessible(page, lms, f"{language} graded attempt page")
+        assert_accessible(page, f"{language} graded attempt page", frames=lms.tool_url)
         page.screenshot(path=str(ARTEFACTS / f"a11y-service-feedback-{language}.png"), full_page=True)
         context.close()
     assert announced, "no upload was seen waiting: the live region's change went unchecked"
@@ -135,21 +108,21 @@ def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms,
     link, Enter, Tab to the first points field, type, Tab to its comment, type, Tab to Save,
     Enter: the mark is saved."""
     context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
-    page = open_activity(context, lms, "t-a11y", "instructor")
-    tool = tool_frame(page, lms)
+    page = lms.open_activity(context, "t-a11y", "instructor")
+    tool = lms.tool_frame(page)
     tool.locator("#report").wait_for()
     attempt = tool.locator("#report a").first.get_attribute("href").rsplit("/", 1)[1]  # type: ignore[union-attr]
     for path in INSTRUCTOR_PAGES:
         tool.goto(lms.tool_url + path.format(attempt=attempt))
         tool.locator("h1").wait_for()
-        assert_accessible(page, lms, path)
+        assert_accessible(page, path, frames=lms.tool_url)
 
     tool.goto(lms.tool_url + "/instructor/week01")
     page.screenshot(path=str(ARTEFACTS / "a11y-service-instructor.png"), full_page=True)
     press_until(page, tool, "#mark")
     with page.expect_event("framenavigated"):
         page.keyboard.press("Enter")
-    tool = tool_frame(page, lms)
+    tool = lms.tool_frame(page)
     tool.locator("#marking").wait_for()
     press_until(page, tool, "#marking input[type=number]")
     page.keyboard.type("15")
@@ -161,7 +134,7 @@ def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms,
     page.screenshot(path=str(ARTEFACTS / "a11y-service-marking.png"), full_page=True)
     with page.expect_event("framenavigated"):
         page.keyboard.press("Enter")
-    tool = tool_frame(page, lms)
+    tool = lms.tool_frame(page)
     tool.locator("#marking").wait_for()
     assert tool.locator("#marking input[type=number]").first.input_value() == "15"
     context.close()
