@@ -137,13 +137,16 @@ def test_fixture_gets_its_expected_outcome(course: Course, slot: ZygoteSlot, wee
 
 
 def test_feedback_never_reveals_hidden_test_source(course: Course, slot: ZygoteSlot):
-    """No line of a hidden test file appears in any feedback text."""
+    """No line of a hidden test file appears in any feedback text, unless the student wrote
+    it in their own notebook (a crash's location quotes the student's line, and a test may
+    hold the same line of reference code the student wrote)."""
     for week in WEEKS:
         secret_lines = {line.strip() for f in course.week(week).test_files for line in f.read_text().splitlines()
                         if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "def ", "@"))}
-        for result in graded(course, slot, week).values():
+        for name, result in graded(course, slot, week).items():
+            own = (FIXTURES / week / name).read_text(encoding="utf-8", errors="replace")
             text = "\n".join([*(t.output for t in result.tests), *result.messages])
-            leaked = [line for line in secret_lines if line in text]
+            leaked = [line for line in secret_lines if line in text and json.dumps(line)[1:-1] not in own]
             assert not leaked, (week, result.key, leaked[:3])
 
 

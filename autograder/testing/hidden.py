@@ -150,10 +150,21 @@ def points_problems(items: list[pytest.Item]) -> list[str]:
         if not notebook.is_file() or not set(week.test_files) <= {Path(item.path).resolve() for item in mine}:
             continue
         try:
-            hidden_tests(week, mine)
+            hidden_tests(week, _declared(mine))
         except CourseError as exc:
             problems.append(str(exc))
     return problems
+
+
+def _declared(items: list[pytest.Item]) -> list[pytest.Item]:
+    """One item per test the week declares: a run that parametrises the ``seed`` fixture over
+    many submission seeds (``scripts/seed_sweep.py``) repeats each test, not its points."""
+    declared: dict[tuple[str, str, str], pytest.Item] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = sorted((k, repr(v)) for k, v in callspec.params.items() if k != "seed") if callspec else []
+        declared.setdefault((str(item.path), getattr(item, "originalname", item.name), repr(params)), item)
+    return list(declared.values())
 
 
 @dataclass(frozen=True)
