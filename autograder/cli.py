@@ -402,9 +402,11 @@ def serve(
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
-    from autograder.service.app import Settings, Tool, run_service
+    from autograder.service.app import run_service
     from autograder.service.edge import EdgeLimits
     from autograder.service.keys import ToolKeys
+    from autograder.service.settings import Settings
+    from autograder.service.tool import Tool
 
     try:
         found = Course.locate(course)

@@ -89,6 +89,6 @@ def test_a_plain_number_stays_a_number_and_a_sum_does_not() -> None:
 
 
 def test_the_services_attempts_sheet_escapes_the_lms_user_id() -> None:
-    from autograder.service.app import _csv
-    assert next(csv.reader([_csv(FORMULA)])) == ["'" + FORMULA]
-    assert next(csv.reader([_csv('a "quoted" id')])) == ['a "quoted" id']
+    from autograder.service.routes.instructor import csv_cell
+    assert next(csv.reader([csv_cell(FORMULA)])) == ["'" + FORMULA]
+    assert next(csv.reader([csv_cell('a "quoted" id')])) == ['a "quoted" id']

@@ -332,11 +332,11 @@ def test_merge_manual_with_a_rubric_then_an_edited_item_updates_worksheet_and_fe
 
 def test_the_rubric_page_speaks_the_instructors_language(course: Course) -> None:
     from autograder.i18n.languages import framework_translations
-    from autograder.service.app import _templates
+    from autograder.service.pages import templates
 
     japanese = framework_translations("ja")
     assert japanese is not None
-    page = _templates().get_template("rubric.html.j2").render(
+    page = templates().get_template("rubric.html.j2").render(
         tool_name="ML autograder", week=course.week(WEEK), tasks=[], csrf="x", language="ja", changed="marked",
         count=3, changed_task=3, _=japanese.gettext)
     assert '<html lang="ja">' in page and "ルーブリックによる採点" in page

@@ -2,7 +2,7 @@
 hand-graded tasks' answers, and for the rubric page the answers of each task in groups of
 similar ones (``autograder.grouping``) beside the task's rubric items.
 
-Kept apart from the routes (app.py) so that they only check who asks and read the form.
+Kept apart from the routes (routes/marking.py) so that they only say who may ask and read the form.
 """
 
 from __future__ import annotations
@@ -86,13 +86,19 @@ def rubric_view(store: Store, context: str, week: str) -> list[TaskMarking]:
     return view
 
 
+def is_row_id(number: int) -> bool:
+    """Whether a number from a URL or a form can be a database row id (SQLite's are signed
+    64-bit): a larger one is nobody's, answered as such rather than as an overflow."""
+    return 0 < number < 2**63
+
+
 def form_ids(values: Sequence[object], what: str, *, back: str) -> list[int]:
     """Row numbers a form or a path sent (attempt ids, task and item numbers); Refused (400)
     for anything else, so a number SQLite cannot hold is never asked for."""
     ids = []
     for value in values:
         text = str(value).strip()
-        if not text.isdigit() or not 0 < int(text) < 2**63:
+        if not text.isdigit() or not is_row_id(int(text)):
             raise Refused(400, f"{what}: {text[:40]!r} is not one of this page's numbers: reload the page.", back=back)
         ids.append(int(text))
     return ids

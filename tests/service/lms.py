@@ -18,9 +18,11 @@ import pytest
 from lti1p3platform.registration import Registration
 
 from autograder.course import Course
-from autograder.service.app import Settings, Tool, create_app, service_app
+from autograder.service.app import create_app, service_app
 from autograder.service.policy import policy_for
+from autograder.service.settings import Settings
 from autograder.service.store import Store
+from autograder.service.tool import Tool
 from tests.service.lti_platform import COURSE, LEARNER, PlatformState, create_platform
 from tests.service.web import Browser, free_port, make_certificate, serving
 

@@ -3,26 +3,52 @@ LMS uploads week01, sees the queue and then the feedback, the score arrives at t
 AGS endpoint (PendingManual, so Moodle stores no value yet); the instructor marks the
 hand-graded tasks in the browser form and the FullyGraded score follows.  And what the
 app refuses: a learner on an instructor route, another student's attempt, an upload over
-the limit, a file that is not a notebook, a form without its CSRF token."""
+the limit, a file that is not a notebook, a form without its CSRF token.
+
+Who may call a route is in its signature (autograder/service/deps.py): every route under
+``/instructor/`` or ``/deep-link`` takes a ``CurrentInstructor``. The instructor-route cases
+are the routes of the routers ``create_app`` includes, and the app the LMS launches into has
+exactly those, so an instructor route added without the dependency fails here, as one added
+outside the routers does."""
 
 from __future__ import annotations
 
 import io
+import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute, iter_route_contexts
 
 from autograder.course import Course
+from autograder.service.routes import ROUTERS
 from tests.service.lms import Lms, register_and_add_week, running_lms
 from tests.service.web import Browser, forms, wait_until
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "week01"
 CORRECT = (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()
 WRONG = (FIXTURES / "wrong_counts_every_sample.ipynb").read_bytes()
+INSTRUCTOR_AREAS = ("/instructor/", "/deep-link")
+NOT_AN_INSTRUCTOR = "This page is for the course&#39;s instructors (the Instructor role in the LMS)."
+PATH_VALUES = {"name": "week01", "task": "3", "number": "1", "post_id": "1"}
+# what any of the instructors' forms may hold: a route that let a learner through would act on it
+INSTRUCTOR_FORM = {"week": "week01", "points": "5", "comment": "A learner's mark", "attempt": "1", "item": "1",
+                   "adjustment": "1", "points-1-3": "5"}
+
+
+def instructor_routes(routes: Iterable[Any]) -> list[tuple[str, str]]:
+    """(method, path) of every route in the instructors' part of the app (``routes``: the
+    app's, its included routers flattened as FastAPI sees them)."""
+    return sorted((method, route.path) for route in iter_route_contexts(list(routes))
+                  if isinstance(route.original_route, APIRoute) and route.path.startswith(INSTRUCTOR_AREAS)
+                  for method in route.methods)
+
+
+INSTRUCTOR_ROUTES = instructor_routes(route for router in ROUTERS for route in router.routes)
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +126,27 @@ def test_the_results_folder_downloads_as_a_zip(lms: Lms, graded: dict[str, Any])
     assert any(n.endswith(".html") for n in names)
 
 
-def test_a_learner_on_an_instructor_route_is_refused(lms: Lms) -> None:
-    browser, _ = lms.launch("s2")
-    for path in ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/results.zip"):
-        assert browser.get(f"{lms.tool_url}{path}").status_code == 403
+@pytest.fixture(scope="module")
+def learner(lms: Lms) -> tuple[Browser, str]:
+    """A learner launched into week01 by the LMS, and the CSRF token of their own session."""
+    browser, page = lms.launch("s2")
+    assert page.status_code == 200 and str(page.url).endswith("/week/week01"), page.text
+    return browser, next(f for f in forms(page.text) if f["id"] == "upload")["fields"]["csrf"]
+
+
+def test_the_instructor_route_cases_are_the_apps(lms: Lms) -> None:
+    assert instructor_routes(lms.app.routes) == INSTRUCTOR_ROUTES
+    assert ("GET", "/instructor/{name}") in INSTRUCTOR_ROUTES and ("POST", "/deep-link") in INSTRUCTOR_ROUTES
+
+
+@pytest.mark.parametrize(("method", "path"), INSTRUCTOR_ROUTES, ids=[f"{m} {p}" for m, p in INSTRUCTOR_ROUTES])
+def test_a_learner_gets_the_same_refusal_from_every_instructor_route(lms: Lms, learner: tuple[Browser, str],
+                                                                     method: str, path: str) -> None:
+    browser, csrf = learner
+    url = lms.tool_url + re.sub(r"\{(\w+)\}", lambda m: PATH_VALUES[m.group(1)], path)
+    data = {**INSTRUCTOR_FORM, "csrf": csrf} if method == "POST" else None
+    reply = browser.client.request(method, url, data=data)
+    assert reply.status_code == 403 and NOT_AN_INSTRUCTOR in reply.text, (method, path, reply.text[-600:])
 
 
 def test_a_student_cannot_read_anothers_attempt(lms: Lms, graded: dict[str, Any]) -> None:

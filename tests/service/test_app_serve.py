@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from autograder.service.app import RateLimiter
+from autograder.service.sessions import RateLimiter
 from tests.service.web import free_port, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[2]

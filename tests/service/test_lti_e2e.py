@@ -12,7 +12,7 @@ from joserfc.jwk import RSAKey
 from lti1p3platform.registration import Registration
 
 from autograder.course import Course
-from autograder.service.app import SESSION_COOKIE, STATE_COOKIE
+from autograder.service.sessions import SESSION_COOKIE, STATE_COOKIE
 from tests.service.lms import Lms, register_and_add_week, running_lms
 from tests.service.lti_platform import TOOL_CONFIG, new_private_key
 

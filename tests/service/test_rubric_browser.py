@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +21,6 @@ from autograder.course import Course
 from tests.service.lms import Lms, register_and_add_week, running_lms
 from tests.service.web import wait_until
 
-playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
-                                "run scripts/install-system-packages (apt-get install chromium)")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "en" / "week01.ipynb"
 ANSWERS = {  # task 3 of week01: a binary classification example, by hand
@@ -99,69 +94,66 @@ def tab_to(page: Any, selector: str, frame: Any, limit: int = 60) -> None:
 
 
 def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everything_follows(
-        lms: Lms, graded: dict[str, dict[str, Any]]) -> None:
+        lms: Lms, graded: dict[str, dict[str, Any]], chromium: Any) -> None:
     ARTEFACTS.mkdir(exist_ok=True)
     ana, ben = graded["s-ana"]["id"], graded["s-ben"]["id"]
     # the posts after task 4's mark (PendingManual: task 3 is still to mark) have arrived
     wait_until(lambda: all(scores(lms, user) and scores(lms, user)[-1]["scoreGiven"] == 80 for user in ANSWERS))
     before = {user: len(scores(lms, user)) for user in ANSWERS}
 
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(f"{lms.platform_url}/course?user=t-rubric&role=instructor&link={lms.activity_link}")
-        tool = page.frame_locator("iframe#tool")
-        tool.locator("#rubric").focus()
+    context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+    errors: list[str] = []
+    context.on("weberror", lambda error: errors.append(str(error.error)))
+    page = lms.open_activity(context, "t-rubric", "instructor")
+    tool = lms.tool_frame(page)
+    tool.locator("#rubric").focus()
+    page.keyboard.press("Enter")
+    tool.locator("#new-item-3-points").wait_for()
+    assert tool.locator("html").get_attribute("lang") == "en"
+
+    for points, comment in ITEMS:  # three items, typed and submitted from the keyboard
+        tool.locator("#new-item-3-points").focus()
+        page.keyboard.type(points)
+        page.keyboard.press("Tab")
+        page.keyboard.type(comment)
         page.keyboard.press("Enter")
-        tool.locator("#new-item-3-points").wait_for()
-        assert tool.locator("html").get_attribute("lang") == "en"
+        tool.locator("#status").filter(has_text="Item added to task 3.").wait_for()
+    assert [tool.locator(f"#item-3-{n}-points").input_value() for n in (1, 2, 3)] == ["12", "8", "-5"]
 
-        for points, comment in ITEMS:  # three items, typed and submitted from the keyboard
-            tool.locator("#new-item-3-points").focus()
-            page.keyboard.type(points)
-            page.keyboard.press("Tab")
-            page.keyboard.type(comment)
-            page.keyboard.press("Enter")
-            tool.locator("#status").filter(has_text="Item added to task 3.").wait_for()
-        assert [tool.locator(f"#item-3-{n}-points").input_value() for n in (1, 2, 3)] == ["12", "8", "-5"]
+    group = tool.locator("#task-3 form.group", has=tool.locator(f"input[name=attempt][value='{ana}']"))
+    assert sorted(int(v) for v in group.locator("input[name=attempt]").evaluate_all(
+        "boxes => boxes.map(box => box.value)")) == sorted([ana, ben])  # the two similar answers, one group
+    answer = group.get_by_role("checkbox", name="User s-ana (attempt 1)")  # labelled, described by the answer
+    assert answer.is_checked() and "(0,0) and (1,1)" in answer.evaluate(
+        "box => box.getAttribute('aria-describedby').split(' ').map(id => document.getElementById(id).textContent)"
+        ".join(' ')")
+    form_id = group.get_attribute("id")
+    tab_to(page, f"#{form_id} input[name=item][value='1']", tool)
+    outline = tool.locator(f"#{form_id} input[name=item][value='1']").evaluate(
+        "element => getComputedStyle(element).outlineStyle")
+    assert outline not in ("", "none")  # the focus is visible
+    page.keyboard.press("Space")
+    tab_to(page, f"#{form_id} button", tool)
+    page.screenshot(path=str(ARTEFACTS / "service-rubric-group.png"), full_page=True)
+    page.keyboard.press("Enter")
+    tool.locator("#status").filter(has_text="2 answers marked.").wait_for()
 
-        group = tool.locator("#task-3 form.group", has=tool.locator(f"input[name=attempt][value='{ana}']"))
-        assert sorted(int(v) for v in group.locator("input[name=attempt]").evaluate_all(
-            "boxes => boxes.map(box => box.value)")) == sorted([ana, ben])  # the two similar answers, one group
-        answer = group.get_by_role("checkbox", name="User s-ana (attempt 1)")  # labelled, described by the answer
-        assert answer.is_checked() and "(0,0) and (1,1)" in answer.evaluate(
-            "box => box.getAttribute('aria-describedby').split(' ').map(id => document.getElementById(id).textContent)"
-            ".join(' ')")
-        form_id = group.get_attribute("id")
-        tab_to(page, f"#{form_id} input[name=item][value='1']", tool)
-        outline = tool.locator(f"#{form_id} input[name=item][value='1']").evaluate(
-            "element => getComputedStyle(element).outlineStyle")
-        assert outline not in ("", "none")  # the focus is visible
-        page.keyboard.press("Space")
-        tab_to(page, f"#{form_id} button", tool)
-        page.screenshot(path=str(ARTEFACTS / "service-rubric-group.png"), full_page=True)
-        page.keyboard.press("Enter")
-        tool.locator("#status").filter(has_text="2 answers marked.").wait_for()
+    final = wait_until(lambda: next((s for s in reversed(scores(lms, "s-ana"))
+                                     if s["gradingProgress"] == "FullyGraded"), None))
+    assert final["scoreGiven"] == 60 + 12 + 20
+    assert lms.app.state.store.attempt(ben).score == 92
 
-        final = wait_until(lambda: next((s for s in reversed(scores(lms, "s-ana"))
-                                         if s["gradingProgress"] == "FullyGraded"), None))
-        assert final["scoreGiven"] == 60 + 12 + 20
-        assert lms.app.state.store.attempt(ben).score == 92
-
-        tool.locator("#item-3-1-points").focus()  # the item's points change: 12 -> 15
-        page.keyboard.press("Control+a")
-        page.keyboard.type("15")
-        page.keyboard.press("Enter")
-        status = tool.locator("#status")
-        status.filter(has_text="2 marks updated").wait_for()
-        assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
-        assert tool.locator(f"#mark-{form_id.removeprefix('group-')}-{ana}").inner_text().startswith(
-            "Marked: 15 of 20 points (items 1)")
-        page.screenshot(path=str(ARTEFACTS / "service-rubric-edited.png"), full_page=True)
-        browser.close()
+    tool.locator("#item-3-1-points").focus()  # the item's points change: 12 -> 15
+    page.keyboard.press("Control+a")
+    page.keyboard.type("15")
+    page.keyboard.press("Enter")
+    status = tool.locator("#status")
+    status.filter(has_text="2 marks updated").wait_for()
+    assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
+    assert tool.locator(f"#mark-{form_id.removeprefix('group-')}-{ana}").inner_text().startswith(
+        "Marked: 15 of 20 points (items 1)")
+    page.screenshot(path=str(ARTEFACTS / "service-rubric-edited.png"), full_page=True)
+    context.close()
     assert errors == []
 
     store = lms.app.state.store

@@ -28,8 +28,8 @@ from fastapi import FastAPI
 
 from autograder.course import Course
 from autograder.gradebook import FILENAME
-from autograder.service.app import SESSION_COOKIE, STATE_COOKIE
 from autograder.service.edge import EdgeLimits
+from autograder.service.sessions import SESSION_COOKIE, STATE_COOKIE
 from tests.service.lms import Lms, register_and_add_week, running_lms, unique
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, forms, free_port, make_certificate, serving, wait_for_server, wait_until

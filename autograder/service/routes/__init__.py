@@ -1,0 +1,20 @@
+"""The service's routes, one router per kind of caller; ``create_app`` includes ``ROUTERS``.
+
+- ``platform``: the LMS and its administrator, before any launch (keys, registration)
+- ``launch``: the LTI login and launch, which sign a session into the browser
+- ``deep_link``: an instructor adding an activity picks its week
+- ``learner``: a learner's week page and upload (``CurrentLearner``, launched into the week)
+- ``attempts``: an attempt's page, state and feedback (its learner, or the course's instructors)
+- ``instructor``: an instructor's week report, regrading, score posts, results download
+- ``marking``: marking by hand and by rubric
+
+Every route under ``/instructor/`` and ``/deep-link`` takes a ``CurrentInstructor``
+(tests/service/test_app_e2e.py holds every such route of the app to it).
+"""
+
+from fastapi import APIRouter
+
+from autograder.service.routes import attempts, deep_link, instructor, launch, learner, marking, platform
+
+ROUTERS: tuple[APIRouter, ...] = (platform.router, launch.router, deep_link.router, learner.router,
+                                  attempts.router, instructor.router, marking.router)

@@ -1,0 +1,40 @@
+"""One attempt's pages: its state (the page polls it while the attempt is queued or being
+graded) and its feedback, for the learner who made it and the course's instructors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from autograder.exceptions import Refused
+from autograder.service.deps import CourseDep, CurrentLearner, OwnAttempt, PagesDep, StoreDep, week_of
+
+router = APIRouter(prefix="/attempt/{attempt_id}")
+# the feedback page is the grader's HTML: shown in a sandboxed frame, reaching nothing
+FEEDBACK_POLICY = ("sandbox allow-scripts; default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+                   "script-src 'unsafe-inline'")
+
+
+@router.get("")
+def attempt_page(session: CurrentLearner, attempt: OwnAttempt, store: StoreDep, course: CourseDep,
+                 pages: PagesDep) -> HTMLResponse:
+    position = store.queue_position(attempt.id) if attempt.state == "queued" else 0
+    return pages.render("attempt.html.j2", attempt=attempt, position=position, week=week_of(course, attempt.week),
+                        session=session)
+
+
+@router.get("/state")
+def attempt_state(attempt: OwnAttempt, store: StoreDep) -> JSONResponse:
+    position = store.queue_position(attempt.id) if attempt.state == "queued" else 0
+    return JSONResponse({"state": attempt.state, "position": position, "score": attempt.score,
+                         "max_score": attempt.max_score})
+
+
+@router.get("/feedback")
+def feedback(attempt: OwnAttempt) -> Response:
+    if attempt.feedback_path is None or not Path(attempt.feedback_path).exists():
+        raise Refused(404, "The feedback is not ready yet: this page updates itself when it is.")
+    return HTMLResponse(Path(attempt.feedback_path).read_text(encoding="utf-8"),
+                        headers={"Content-Security-Policy": FEEDBACK_POLICY})

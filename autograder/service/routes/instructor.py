@@ -1,0 +1,84 @@
+"""An instructor's week: the report of every student's latest attempt, score posts and
+Moodle syncs; regrading the week, sending a refused score post again, and the results as
+a zip."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from autograder.exceptions import Refused
+from autograder.formats.cells import spreadsheet_cell
+from autograder.service.deps import CheckedForm, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
+from autograder.service.marking import is_row_id
+from autograder.service.store import Attempt
+
+router = APIRouter(prefix="/instructor/{name}")
+
+
+@router.get("")
+def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep, hooks: HooksDep,
+                    pages: PagesDep) -> HTMLResponse:
+    attempts = store.week_attempts(context=session.context, week=week.name)
+    latest: dict[str, Attempt] = {}
+    for attempt in attempts:
+        if attempt.user not in latest or attempt.number > latest[attempt.user].number:
+            latest[attempt.user] = attempt
+    counts = {user: sum(a.user == user for a in attempts) for user in latest}
+    counted = {user: store.counted_score(context=session.context, user=user, week=week.name) for user in latest}
+    return pages.render("instructor.html.j2", week=week, latest=sorted(latest.values(), key=lambda a: a.user),
+                        lineitem=store.lineitem(session.context, week.name),
+                        counts=counts, counted=counted, posts=store.posts(context=session.context, week=week.name),
+                        names={user: store.user_name(session.context, user) or user for user in latest},
+                        syncs=[status for status in hooks.syncs() if status.entry.week == week.name],
+                        csrf=session.csrf, session=session)
+
+
+@router.post("/regrade")
+async def regrade(session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
+                  hooks: HooksDep) -> Response:
+    store.regrade(context=session.context, week=week.name)
+    hooks.wake()
+    return RedirectResponse(f"/instructor/{week.name}", status_code=303)
+
+
+@router.post("/posts/{post_id}/resend")
+async def resend(post_id: int, session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
+                 hooks: HooksDep) -> Response:
+    """Send a failed score post again (after the instructor fixed what the LMS refused)."""
+    if not (is_row_id(post_id) and store.retry_post(post_id, context=session.context)):
+        raise Refused(404, "There is no failed score post with this number in your course: reload the page.",
+                      back=f"/instructor/{week.name}")
+    hooks.scores_changed()
+    return RedirectResponse(f"/instructor/{week.name}", status_code=303)
+
+
+@router.get("/results.zip")
+def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep) -> Response:
+    name = week.name
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        lines = ["user,attempt,state,score,max_score,late_penalty_fraction,submitted_at"]
+        for attempt in store.week_attempts(context=session.context, week=name):
+            lines.append(f"{csv_cell(attempt.user)},{attempt.number},{attempt.state},"
+                         f"{'' if attempt.score is None else attempt.score},{attempt.max_score},"
+                         f"{attempt.penalty},{attempt.submitted_at.isoformat()}")
+            for path in (attempt.result_path, attempt.feedback_path):
+                if path is not None and Path(path).exists():
+                    archive.write(path, f"{name}/{_safe(attempt.user)}/{attempt.number}/{Path(path).name}")
+        archive.writestr(f"{name}/attempts.csv", "\n".join(lines) + "\n")
+    return Response(buffer.getvalue(), media_type="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{name}-results.zip"'})
+
+
+def csv_cell(value: str) -> str:
+    """A quoted CSV cell of a value the LMS chose (a user id): shown, never run as a formula."""
+    return '"' + spreadsheet_cell(value).replace('"', '""') + '"'
+
+
+def _safe(value: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[:80]

@@ -1,0 +1,67 @@
+"""The LTI 1.3 launch: the login initiation the LMS starts, then the launch that signs the
+user's session into its cookie and sends them to their week's page (a learner) or its
+report (an instructor), or to the week picker (an instructor adding an activity)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+
+from autograder.exceptions import Refused
+from autograder.service.deps import AddressLimited, CookiesDep, CourseDep, StoreDep, ToolDep, week_of
+from autograder.service.edge import token
+from autograder.service.lti import DEEP_LINKING, Launch
+from autograder.service.routes.deep_link import deep_link_fields
+from autograder.service.sessions import STATE_COOKIE, Session, SessionCookies, set_cookie
+
+router = APIRouter(prefix="/lti", dependencies=[AddressLimited])
+
+
+@router.api_route("/login", methods=["GET", "POST"])
+async def login(request: Request, tool: ToolDep) -> Response:
+    params = dict(request.query_params)
+    if request.method == "POST":
+        params.update({k: str(v) for k, v in (await request.form()).items()})
+    url, state = tool.validator.login_redirect(params, redirect_uri=tool.urls.launch)
+    response = RedirectResponse(url, status_code=302)
+    set_cookie(response, STATE_COOKIE, state, 600)
+    return response
+
+
+@router.post("/launch")
+async def launch(request: Request, tool: ToolDep, store: StoreDep, course: CourseDep, cookies: CookiesDep) -> Response:
+    form = await request.form()
+    launch = tool.validator.validate(str(form.get("id_token", "")), token(form.get("state"), "launch's state"),
+                                     token(request.cookies.get(STATE_COOKIE), "login state cookie"))
+    store.remember_user(launch.context, launch.sub, launch.name, launch.email)
+    if launch.message_type == DEEP_LINKING:
+        if not launch.is_instructor:
+            raise Refused(403, "Only instructors add activities.")
+        session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context,
+                          name=launch.name, instructor=True, weeks=[], deep_link=deep_link_fields(launch))
+        return cookies.save(RedirectResponse("/deep-link", status_code=303), session)
+    named = str(launch.custom.get("week") or "")
+    if not named:
+        raise Refused(400, "This activity names no week: the instructor adds it again through the "
+                           "tool's activity picker, or sets the custom parameter week=weekNN.")
+    week = week_of(course, named).name
+    if launch.lineitem:
+        store.set_lineitem(launch.context, week, launch.lineitem)
+        tool.states.bind_lineitem(launch.lineitem, launch.platform)
+    weeks = [w for w in earlier_weeks(request, launch, cookies) if w != week] + [week]
+    session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context, name=launch.name,
+                      instructor=launch.is_instructor, weeks=weeks)
+    target = f"/instructor/{week}" if launch.is_instructor else f"/week/{week}"
+    response = cookies.save(RedirectResponse(target, status_code=303), session)
+    set_cookie(response, STATE_COOKIE, "", 0)  # spent; deleted with the same attributes it was set with
+    return response
+
+
+def earlier_weeks(request: Request, launch: Launch, cookies: SessionCookies) -> list[str]:
+    """The weeks this browser's session was launched into before, if it is the same user in
+    the same course (two activities open in two tabs both keep working)."""
+    earlier = cookies.read(request)
+    if earlier is None:
+        return []
+    same = (earlier.issuer, earlier.user, earlier.context) == (launch.platform.issuer, launch.sub, launch.context)
+    return earlier.weeks if same else []

@@ -1,0 +1,81 @@
+"""A learner's week: the upload page with their attempts and the week's rules, and the
+upload itself, which queues an attempt for grading and sends them to its page."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import UploadFile
+
+from autograder.exceptions import AutograderError, Refused, SubmissionError
+from autograder.notebook import read_notebook
+from autograder.service.deps import (
+    CurrentLearner,
+    HooksDep,
+    LaunchedWeek,
+    LimitsDep,
+    PagesDep,
+    SettingsDep,
+    StoreDep,
+    checked_form,
+    too_many,
+)
+
+router = APIRouter()
+
+
+@router.get("/week/{name}")
+def student_week(session: CurrentLearner, week: LaunchedWeek, store: StoreDep, hooks: HooksDep,
+                 settings: SettingsDep, pages: PagesDep) -> HTMLResponse:
+    hooks.warm(week.name)
+    attempts = store.attempts(context=session.context, user=session.user, week=week.name)
+    return pages.render("week.html.j2", week=week, attempts=list(reversed(attempts)), csrf=session.csrf,
+                        counted=store.counted_score(context=session.context, user=session.user, week=week.name),
+                        policy=hooks.policy_for(week.name), limit_mib=settings.upload_limit_bytes / 2**20,
+                        session=session)
+
+
+@router.post("/week/{name}/upload")
+async def upload(request: Request, session: CurrentLearner, week: LaunchedWeek, store: StoreDep, hooks: HooksDep,
+                 settings: SettingsDep, limits: LimitsDep) -> Response:
+    """Every refusal from here on leads back to the week's upload page."""
+    try:
+        form = await checked_form(request, session)  # its size: BodyLimit, while it streams in
+        wait = limits.uploads.allow(session.who)
+        if wait:
+            raise too_many(wait, "uploads")
+        content = await _notebook(form.get("notebook"), settings.upload_limit_bytes)
+        try:
+            attempt = store.submit(context=session.context, user=session.user, week=week.name, content=content,
+                                   policy=hooks.policy_for(week.name), now=_utcnow())
+        except AutograderError as exc:  # AttemptRefused: the course's policy says no, and why
+            raise Refused(409, str(exc)) from exc
+    except Refused as exc:
+        exc.back = f"/week/{week.name}"
+        raise
+    hooks.wake()
+    return RedirectResponse(f"/attempt/{attempt.id}", status_code=303)
+
+
+async def _notebook(file: object, limit_bytes: int) -> bytes:
+    """The uploaded notebook's bytes, if it is a readable notebook within the limit."""
+    if not isinstance(file, UploadFile) or not file.filename:
+        raise Refused(400, "Choose the notebook file (.ipynb) to upload.")
+    content = await file.read(limit_bytes + 1)
+    if len(content) > limit_bytes:
+        raise Refused(413, f"The notebook is over the {limit_bytes / 2**20:.0f} MiB limit: "
+                           "clear its outputs (Kernel > Restart & Clear Output) and upload it again.")
+    if not file.filename.lower().endswith(".ipynb"):
+        raise Refused(415, f"{file.filename!r} is not a notebook: upload the week's .ipynb file "
+                           "(in Jupyter: File > Download as > Notebook).")
+    try:
+        read_notebook(content)
+    except SubmissionError as exc:
+        raise Refused(415, f"{file.filename!r} is not a readable Jupyter notebook ({exc}).") from exc
+    return content
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)

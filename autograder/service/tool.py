@@ -1,0 +1,46 @@
+"""The LTI side of the service as one object: its keys, the platforms registered with it,
+the login states, the launch checker and the score sender, all kept under the service's
+data folder."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import httpx
+
+from autograder.service.keys import ToolKeys, _write_private
+from autograder.service.lti import AgsScoreSender, JwksCache, LaunchValidator, LoginStates, Platforms, ToolUrls
+from autograder.service.settings import Settings
+
+
+class Tool:
+    """The LTI side of the service: keys, registrations, login states, the launch checker."""
+
+    def __init__(self, settings: Settings, client: httpx.Client | None = None) -> None:
+        self.settings = settings
+        self.urls = ToolUrls(settings.public_url)
+        self.client = client or httpx.Client(follow_redirects=False)
+        self.keys = ToolKeys(settings.data / "keys")
+        self.platforms = Platforms(settings.data / "platforms.json")
+        self.states = LoginStates(settings.data / "lti.sqlite")
+        self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
+        self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
+        self.session_secret = _secret(settings.data / "keys" / "session.secret")
+
+    def new_registration_url(self) -> str:
+        """The one URL a Moodle admin pastes: good for one registration within a day.
+
+        Only who holds one may register a platform (otherwise anyone could point the tool at
+        their own "LMS" and have it fetch URLs and grade for them). The code is in the path,
+        not a query string, and spent by its first use, so a copy left in a log or a browser
+        history registers nothing."""
+        return f"{self.urls.register}/{self.states.new_registration_code()}"
+
+
+def _secret(path: Path) -> bytes:
+    """A random secret made once and kept beside the signing keys (0600)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _write_private(path, secrets.token_bytes(32))
+    return path.read_bytes()
