@@ -3,7 +3,8 @@
 ``lint-imports`` (``make lint``) checks imports only between modules on a floor: a module
 left off every floor could import upwards unseen. So every module is on one, and a
 package whose children sit on different floors (``autograder`` itself, ``autograder.i18n``)
-imports nothing but its own children."""
+imports nothing but its own children. docs/ARCHITECTURE.md draws the floors as the contract
+states them."""
 
 from __future__ import annotations
 
@@ -47,3 +48,13 @@ def test_every_module_is_on_a_floor_or_parents_floors() -> None:
         imported = graph.find_modules_directly_imported_by(parent)
         outside = sorted(m for m in imported if not m.startswith(parent + "."))
         assert outside == [], f"{parent} is on no floor, so it may import only its own modules: {outside}"
+
+
+def test_the_architecture_page_draws_the_floors_the_contract_states() -> None:
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| (.+?) \| .+ \|$", page, flags=re.MULTILINE)
+    drawn = [modules.replace("`", "").replace("\\|", "|") for _, modules in rows]
+    layers = contract()["layers"]
+    assert isinstance(layers, list)
+    assert drawn == [layer.replace("autograder.", "") for layer in layers]
+    assert [int(number) for number, _ in rows] == list(range(len(layers), 0, -1))
