@@ -13,7 +13,7 @@ before the attempt that names them. Every query a student's request can reach fi
 ``(context, user)``; ``context`` is the launch's ``"<iss>|<deployment_id>|<context id>"``,
 ``user`` its ``sub``. Instructors' queries filter by ``context``.
 
-What the web app relies on:
+Interface notes for the web app (D1), beyond /work/briefs/D-service-interface.md:
 ``attempt(id, context=..., user=...)`` filters in SQL (pass them on student routes);
 ``mark(...)`` stores a hand mark and re-posts the score; ``regrade(...)`` re-queues;
 ``result(...)`` gives the stored result with marks applied (the marking form's data);
