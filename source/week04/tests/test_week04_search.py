@@ -1,7 +1,7 @@
 """Task 3: nearest-neighbour and k-nearest search in the K-D tree, with pruning.
 
 So that this task is graded on its own, the correctness tests search a tree built here
-by the notebook's building rules and constructed in the worker from the notebook's given ``KDNode``
+by the notebook's building rules and constructed in the worker from its given ``KDNode``
 and ``KDLeaf`` classes: a wrong ``build_kdtree`` costs points in Task 2 only.
 
 Pruning is measured here, never taken from the count the search reports: the pruning
@@ -38,7 +38,7 @@ PRUNING_LEAF_SIZE = 4
 
 
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
-    """Build the tree by the notebook's rules here, node by node in the worker; return its root."""
+    """Build the tree by COURSE.md's rules here, node by node in the worker; return its root."""
 
     def build(indices: np.ndarray, depth: int) -> object:
         if len(indices) <= leaf_size:
