@@ -32,10 +32,12 @@ example: setup
 generate: setup
 	$(BIN)/autograder generate
 
-# configured in pyproject.toml: lint of the package and its tests, strict types on the package
+# configured in pyproject.toml: lint of the package and its tests, strict types on the package,
+# and the package's layers (imports run down the floors of [tool.importlinter])
 lint: setup
 	$(BIN)/ruff check autograder tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: setup lint $(INTEROP_STAMP)
 	$(BIN)/autograder generate --check

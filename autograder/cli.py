@@ -25,7 +25,7 @@ from autograder.provenance import grader_version
 if TYPE_CHECKING:
     from autograder.batch import Outputs
     from autograder.course import Week
-    from autograder.moodle.sync import SyncReport
+    from autograder.moodle_ws.sync import SyncReport
     from autograder.results import SubmissionResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -340,10 +340,10 @@ def moodle_sync(
 ) -> None:
     """Pull new hand-ins from a Moodle Assignment, grade them, push grades and feedback back."""
     from autograder.batch import GradingOptions
-    from autograder.moodle.sync import read_token, sync
-    from autograder.moodle.sync import watch as keep_watching
-    from autograder.moodle.sync_report import print_report
-    from autograder.moodle.webservice import MoodleClient
+    from autograder.moodle_ws.sync import read_token, sync
+    from autograder.moodle_ws.sync import watch as keep_watching
+    from autograder.moodle_ws.sync_report import print_report
+    from autograder.moodle_ws.webservice import MoodleClient
 
     the_week, default_out = _locate(week, course, None)
     folder = out_dir or default_out.with_name(f"{the_week.name}-moodle-{assignment}")

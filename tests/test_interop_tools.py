@@ -17,9 +17,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.authoring.markers import find_regions
 from autograder.course import Course
 from autograder.execution import Sandboxed
-from autograder.generate.markers import find_regions
 from autograder.grading.grader import grade
 from autograder.interop import export_nbgrader, export_otter, to_nbgrader_grades_csv
 from autograder.interop.grades import NBGRADER_COLUMNS

@@ -1,4 +1,4 @@
-"""Reading Moodle's "Download all submissions" export, in every layout MOODLE.md lists.
+"""Reading Moodle's "Download all submissions" export, in every layout docs/LMS.md lists.
 
 Exports are built in tmp_path with the exact names Moodle writes; each test reads the zip
 and, where it matters, the folder it unpacks to.

@@ -16,7 +16,7 @@ def php_explode(separator: str, text: str, limit: int) -> list[str]:
 
 
 def moodle_import(path: str) -> tuple[str, str, str, str] | None:
-    """importziplib.php is_valid_filename_for_import(), as MOODLE.md quotes it: the first
+    """importziplib.php is_valid_filename_for_import(), as docs/LMS.md describes it: the first
     segment splitting into at least 4 parts with a numeric second gives id, plugin, file."""
     segments = path.split("/")
     if segments[-1].startswith((".", "~")):

@@ -1,6 +1,6 @@
 """From a Moodle export to a filled worksheet and a feedback zip, for every layout.
 
-Each case is an export in one of MOODLE.md's layouts and the worksheet Moodle offers for
+Each case is an export in one of the layouts docs/LMS.md lists and the worksheet Moodle offers for
 it. The results are made from the submissions (a score per participant) the way the
 grading pipeline would; what is checked is that each grade lands in the right rows and
 each feedback page in a folder Moodle's importer maps back to the same participant.

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.markers import BEGIN
 from autograder.execution import LocalRun
-from autograder.generate.markers import BEGIN
 from autograder.notebook import code_cells
 
 ROOT = Path(__file__).resolve().parent.parent

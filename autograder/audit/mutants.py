@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import nbformat
 
 from autograder.audit.operators import Mutation, mutations, parsable
+from autograder.authoring.markers import find_regions
 from autograder.course import Week
 from autograder.exceptions import CourseError
-from autograder.generate.markers import find_regions
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
 from autograder.audit.audit_toml import builds_on_text, entry_text
 from autograder.audit.run import Audit, Outcome
+from autograder.formats.atomic import write_text
 from autograder.formats.points import format_points
 
 
@@ -40,7 +41,5 @@ def write_html(audit: Audit, path: Path) -> Path:
     html = _environment().get_template("audit.html.j2").render(audit=audit, entry=survivor_entry,
                                                                builds_on=builds_on_text, builds_on_pairs=pairs)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, html)
     return path

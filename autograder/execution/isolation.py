@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from autograder.execution.heard import Heard
 from autograder.execution.run import SubmissionRun
 from autograder.execution.sandbox import Limits
 from autograder.execution.slot import ZygoteSlot
-from autograder.grading.heard import Heard
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.execution.cells import CellReport
-from autograder.grading.heard import Heard
+from autograder.execution.heard import Heard
 from autograder.worker.codec import dumps_message, loads_message
 from autograder.worker.core import WorkerCore, make_shell
 

@@ -15,10 +15,10 @@ from typing import Any
 from autograder.exceptions import ProtocolError, TooMuchData, WorkerCrashed, WorkerDied, WorkerTimeout
 from autograder.execution.budget import Budget
 from autograder.execution.cells import NotebookRunner
+from autograder.execution.heard import Heard
 from autograder.execution.restarts import RestartPolicy
 from autograder.execution.sandbox import Limits
 from autograder.execution.slot import ZygoteSlot
-from autograder.grading.heard import Heard
 
 
 class SubmissionRun(NotebookRunner):

@@ -15,9 +15,9 @@ import ast
 from nbformat import NotebookNode
 
 from autograder.authoring import TaskSpec, read_spec
+from autograder.authoring.markers import BEGIN, END, has_marker_text
 from autograder.course import Week
 from autograder.exceptions import CourseError, GenerationError
-from autograder.generate.markers import BEGIN, END, has_marker_text
 from autograder.testing.hidden import MISSING, Markers, collect, read_markers
 
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from autograder.authoring.notebook_io import read_source, to_bytes
 from autograder.course import Course, Week
 from autograder.exceptions import GenerationError
-from autograder.generate.notebook_io import read_source, to_bytes
 from autograder.generate.pipeline import check_markers, solution_notebook, student_notebook
 from autograder.generate.validate import validate_week
 from autograder.i18n.generation import language_plans

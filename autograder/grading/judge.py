@@ -18,7 +18,7 @@ from autograder.exceptions import (
     StudentCodeError,
     StudentTimeout,
 )
-from autograder.grading.heard import Heard
+from autograder.execution.heard import Heard
 from autograder.i18n.languages import translations
 from autograder.i18n.runtime import _, speaking
 from autograder.notebook import cell_line, declared_language

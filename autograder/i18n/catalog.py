@@ -27,6 +27,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_python
 from babel.messages.pofile import read_po, write_po
 
+from autograder.authoring.notebook_io import read_source
 from autograder.course import Week
 from autograder.i18n.units import notebook_messages
 
@@ -74,8 +75,6 @@ def catalog_path(week: Week, language: str) -> Path:
 def extract(week: Week) -> Catalog:
     """The week's template: every translatable message of its source, in source order,
     each with where it was found."""
-    from autograder.generate.notebook_io import read_source  # generate imports this module
-
     catalog = new_template(f"{week.name} ({week.title})")
     notebook = read_source(week.source_notebook)
     _add(catalog, week.title, (f"{week.name}.ipynb", 1), "title")  # the feedback page's heading

@@ -27,11 +27,9 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode
 
-Lookup = Callable[[str], str]
+from autograder.authoring.markers import BEGIN, END
 
-# The solution markers as autograder.generate.markers spells them (not imported: generate
-# imports this module; tests/test_i18n.py checks the two agree). Never translated.
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+Lookup = Callable[[str], str]
 
 _BLANK = re.compile(r"(\n[ \t]*\n)")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -179,7 +177,7 @@ def _comment_span(token: tokenize.TokenInfo) -> _Span | None:
     raw = token.string
     body = raw.lstrip("#")
     text = body.strip()
-    if raw.strip() in MARKERS or not _LETTER.search(text):
+    if raw.strip() in (BEGIN, END) or not _LETTER.search(text):
         return None
     if re.match(r"(noqa|type:|pragma|fmt:|!)", text):
         return None

@@ -24,10 +24,10 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from autograder.authoring.notebook_io import read_source
 from autograder.course import Week
 from autograder.course_languages import LANGUAGE_PATTERN, SETTINGS_FILE, read_languages
 from autograder.exceptions import AutograderError, InteropError
-from autograder.generate.notebook_io import read_source
 from autograder.generate.week import plan_week
 from autograder.interop.report import ImportReport, Note
 from autograder.interop.week_writer import ImportedWeek, python_name, write_week

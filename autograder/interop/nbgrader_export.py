@@ -26,9 +26,9 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from autograder.authoring.markers import find_regions
+from autograder.authoring.notebook_io import read_source, to_bytes
 from autograder.course import Week
-from autograder.generate.markers import find_regions
-from autograder.generate.notebook_io import read_source, to_bytes
 from autograder.interop.kernel import TESTS_FOLDER
 from autograder.interop.suite import ExportedTest, collect
 

@@ -27,7 +27,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.authoring import ANSWER_HEADING, TASK_HEADING, first_line
-from autograder.generate.markers import BEGIN, END
+from autograder.authoring.markers import BEGIN, END
 from autograder.interop.importing import Imported, import_week
 from autograder.interop.report import ImportReport, where
 from autograder.interop.week_writer import (

@@ -37,7 +37,7 @@ import nbformat
 import yaml
 from nbformat import NotebookNode
 
-from autograder.generate.markers import BEGIN, END
+from autograder.authoring.markers import BEGIN, END
 from autograder.interop.importing import Imported, import_week
 from autograder.interop.nbgrader_import import refuse_other_kernels
 from autograder.interop.report import ImportReport, where

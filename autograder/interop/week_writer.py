@@ -19,9 +19,9 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.authoring import ANSWER_HEADING, number
+from autograder.authoring.markers import BEGIN, END
+from autograder.authoring.notebook_io import to_bytes
 from autograder.course_languages import WEEK_SETTINGS_FILE
-from autograder.generate.markers import BEGIN, END
-from autograder.generate.notebook_io import to_bytes
 
 TITLE_LINE = re.compile(r"^#\s+(.+?)\s*$")
 

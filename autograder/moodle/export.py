@@ -1,6 +1,6 @@
 """Read a Moodle "Download all submissions" export (a zip or the folder it unpacks to).
 
-Every layout MOODLE.md lists parses: 4.1+ folders, 3.x folders with a trailing underscore,
+Every layout docs/LMS.md lists ("Moodle's files") parses: 4.1+ folders, 3.x folders with a trailing underscore,
 flat files, blind marking, team submissions (4.1 group ids, "Default group", 3.x
 ``Group A-Jane Doe`` prefixes), any Unicode name. Each participant or team becomes one
 ``Submission``: the notebook's bytes when one notebook can be chosen, otherwise a status and

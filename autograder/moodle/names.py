@@ -1,4 +1,4 @@
-"""Moodle's naming of submission files and folders, both ways (MOODLE.md).
+"""Moodle's naming of submission files and folders, both ways (docs/LMS.md, "Moodle's files").
 
 The download builds each path segment as ``<name>_<id>_<plugintype>_<pluginname>`` (a
 trailing ``_`` on 3.x folders, the file name appended in the flat layout, no id for the

@@ -18,6 +18,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from autograder.exceptions import KeysError
+from autograder.formats.atomic import atomic_path
 
 ALGORITHM = "RS256"
 KEY_BITS = 2048
@@ -87,9 +88,9 @@ class ToolKeys:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` so that only the owner can read it, replacing ``path`` atomically."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    """Write ``data`` so that only the owner can read it, replacing ``path`` atomically: the
+    partial file is made new with mode 0600, so the key is never readable by others."""
+    with atomic_path(path) as partial:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)

@@ -29,6 +29,7 @@ from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
 from autograder.exceptions import AutograderError, LaunchRefused, ScoreNotSent, ScorePostError
+from autograder.formats.atomic import write_text
 from autograder.service.keys import ALGORITHM, ToolKeys
 
 LTI = "https://purl.imsglobal.org/spec/lti"
@@ -118,9 +119,7 @@ class Platforms:
             else:
                 rows.append(platform)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps([asdict(p) for p in rows], indent=2))
-            tmp.replace(self.path)
+            write_text(self.path, json.dumps([asdict(p) for p in rows], indent=2))
 
 
 class LoginStates:

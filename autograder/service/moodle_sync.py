@@ -1,7 +1,7 @@
 """Moodle Assignments synced by ``autograder serve`` on a schedule: ``[[sync]]`` in service.toml.
 
 A course that keeps Moodle's own Assignment activity gets feedback within a minute of a
-hand-in when the service runs the sync (``moodle.sync.sync``, what ``autograder moodle
+hand-in when the service runs the sync (``moodle_ws.sync.sync``, what ``autograder moodle
 sync`` runs) every ``interval_s`` seconds::
 
     [[sync]]
@@ -136,8 +136,8 @@ def load_syncs(course: Course, *, service_data: Path | None = None) -> list[Sync
 
 def _entry(course: Course, path: Path, number: int, table: object) -> SyncEntry:
     """One entry, checked as `autograder moodle sync` checks its options."""
-    from autograder.moodle.sync import read_token
-    from autograder.moodle.webservice import check_site_url
+    from autograder.moodle_ws.sync import read_token
+    from autograder.moodle_ws.webservice import check_site_url
 
     if not isinstance(table, dict):
         raise PolicyError(f"{path}: [[{SYNC_KEY}]] entry {number} must be a table of week, url, assignment and "
@@ -307,8 +307,8 @@ def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None
     token = ""
     try:
         from autograder.batch import GradingOptions
-        from autograder.moodle.sync import read_token, sync
-        from autograder.moodle.webservice import MoodleClient
+        from autograder.moodle_ws.sync import read_token, sync
+        from autograder.moodle_ws.webservice import MoodleClient
 
         week = Course.locate(course_root).week(entry.week)
         token = read_token(entry.token_file)  # again each run: a new token written there is used at once

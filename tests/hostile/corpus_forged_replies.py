@@ -2,7 +2,7 @@
 
 The worker is the student's process, so ``WorkerCore.handle`` (and ``run_cell``) can be
 replaced from a cell. Every forged string carries ``__MARKER__``, which must reach no
-result; a forged reply must earn nothing (``Student.check_reply`` accepts a reply only
+result; a forged reply must earn nothing (``testing.student.check_reply`` accepts a reply only
 when the request could have produced it, and feedback uses the grader's words only).
 Cell requests are passed through untouched unless the case says otherwise: errors of the
 notebook's first run are the student's own output and are shown.

@@ -22,9 +22,9 @@ from autograder.cli import app
 from autograder.course import Course
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.gradebook import FILENAME, Gradebook
-from autograder.moodle.sync import FILES_DIR, SyncReport, _held_by_hand, read_token, sync, watch
-from autograder.moodle.sync_state import SyncState
-from autograder.moodle.webservice import MoodleClient, RemoteGrade, flatten
+from autograder.moodle_ws.sync import FILES_DIR, SyncReport, _held_by_hand, read_token, sync, watch
+from autograder.moodle_ws.sync_state import SyncState
+from autograder.moodle_ws.webservice import MoodleClient, RemoteGrade, flatten
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"  # any token, for the tests that need no server

@@ -1,7 +1,7 @@
 """A line item's AGS scores endpoint on loopback HTTP, with Moodle's rules, and a plain sender.
 
-``ScoreEndpoint`` answers ``POST <lineitem>/scores`` as Moodle 4.x does (shared/
-MOODLE-SERVICES.md B6): the exact Content-Type, the required fields, 409 when the stored
+``ScoreEndpoint`` answers ``POST <lineitem>/scores`` as Moodle 4.x does (docs/LMS.md,
+"A score post"): the exact Content-Type, the required fields, 409 when the stored
 score's time is the same second or newer, ``scoreGiven`` kept only with ``FullyGraded``
 (else the grade is erased), 200 with an empty body. ``fail_next`` makes it answer an
 error a given number of times first (a platform that is down); ``clock_ahead_s`` makes

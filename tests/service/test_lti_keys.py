@@ -53,3 +53,13 @@ def test_a_damaged_key_folder_is_reported_not_replaced(tmp_path: Path) -> None:
     (tmp_path / "keys" / f"{keys.current_kid}.pem").write_text("not a key")
     with pytest.raises(KeysError, match="cannot be read"):
         ToolKeys(tmp_path / "keys")
+
+
+def test_a_key_write_that_fails_leaves_no_partial_copy_beside_the_keys(tmp_path: Path) -> None:
+    keys = ToolKeys(tmp_path / "keys")
+    (tmp_path / "keys" / "keys.json").unlink()
+    (tmp_path / "keys" / "keys.json").mkdir()  # the index cannot be replaced: the rotation fails there
+    with pytest.raises(OSError):
+        keys.rotate()
+    left = sorted(p.name for p in (tmp_path / "keys").iterdir())
+    assert [name for name in left if not name.endswith(".pem")] == ["keys.json"]

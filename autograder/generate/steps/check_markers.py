@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbformat import NotebookNode
 
-from autograder.generate.markers import find_regions, refuse_marker_text
+from autograder.authoring.markers import find_regions, refuse_marker_text
 from autograder.generate.steps.base import Context, Preprocessor
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
+from autograder.authoring.markers import find_regions, lines_of, split_regions
 from autograder.exceptions import GenerationError
-from autograder.generate.markers import find_regions, lines_of, split_regions
 from autograder.generate.steps.base import Context, Preprocessor
 
 _WORD = re.compile(r"[^\W\d]\w*|\d+")

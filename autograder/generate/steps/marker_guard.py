@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from nbformat import NotebookNode
 
+from autograder.authoring.markers import has_marker_text, lines_of
 from autograder.exceptions import GenerationError
-from autograder.generate.markers import has_marker_text, lines_of
 from autograder.generate.steps.base import Context, Preprocessor
 
 

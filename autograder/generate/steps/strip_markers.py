@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbformat import NotebookNode
 
-from autograder.generate.markers import Region, find_regions, rewrite
+from autograder.authoring.markers import Region, find_regions, rewrite
 from autograder.generate.steps.base import Context, Preprocessor
 
 

@@ -1,8 +1,8 @@
 """Task 2: building the K-D tree.
 
 The tree stays in the worker; ``read_tree`` walks it attribute by attribute (one remote
-call each, about 1 ms), so structure is inspected on small trees only. Every rule of
-COURSE.md is checked on the copy read back: the split dimension is depth % n_features,
+call each, about 1 ms), so structure is inspected on small trees only. Every rule of the
+notebook's Part B is checked on the copy read back: the split dimension is depth % n_features,
 the split value is ``np.median`` of that dimension over the node's points, left holds
 values < split and right values >= split, internal nodes hold more than leaf_size points,
 and a leaf holds more than leaf_size points only when the split would leave a side empty.

@@ -1,6 +1,6 @@
 """Task 1: Euclidean distance, kNN classification and regression by brute force.
 
-The rules (COURSE.md): the k neighbours are the k nearest training points, equal
+The rules (the notebook's Part A): the k neighbours are the k nearest training points, equal
 distances going to the smaller index; a tied vote goes to the tied class with the
 nearest member.
 

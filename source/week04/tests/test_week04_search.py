@@ -1,14 +1,14 @@
 """Task 3: nearest-neighbour and k-nearest search in the K-D tree, with pruning.
 
 So that this task is graded on its own, the correctness tests search a tree built here
-by COURSE.md's rules and constructed in the worker from the notebook's given ``KDNode``
+by the notebook's building rules and constructed in the worker from its given ``KDNode``
 and ``KDLeaf`` classes: a wrong ``build_kdtree`` costs points in Task 2 only.
 
 Pruning is measured here, never taken from the count the search reports: the pruning
 test moves the points of leaves the search must skip next to the query, so a search
 that looks at them (brute force over ``X``, no pruning, far side first) returns one.
 
-Ties: COURSE.md says equal distances go to the smaller index. ``sklearn.neighbors.KDTree``
+Ties: the notebook says equal distances go to the smaller index. ``sklearn.neighbors.KDTree``
 promises nothing about which of several equally distant points it returns. So against
 KDTree we require the same distances (to 1e-9); the indices must be exactly the rule's,
 computed here by brute force (stable sort by distance). The data has duplicate points

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autograder.moodle.sync import SyncReport
+from autograder.moodle_ws.sync import SyncReport
 
 
 def print_report(report: SyncReport, *, out: Console, err: Console) -> None:

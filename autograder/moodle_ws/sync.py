@@ -45,9 +45,9 @@ from autograder.formats.worksheet import GRADED_STATUSES, feedback_comment
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle.entries import MAX_FILE_BYTES
 from autograder.moodle.export import read_export
-from autograder.moodle.replies import BadEntry
-from autograder.moodle.sync_state import SyncState, UserState
-from autograder.moodle.webservice import (
+from autograder.moodle_ws.replies import BadEntry
+from autograder.moodle_ws.sync_state import SyncState, UserState
+from autograder.moodle_ws.webservice import (
     NO_GRADE,
     USER_NAMES,
     Assignment,

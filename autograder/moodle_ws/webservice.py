@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from autograder.exceptions import MoodleServiceError
-from autograder.moodle.replies import (
+from autograder.moodle_ws.replies import (
     AssignmentEntry,
     AssignmentsReply,
     BadEntry,
