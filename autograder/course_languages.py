@@ -77,6 +77,7 @@ class CourseLanguagesTable(Table):
         return self
 
     def languages(self) -> Languages:
+        """The course's languages, the defaults filled in."""
         source = self.source
         return Languages(source=source, offered=tuple(self.offered or [source]), instructor=self.instructor or source)
 
@@ -124,6 +125,7 @@ class WeekLanguagesTable(Table):
         return self
 
     def languages(self, course: Languages) -> Languages:
+        """The week's languages: ``course``'s where the table says nothing."""
         source = self.source or course.source
         offered = self.offered if self.offered is not None else list(course.offered)
         return Languages(source=source, offered=tuple(offered), instructor=course.instructor)

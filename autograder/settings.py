@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Mapping
+from datetime import date, time
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn, TypeVar, get_args, get_origin
 
@@ -65,16 +66,24 @@ def load(path: Path, model: type[M], error: type[AutograderError],
         raise error(f"{path}: " + "; ".join(dict.fromkeys(problems))) from None
 
 
-def toml_value(value: object) -> str:
-    """``value`` as it would be written in TOML: ``"en"``, ``["en", "ja"]``, ``true``."""
+def toml_value(value: object, *, most: int = 80) -> str:
+    """``value`` as it would be written in TOML (``"en"``, ``["en", "ja"]``, ``true``,
+    ``2026-09-14T23:59:00``), cut to ``most`` characters: a message quotes it, not a page."""
+    text = _toml(value)
+    return text if len(text) <= most else text[:most - 1] + "\u2026"
+
+
+def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, date | time):
+        return value.isoformat()
     return str(value)
 
 

@@ -164,8 +164,6 @@ class SyncTable(Table):
     @field_validator("token_file", "out")
     @classmethod
     def _a_path(cls, value: str | None, info: ValidationInfo) -> str | None:
-        from autograder.moodle.sync import read_token
-
         course = _context_course(info)
         if value is None:
             return value
@@ -173,6 +171,8 @@ class SyncTable(Table):
             refuse(_("= {value} is not a path: write one relative to the course folder {root}").format(
                 value=toml_value(value), root=course.root))
         if info.field_name == "token_file":
+            from autograder.moodle.sync import read_token
+
             try:
                 read_token(_course_path(course, value))
             except AutograderError as exc:
