@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from autograder.moodle.sync import SyncReport
     from autograder.results import SubmissionResult
 
+
 class _Commands(TyperGroup):
     """The ``autograder`` command group: an AutograderError from any command (a nested
     group's too) is one line on stderr and exit code 2, never a traceback. Its message says
