@@ -42,6 +42,7 @@ from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
+from autograder.results_folders import export_results, notebooks_results
 from autograder.rubric import RubricItem
 from autograder.sources import collect, holds_export
 from autograder.submission import Submission
@@ -83,8 +84,7 @@ class BatchOutcome:
 def default_out_dir(week: Week, paths: Sequence[Path]) -> Path:
     """``results/WEEK`` in the course for a Moodle export (where the README's commands
     look), ``results/WEEK-notebooks`` for loose notebooks, so the two never mix."""
-    results = week.root / "results"
-    return results / week.name if holds_export(paths) else results / f"{week.name}-notebooks"
+    return export_results(week) if holds_export(paths) else notebooks_results(week)
 
 
 def marked_batch_dir(week: Week, sheet: Path) -> Path:
@@ -94,16 +94,16 @@ def marked_batch_dir(week: Week, sheet: Path) -> Path:
     folders (a Moodle export's, loose notebooks') holds one. ManualMarksError when both
     do or neither does: the marks must not go into another batch's gradebook, nor into a
     new empty one."""
-    results = week.root / "results"
+    export, notebooks = export_results(week), notebooks_results(week)
     candidates = [sheet.resolve().parent] if (sheet.resolve().parent / FILENAME).is_file() else [
-        folder for folder in (results / week.name, results / f"{week.name}-notebooks") if (folder / FILENAME).is_file()]
+        folder for folder in (export, notebooks) if (folder / FILENAME).is_file()]
     if len(candidates) == 1:
         return candidates[0]
     if candidates:
         raise ManualMarksError(f"{sheet}: both {candidates[0]} and {candidates[1]} hold graded results of "
                                f"{week.name}: say which batch the marks are for with --out FOLDER")
-    raise ManualMarksError(f"{sheet}: no graded results of {week.name} beside the sheet, nor in {results / week.name} "
-                           f"or {results / (week.name + '-notebooks')}: grade first, or pass --out FOLDER "
+    raise ManualMarksError(f"{sheet}: no graded results of {week.name} beside the sheet, nor in {export} "
+                           f"or {notebooks}: grade first, or pass --out FOLDER "
                            "(the folder `autograder grade` wrote the sheet to)")
 
 
@@ -230,7 +230,7 @@ def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored:
         outputs.manual_sheet = out_dir / MANUAL_CSV
         write_manual_sheet(
             submissions=submissions, tasks=week.tasks, csv_path=outputs.manual_sheet,
-            html_path=out_dir / MANUAL_HTML, title=f"{week.name}: {week.title}",
+            html_path=out_dir / MANUAL_HTML, title=week.label(),
             marks={key: {task: Mark(m.points, m.note if m.by_rubric else m.comment, m.answer_sha256, m.items,
                                     m.adjustment) for task, m in tasks.items()}
                    for key, tasks in marks.items()},
@@ -274,7 +274,7 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
         worksheet = kept
     for result in results:
         _write_json(out_dir / f"{result.key}.json", to_dict(result))
-    outputs.report = write_report(results, out_dir, week_title=f"{week.name}: {week.title}", week=week,
+    outputs.report = write_report(results, out_dir, week_title=week.label(), week=week,
                                   similar=_similar(week, results, out_dir))
     # the spreadsheets nbgrader and otter-grader users already have formulas for
     to_nbgrader_grades_csv(results, out_dir / NBGRADER_CSV)
@@ -291,8 +291,8 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
         outputs.skipped.update(fill.skipped)
     if moodle:
         outputs.feedback_zip = out_dir / FEEDBACK_ZIP
-        title = f"{week.name}: {week.title}"
-        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=title, week=week),
+        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=week.label(),
+                                                                                     week=week),
                                      out=outputs.feedback_zip)
         outputs.skipped.update({k: f"feedback.zip: {v}" for k, v in written.skipped.items()})
     return outputs

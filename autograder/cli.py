@@ -10,17 +10,19 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
 from autograder.course import Course
 from autograder.exceptions import AutograderError, CourseError
 from autograder.provenance import grader_version
+from autograder.results_folders import audit_page, moodle_results
 
 if TYPE_CHECKING:
     from autograder.batch import Outputs
@@ -28,7 +30,22 @@ if TYPE_CHECKING:
     from autograder.moodle_ws.sync import SyncReport
     from autograder.results import SubmissionResult
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+class _Commands(TyperGroup):
+    """The ``autograder`` command group: an AutograderError from any command (a nested
+    group's too) is one line on stderr and exit code 2, never a traceback. Its message says
+    what is wrong and what to do; the commands themselves handle only what they answer
+    otherwise."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer's own copy of click, whose module is private)
+        try:
+            return super().invoke(ctx)
+        except AutograderError as exc:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,
                   help="Generate, grade and return machine-learning notebook assignments.")
 out = Console()
 err = Console(stderr=True)
@@ -50,19 +67,9 @@ WorksheetOption = Annotated[Path | None, typer.Option(
     "--worksheet", help="the grading worksheet downloaded from Moodle, to fill")]
 
 
-def _locate(week: str, course: Path | None, out_dir: Path | None) -> tuple[Week, Path]:
-    """The week asked for and its results folder (default ``results/WEEK`` in the course)."""
-    try:
-        found = Course.locate(course)
-        the_week = found.week(week)
-    except AutograderError as exc:
-        _fail(exc)
-    return the_week, out_dir or found.root / "results" / the_week.name
-
-
-def _fail(exc: AutograderError) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-    raise typer.Exit(2)
+def _locate(week: str, course: Path | None) -> Week:
+    """The week asked for, in the course given or found."""
+    return Course.locate(course).week(week)
 
 
 @app.command()
@@ -75,11 +82,8 @@ def generate(
     from autograder.course import normalise_week_name
     from autograder.generate.week import generate_course
 
-    try:
-        found = Course.locate(course)
-        differences = generate_course(found, weeks=weeks or (), check=check)
-    except AutograderError as exc:
-        _fail(exc)
+    found = Course.locate(course)
+    differences = generate_course(found, weeks=weeks or (), check=check)
     for difference in differences:
         if check:
             err.print(str(difference), highlight=False)
@@ -119,18 +123,15 @@ def grade(
     from autograder.batch import GradingOptions, run_batch
     from autograder.formats.result_json import to_dict
 
-    the_week, _ = _locate(week, course, None)
+    the_week = _locate(week, course)
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
-        try:
-            outcome = run_batch(the_week, paths, GradingOptions(
-                out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
-                jobs=jobs, scheduler=scheduler,
-                on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
-            ))
-        except AutograderError as exc:
-            _fail(exc)
+        outcome = run_batch(the_week, paths, GradingOptions(
+            out_dir=out_dir, worksheet=worksheet, regrade=regrade, allow_pending=allow_pending,
+            jobs=jobs, scheduler=scheduler,
+            on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
+        ))
     if as_json:
         sys.stdout.write(json.dumps([to_dict(r) for r in outcome.results], ensure_ascii=False, indent=1) + "\n")
     else:
@@ -139,7 +140,7 @@ def grade(
 
 
 def _print_table(week: Week, results: list[SubmissionResult]) -> None:
-    table = Table(title=f"{week.name}: {week.title}")
+    table = Table(title=week.label())
     for column in ("submission", "status", "score", *[f"task {t.number}" + (" (hand)" if t.manual else "")
                                                       for t in week.tasks]):
         table.add_column(column, overflow="fold")
@@ -175,17 +176,14 @@ def report(
     """Rewrite the report, feedback pages, worksheet and feedback zip from a results folder."""
     from autograder.batch import load_results, weeks_in, write_outputs
 
-    try:
-        if week is None:
-            found = weeks_in(out_dir)
-            if len(found) != 1:
-                raise AutograderError(f"{out_dir} holds results of {found or 'no week'}: choose one with --week")
-            week = found[0]
-        the_week, folder = _locate(week, course, out_dir)
-        outputs = write_outputs(the_week, load_results(folder, the_week), folder, worksheet=worksheet,
-                                allow_pending=allow_pending)
-    except AutograderError as exc:
-        _fail(exc)
+    if week is None:
+        found = weeks_in(out_dir)
+        if len(found) != 1:
+            raise AutograderError(f"{out_dir} holds results of {found or 'no week'}: choose one with --week")
+        week = found[0]
+    the_week = _locate(week, course)
+    outputs = write_outputs(the_week, load_results(out_dir, the_week), out_dir, worksheet=worksheet,
+                            allow_pending=allow_pending)
     _print_outputs(outputs)
 
 
@@ -203,13 +201,10 @@ def merge_manual(
     from autograder.batch import marked_batch_dir
     from autograder.batch import merge_manual as merge
 
-    the_week = _locate(week, course, None)[0]
-    try:
-        folder = out_dir or marked_batch_dir(the_week, sheet)
-        stored, unmarked, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet,
-                                          allow_pending=allow_pending)
-    except AutograderError as exc:
-        _fail(exc)
+    the_week = _locate(week, course)
+    folder = out_dir or marked_batch_dir(the_week, sheet)
+    stored, unmarked, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet,
+                                      allow_pending=allow_pending)
     err.print(f"{stored} mark(s) stored; {unmarked} row(s) still unmarked" if unmarked else
               f"{stored} mark(s) stored; every row is marked")
     _print_outputs(outputs)
@@ -237,11 +232,7 @@ def _import_root(course: Path | None) -> Path:
 
 def _write(convert: Callable[..., Path], *args: object, **kwargs: object) -> None:
     """Run one import or export and say where it wrote."""
-    try:
-        written = convert(*args, **kwargs)
-    except AutograderError as exc:
-        _fail(exc)
-    err.print(f"wrote {written}", highlight=False)
+    err.print(f"wrote {convert(*args, **kwargs)}", highlight=False)
 
 
 def _import_week(tool: str, notebook: Path, week: str, course: Path | None, language: str | None) -> None:
@@ -257,13 +248,10 @@ def _import_week(tool: str, notebook: Path, week: str, course: Path | None, lang
     except AutograderError:
         name = ""
     if not WEEK_PATTERN.match(name):
-        _fail(CourseError(f"--week {week!r} is not a week name: write weekNN with two digits, "
-                          "week01 to week99, such as week07 or week16 (or just 7)"))
+        raise CourseError(f"--week {week!r} is not a week name: write weekNN with two digits, "
+                          "week01 to week99, such as week07 or week16 (or just 7)")
     convert = import_nbgrader if tool == "nbgrader" else import_otter
-    try:
-        done = convert(notebook, week=name, out_root=_import_root(course), language=language)
-    except AutograderError as exc:
-        _fail(exc)
+    done = convert(notebook, week=name, out_root=_import_root(course), language=language)
     for path in written_files(done.notebook, tool):
         err.print(f"wrote {path}", highlight=False)
     for note in done.notes:
@@ -302,7 +290,7 @@ def export_nbgrader(week: WeekArg, out_dir: ExportOut, course: CourseOption = No
     """An nbgrader course folder that `nbgrader generate_assignment` and `autograde` accept."""
     from autograder.interop import export_nbgrader as convert
 
-    _write(convert, _locate(week, course, None)[0], out_dir)
+    _write(convert, _locate(week, course), out_dir)
 
 
 @export_app.command("otter")
@@ -310,7 +298,7 @@ def export_otter(week: WeekArg, out_dir: ExportOut, course: CourseOption = None)
     """An otter-assign master notebook that `otter assign` accepts."""
     from autograder.interop import export_otter as convert
 
-    _write(convert, _locate(week, course, None)[0], out_dir)
+    _write(convert, _locate(week, course), out_dir)
 
 
 moodle_app = typer.Typer(
@@ -345,13 +333,10 @@ def moodle_sync(
     from autograder.moodle_ws.sync_report import print_report
     from autograder.moodle_ws.webservice import MoodleClient
 
-    the_week, default_out = _locate(week, course, None)
-    folder = out_dir or default_out.with_name(f"{the_week.name}-moodle-{assignment}")
-    try:
-        client = MoodleClient(url, read_token(token_file), token_source=str(token_file) if token_file else
-                              "MOODLE_TOKEN (or a file only you can read, passed as --token-file)")
-    except AutograderError as exc:
-        _fail(exc)
+    the_week = _locate(week, course)
+    folder = out_dir or moodle_results(the_week, assignment)
+    client = MoodleClient(url, read_token(token_file), token_source=str(token_file) if token_file else
+                          "MOODLE_TOKEN (or a file only you can read, passed as --token-file)")
 
     def once() -> SyncReport:
         with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -370,8 +355,6 @@ def moodle_sync(
                 raise typer.Exit(0 if report.complete else 1)
             keep_watching(once, every_s=watch, on_report=lambda r: print_report(r, out=out, err=err),
                           on_error=lambda e: err.print(f"[yellow]{escape(str(e))}[/]", highlight=False))
-        except AutograderError as exc:
-            _fail(exc)
         except KeyboardInterrupt:
             err.print("stopped")
 
@@ -408,29 +391,26 @@ def serve(
     from autograder.service.settings import Settings
     from autograder.service.tool import Tool
 
-    try:
-        found = Course.locate(course)
-        settings = Settings(public_url=public_url, data=data or found.root / "service-data",
-                            upload_limit_bytes=int(upload_limit_mib * 2**20),
-                            edge=EdgeLimits(**({} if max_connections is None else
-                                                {"max_connections": max_connections})))
-        if rotate_key:
-            out.print(f"new signing key: {ToolKeys(settings.data / 'keys').rotate()}")
-            return
-        if registration_url:
-            out.print(Tool(settings).new_registration_url(), highlight=False, soft_wrap=True)
-            return
-        if (tls_cert is None) != (tls_key is None):
-            raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
-        run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
-                    tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
-                    announce=lambda tool: err.print(
-                        f"one-time registration URL for an LMS admin (good for one registration within a day; "
-                        f"`autograder serve --registration-url` prints another): {tool.new_registration_url()}\n"
-                        f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False,
-                        soft_wrap=True))
-    except AutograderError as exc:
-        _fail(exc)
+    found = Course.locate(course)
+    settings = Settings(public_url=public_url, data=data or found.root / "service-data",
+                        upload_limit_bytes=int(upload_limit_mib * 2**20),
+                        edge=EdgeLimits(**({} if max_connections is None else
+                                            {"max_connections": max_connections})))
+    if rotate_key:
+        out.print(f"new signing key: {ToolKeys(settings.data / 'keys').rotate()}")
+        return
+    if registration_url:
+        out.print(Tool(settings).new_registration_url(), highlight=False, soft_wrap=True)
+        return
+    if (tls_cert is None) != (tls_key is None):
+        raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
+    run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
+                tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
+                announce=lambda tool: err.print(
+                    f"one-time registration URL for an LMS admin (good for one registration within a day; "
+                    f"`autograder serve --registration-url` prints another): {tool.new_registration_url()}\n"
+                    f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False,
+                    soft_wrap=True))
 
 
 @app.command("lti-platform")
@@ -447,10 +427,7 @@ def lti_platform(
     """Add a platform registered by hand (dynamic registration does this by itself)."""
     from autograder.service.lti import Platform, Platforms
 
-    try:
-        folder = data or Course.locate(course).root / "service-data"
-    except AutograderError as exc:
-        _fail(exc)
+    folder = data or Course.locate(course).root / "service-data"
     Platforms(folder / "platforms.json").add(Platform(issuer=issuer, client_id=client_id, auth_login_url=auth_url,
                                                       token_url=token_url, jwks_url=jwks_url,
                                                       deployment_ids=(deployment_id,)))
@@ -473,12 +450,9 @@ def audit(
     """Mutate the reference solution and grade every mutant: exit 1 while a survivor is unexplained."""
     from autograder.audit.cli import run
 
-    the_week, default_out = _locate(week, course, None)
-    try:
-        passed = run(the_week, jobs=jobs, budget_s=budget, seed=seed,
-                     html=html or default_out.parent / "audit" / f"{the_week.name}.html", out=out, err=err)
-    except AutograderError as exc:
-        _fail(exc)
+    the_week = _locate(week, course)
+    passed = run(the_week, jobs=jobs, budget_s=budget, seed=seed, html=html or audit_page(the_week), out=out,
+                 err=err)
     if not passed:
         raise typer.Exit(1)
 
@@ -495,11 +469,8 @@ def i18n_update(
     """Extract the .pot templates again and merge every language's .po catalog; says which files changed."""
     from autograder.i18n.update import update_catalogs
 
-    try:
-        found = Course.locate(course)
-        written = update_catalogs(found, weeks=weeks or ())
-    except AutograderError as exc:
-        _fail(exc)
+    found = Course.locate(course)
+    written = update_catalogs(found, weeks=weeks or ())
     for path in written:
         out.print(f"wrote {path.relative_to(found.root) if path.is_relative_to(found.root) else path}",
                   highlight=False)
@@ -516,11 +487,8 @@ def i18n_status(
     offered language lacks something, which `generate` refuses)."""
     from autograder.i18n.status import catalog_status
 
-    try:
-        found = Course.locate(course)
-        rows = catalog_status(found, weeks=weeks or ())
-    except AutograderError as exc:
-        _fail(exc)
+    found = Course.locate(course)
+    rows = catalog_status(found, weeks=weeks or ())
     table = Table("catalog", "language", "offered", "messages", "lacking")
     for row in rows:
         colour = "red" if row.blocks else "yellow"

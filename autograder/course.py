@@ -9,6 +9,7 @@ how a task's points split across tests.
 
 from __future__ import annotations
 
+import gettext
 import hashlib
 import os
 import re
@@ -119,6 +120,11 @@ class Week:
     def title(self) -> str:
         """The week's title from its title cell, else its name."""
         return self.spec.title or self.name
+
+    def label(self, translations: gettext.NullTranslations | None = None) -> str:
+        """``week01: Title``, as tables, pages and feedback name the week; its title in the
+        language of ``translations`` when given (the week's catalog)."""
+        return f"{self.name}: {self.title if translations is None else translations.gettext(self.title)}"
 
     @cached_property
     def tasks(self) -> tuple[Task, ...]:

@@ -19,17 +19,21 @@ course-wide (the report and the worksheet cover every week alike).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from autograder.exceptions import CourseError
+from autograder.i18n.runtime import N_, _
+from autograder.settings import Table, load, refuse, toml_value
 
 LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
 SETTINGS_FILE = "course.toml"
 WEEK_SETTINGS_FILE = "week.toml"
-_CODES = '"en", "ja" or "pt_BR"'
+Code = Annotated[str, Field(pattern=LANGUAGE_PATTERN.pattern)]
+OFFERED = Field(default=None, description=N_('a list of language codes such as ["en", "ja"], each once'))
 
 
 @dataclass(frozen=True)
@@ -52,72 +56,99 @@ class Languages:
         return language if isinstance(language, str) and language in self.offered else self.source
 
 
-def _read_table(path: Path) -> dict[str, Any]:
-    """The whole TOML document at ``path``; CourseError naming the file."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise CourseError(f"{path}: not valid TOML ({error}); fix the file") from error
+class CourseLanguagesTable(Table):
+    """``[languages]`` of ``course.toml``: offered defaults to the source alone, the
+    instructor's language to the source."""
+
+    source: Code = Field(default="en", description=N_('a language code such as "en", "ja" or "pt_BR"'))
+    offered: list[Code] | None = OFFERED
+    instructor: Code | None = Field(default=None, description=N_(
+        'the language of the report and the worksheet, a code such as "en" that offered lists'))
+
+    @model_validator(mode="after")
+    def _offered_holds_source_and_instructor(self) -> Self:
+        offered = self.offered or [self.source]
+        instructor = self.instructor or self.source
+        if self.source not in offered or instructor not in offered or len(set(offered)) != len(offered):
+            refuse(_("{offered} must list each language once, the source ({source}) and the instructor's "
+                     "({instructor}) among them").format(offered=toml_value(offered), source=toml_value(self.source),
+                                                         instructor=toml_value(instructor)),
+                   at=("languages", "offered"))
+        return self
+
+    def languages(self) -> Languages:
+        """The course's languages, the defaults filled in."""
+        source = self.source
+        return Languages(source=source, offered=tuple(self.offered or [source]), instructor=self.instructor or source)
+
+
+class CourseToml(Table):
+    """``course.toml``: the course's settings."""
+
+    languages: CourseLanguagesTable | None = Field(default=None, description=N_(
+        'a table: [languages] on a line of its own, then source = "en", offered = ["en", "ja"] and '
+        'instructor = "en" under it'))
+
+
+class WeekLanguagesTable(Table):
+    """``[languages]`` of ``week.toml``: each key defaults to the course's (``context["course"]``)."""
+
+    source: Code | None = Field(default=None, description=N_(
+        'a language code such as "en", "ja" or "pt_BR" (the language this week\'s notebook and tests are '
+        'written in)'))
+    offered: list[Code] | None = OFFERED
+    instructor: Any = None
+
+    @field_validator("instructor")
+    @classmethod
+    def _course_wide(cls, value: object) -> None:
+        refuse(_("the instructor's language is course-wide; set it in {file} and remove it here").format(
+            file=SETTINGS_FILE))
+
+    @model_validator(mode="after")
+    def _narrows_the_course(self, info: ValidationInfo) -> Self:
+        course: Languages = (info.context or {})["course"]
+        source = self.source or course.source
+        offered = self.offered if self.offered is not None else list(course.offered)
+        at = ("languages", "offered")
+        if len(set(offered)) != len(offered):
+            refuse(_("{offered} lists a language twice: list each once").format(offered=toml_value(offered)), at=at)
+        if source not in offered:
+            refuse(_("{offered} must include the week's source language {source}: add it (offered = {fixed})").format(
+                offered=toml_value(offered), source=toml_value(source), fixed=toml_value([source, *offered])), at=at)
+        foreign = [c for c in offered if c != source and c not in course.offered]
+        if foreign:
+            refuse(_("{offered} names {foreign}, which the course does not offer ({file}: {course}): remove it "
+                     "here, or add it to offered in {file}").format(
+                offered=toml_value(offered), foreign=", ".join(map(toml_value, foreign)), file=SETTINGS_FILE,
+                course=toml_value(list(course.offered))), at=at)
+        return self
+
+    def languages(self, course: Languages) -> Languages:
+        """The week's languages: ``course``'s where the table says nothing."""
+        source = self.source or course.source
+        offered = self.offered if self.offered is not None else list(course.offered)
+        return Languages(source=source, offered=tuple(offered), instructor=course.instructor)
+
+
+class WeekToml(Table):
+    """``source/weekNN/week.toml``: only the week's languages."""
+
+    languages: WeekLanguagesTable | None = Field(default=None, description=N_(
+        'a table: [languages] on a line of its own, then source = "en" and offered = ["en"] under it'))
 
 
 def read_languages(root: Path) -> Languages:
-    """The ``[languages]`` table of ``root/course.toml``; CourseError naming the fix."""
-    path = root / SETTINGS_FILE
-    if not path.is_file():
-        return Languages()
-    table = _read_table(path).get("languages", {})
-    source = table.get("source", "en")
-    offered = table.get("offered", [source])
-    instructor = table.get("instructor", source)
-    codes = [source, instructor, *offered] if isinstance(offered, list) else None
-    if codes is None or not all(isinstance(c, str) and LANGUAGE_PATTERN.match(c) for c in codes):
-        raise CourseError(f"{path}: [languages] takes language codes such as {_CODES}: "
-                          "source = \"en\", offered = [\"en\", \"ja\"], instructor = \"en\"")
-    if source not in offered or instructor not in offered or len(set(offered)) != len(offered):
-        raise CourseError(f"{path}: [languages] offered = {offered} must list each language once, "
-                          f"the source ({source!r}) and the instructor's ({instructor!r}) among them")
-    return Languages(source=source, offered=tuple(offered), instructor=instructor)
+    """The ``[languages]`` table of ``root/course.toml``; CourseError naming the key and the fix."""
+    document = load(root / SETTINGS_FILE, CourseToml, CourseError)
+    table = document.languages if document is not None else None
+    return Languages() if table is None else table.languages()
 
 
 def read_week_languages(source_dir: Path, course: Languages) -> Languages:
     """The languages of the week in ``source_dir``: ``course``'s, narrowed by the week's
     ``week.toml`` when it has one (see the module docstring); CourseError naming the file,
     the key and the fix."""
-    path = source_dir / WEEK_SETTINGS_FILE
-    if not path.is_file():
-        return course
-    document = _read_table(path)
-    for key in document:
-        if key != "languages":
-            raise CourseError(f"{path}: unknown setting {key!r}: week.toml holds only a [languages] table "
-                              "(source and offered); remove it or fix its name")
-    table = document.get("languages", {})
-    if not isinstance(table, dict):
-        raise CourseError(f"{path}: 'languages' must be a table: write [languages] on a line of its own, "
-                          "then source = \"en\" and offered = [\"en\"] under it")
-    for key in table:
-        if key == "instructor":
-            raise CourseError(f"{path}: [languages] instructor: the instructor's language is course-wide; "
-                              f"set it in {SETTINGS_FILE} and remove it here")
-        if key not in ("source", "offered"):
-            raise CourseError(f"{path}: [languages] unknown key {key!r}: a week sets only source and offered; "
-                              "remove it or fix its name")
-    source = table.get("source", course.source)
-    if not isinstance(source, str) or not LANGUAGE_PATTERN.match(source):
-        raise CourseError(f"{path}: [languages] source = {source!r} is not a language code: write one such as "
-                          f"{_CODES} (the language this week's notebook and tests are written in)")
-    offered = table.get("offered", list(course.offered))
-    if not isinstance(offered, list) or not all(isinstance(c, str) and LANGUAGE_PATTERN.match(c) for c in offered):
-        raise CourseError(f"{path}: [languages] offered = {offered!r} must be a list of language codes such as "
-                          f"{_CODES}: offered = [\"{source}\"]")
-    if len(set(offered)) != len(offered):
-        raise CourseError(f"{path}: [languages] offered = {offered} lists a language twice: list each once")
-    if source not in offered:
-        raise CourseError(f"{path}: [languages] offered = {offered} must include the week's source language "
-                          f"{source!r}: add it (offered = {[source, *offered]})")
-    foreign = [c for c in offered if c != source and c not in course.offered]
-    if foreign:
-        raise CourseError(f"{path}: [languages] offered = {offered} names {', '.join(map(repr, foreign))}, which "
-                          f"the course does not offer ({SETTINGS_FILE}: {list(course.offered)}): remove it here, "
-                          f"or add it to offered in {SETTINGS_FILE}")
-    return Languages(source=source, offered=tuple(offered), instructor=course.instructor)
+    document = load(source_dir / WEEK_SETTINGS_FILE, WeekToml, CourseError, context={"course": course})
+    table = document.languages if document is not None else None
+    return course if table is None else table.languages(course)

@@ -33,6 +33,7 @@ from typing import NamedTuple, Protocol
 import jinja2
 import nbformat
 
+from autograder.authoring import TASK_HEADING, first_line
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError, SubmissionError
 from autograder.formats.atomic import write_text
@@ -440,8 +441,8 @@ def _heading_task(cell: nbformat.NotebookNode) -> int | None:
     number = cell.get("metadata", {}).get("autograder", {}).get("task")
     if isinstance(number, int):
         return number
-    match = re.match(r"Task\s+([0-9]{1,9})(?![0-9])", cell.source.strip().lstrip("#").strip())
-    return int(match.group(1)) if match else None
+    heading = TASK_HEADING.match(first_line(cell))
+    return int(heading[1]) if heading else None
 
 
 def _read_rows(sheet: Path, required: Sequence[str] = ("key", "task", "points", "comment")) -> list[dict[str, str]]:
@@ -449,8 +450,8 @@ def _read_rows(sheet: Path, required: Sequence[str] = ("key", "task", "points", 
         text = sheet.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise ManualMarksError(f"{sheet} cannot be read as UTF-8 CSV: {err}") from err
-    first_line = text.split("\n", 1)[0]
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=max((",", ";", "\t"), key=first_line.count))
+    header = text.split("\n", 1)[0]
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=max((",", ";", "\t"), key=header.count))
     missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:
         raise ManualMarksError(f"{sheet}: the header lacks {', '.join(missing)}: keep the columns as exported")

@@ -12,8 +12,8 @@ the reference notebook or on a trusted fixture notebook (``--submission``), and 
 - with ``--fixtures``: that check for every graded fixture of the week in
   ``tests/fixtures/WEEK/expectations.json``, each in its own process.
 
-The seed of run ``N`` is the one grading derives from a submission seed ``N`` (the same
-hash of the base seed, file and test name), so ``pytest source/weekNN --seed N -k TEST``
+The seed of run ``N`` is the one grading derives from a submission seed ``N``
+(``autograder.testing.plugin.derived_seed``), so ``pytest source/weekNN --seed N -k TEST``
 reproduces a failure. Run by hand, e.g. ``.venv/bin/python scripts/seed_sweep.py week04
 --seeds 2000``; ``tests/test_seed_sweep.py`` runs a cheap version of it.
 """
@@ -21,7 +21,6 @@ reproduces a failure. Run by hand, e.g. ``.venv/bin/python scripts/seed_sweep.py
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -30,13 +29,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.testing.plugin import derived_seed
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def derived_seed(base: int, file_name: str, test_name: str) -> int:
-    """The ``seed`` fixture's value for submission seed ``base`` (see autograder.testing.plugin)."""
-    label = f"{base}:{file_name}::{test_name}"
-    return int.from_bytes(hashlib.sha256(label.encode()).digest()[:4], "little")
 
 
 class SweepPlugin:

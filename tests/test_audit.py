@@ -174,24 +174,25 @@ BUILDS_ON = '[[builds_on]]\ntask = 2\nuses = 1\nreason = "task 2 doubles what ta
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ("[[equivalent]]\ntask = 1\n", "[[equivalent]] entry 1: missing operator, line, mutant, reason"),
+    ("[[equivalent]]\ntask = 1\n", "[[equivalent]] entry 1: operator: missing: write the operator's name, copied "
+                                   "from the audit's report; [[equivalent]] entry 1: line: missing"),
     (ENTRY.replace('reason = "a drill: the test only asks for a positive number"', 'reason = " "'),
-     "reason is empty: say in one line why no test can tell this mutant apart"),
-    (ENTRY.replace('"constant"', '"typo"'), "operator 'typo' is not one of"),
+     '[[equivalent]] entry 1: reason = " " is empty: say in one line why no test can tell this mutant apart'),
+    (ENTRY.replace('"constant"', '"typo"'), 'operator = "typo" is not one of arithmetic, comparison, constant'),
     ("[equivalent]\ntask = 1\n", "write each entry as [[equivalent]]"),
-    ("task = [", "is not valid TOML"),
+    ("task = [", "not valid TOML"),
     ("[builds_on]\ntask = 2\n", "write each entry as [[builds_on]] (an array of tables), not [builds_on]"),
-    ("[[builds_on]]\ntask = 2\nreason = 'x'\n", "[[builds_on]] entry 1: missing uses (an entry has exactly task, "
-                                                  "uses, reason: task = the task whose tests use another's code"),
-    (BUILDS_ON.replace("uses = 1", "uses = 1\nline = 'x'"), "[[builds_on]] entry 1: unknown key(s) line"),
-    (BUILDS_ON.replace("uses = 1", 'uses = "1"'), "[[builds_on]] entry 1: uses must be a whole number"),
+    ("[[builds_on]]\ntask = 2\nreason = 'x'\n", "[[builds_on]] entry 1: uses: missing: write the number of the task "
+                                                  "whose code those tests use"),
+    (BUILDS_ON.replace("uses = 1", "uses = 1\nline = 'x'"), "[[builds_on]] entry 1: line: unknown key; the keys here are reason, task, uses"),
+    (BUILDS_ON.replace("uses = 1", 'uses = "1"'), '[[builds_on]] entry 1: uses = "1" is not allowed here: write the number of the task'),
     (BUILDS_ON.replace("uses = 1", "uses = 3"), "[[builds_on]] entry 1: uses = 3 is not an autograded task of the "
                                                 "week (its autograded tasks: 1, 2): write one of those"),
     (BUILDS_ON.replace("uses = 1", "uses = 2"), "task and uses are both 2: a task's tests always use its own code"),
     (BUILDS_ON.replace('"task 2 doubles what task 1 adds (the instructions say so)"', '""'),
-     "[[builds_on]] entry 1: reason is empty: say in one line why task 2's instructions build on task 1"),
-    (BUILDS_ON + "\n" + BUILDS_ON, "[[builds_on]] entry 2 repeats entry 1 (task 2 uses task 1): delete one"),
-    ("[[build_on]]\ntask = 2\n", "unknown table(s) ['build_on']: the file holds only [[equivalent]] and [[builds_on]]"),
+     '[[builds_on]] entry 1: reason = "" is empty: say in one line why task 2\'s instructions build on task 1'),
+    (BUILDS_ON + "\n" + BUILDS_ON, "[[builds_on]] entry 2: repeats entry 1 (task 2 uses task 1): delete one"),
+    ("[[build_on]]\ntask = 2\n", "build_on: unknown key; the keys here are builds_on, equivalent: remove it or fix its name"),
 ])
 def test_a_malformed_audit_toml_says_where_and_what_to_write(tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "audit.toml"

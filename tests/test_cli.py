@@ -123,6 +123,15 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
     wrong_week = run("grade", "week42", str(tmp_path))
     assert wrong_week.returncode == 2 and "week42" in wrong_week.stderr
+    # a command of a nested group (export, moodle, i18n) says it the same way: one line, exit 2
+    nested = run("export", "nbgrader", "week42", "--out", str(tmp_path / "out"))
+    assert nested.returncode == 2 and nested.stderr.startswith("error: no week 'week42'"), nested.stderr
+    assert "Traceback" not in nested.stderr and not (tmp_path / "out").exists()
+    (tmp_path / "service.toml").write_text("[[sync]]\nweek = 1\n", encoding="utf-8")
+    (tmp_path / "source").mkdir()
+    bad_settings = run("serve", "--public-url", "https://grader.example.edu", "--course", str(tmp_path))
+    assert bad_settings.returncode == 2 and "Traceback" not in bad_settings.stderr, bad_settings.stderr
+    assert "[[sync]] entry 1 (week 1): week = 1 is not allowed here" in " ".join(bad_settings.stderr.split())
 
 
 def test_generate_check_passes_on_the_committed_notebooks():

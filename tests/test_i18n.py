@@ -95,7 +95,7 @@ def test_course_languages_are_read_and_checked(tmp_path: Path):
     assert languages.offered == ("en", "ja") and languages.instructor == "ja"
     assert languages.pick("ja") == "ja" and languages.pick("fr") == "en" and languages.pick(["ja"]) == "en"
     (tmp_path / "course.toml").write_text('[languages]\noffered = ["ja"]\n')
-    with pytest.raises(CourseError, match=r"the source \('en'\)"):
+    with pytest.raises(CourseError, match=r'\[languages\] offered: \["ja"\] must list each language once, the source \("en"\)'):
         read_languages(tmp_path)
     (tmp_path / "course.toml").write_text('[languages]\noffered = ["en", "Japanese"]\n')
     with pytest.raises(CourseError, match="language codes"):

@@ -226,3 +226,23 @@ def test_a_mark_given_to_another_answer_is_stale_and_must_be_given_again(tmp_pat
     assert rows["3"]["points"] == "" and rows["3"]["note"].startswith("STALE") and "8 points" in rows["3"]["note"]
     assert rows["4"]["points"] == "5" and rows["4"]["note"] == ""  # the unchanged answer keeps its mark
     assert set(read_marks(second, tasks=TASKS)["a"]) == {4}  # merging unread confirms nothing stale
+
+
+def test_a_task_heading_is_what_the_source_notebook_calls_one() -> None:
+    """Without metadata, a task's section starts at a heading ``autograder.authoring`` reads
+    as a task (any case); a sentence that merely opens with "Task 4" stays in its section."""
+    from autograder.authoring import read_spec
+    from autograder.manual import task_answer
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("## task 3 (10 points, by hand): why?"),
+                nbformat.v4.new_markdown_cell("It converges.\n\nTask 4 below is easier."),
+                nbformat.v4.new_markdown_cell("Task 4 needs the same margin argument."),
+                nbformat.v4.new_markdown_cell("## TASK 4 (5 points, by hand): what?"),
+                nbformat.v4.new_markdown_cell("More epochs.")]
+    assert [t.number for t in read_spec(nb).tasks] == [3, 4]
+
+    added = task_answer(nb, 3, given=set())
+    assert added is not None and "It converges." in added and "same margin argument" in added
+    assert "More epochs." not in added
+    assert task_answer(nb, 4) == "More epochs."

@@ -55,16 +55,16 @@ def test_week_toml_narrows_the_languages_and_may_name_its_own_source(tmp_path: P
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ('[languages]\noffered = ["ja"]\n', r"offered = \['ja'\] must include the week's source language 'en'"),
-    ('[languages]\nsource = "ru"\n', r"must include the week's source language 'ru': add it"),
-    ('[languages]\noffered = ["en", "fr"]\n', r"names 'fr', which the course does not offer .*remove it here, or add"),
+    ('[languages]\noffered = ["ja"]\n', r'\[languages\] offered: \["ja"\] must include the week\'s source language "en"'),
+    ('[languages]\nsource = "ru"\n', r'must include the week\'s source language "ru": add it \(offered = \["ru", "en", "ja", "pt", "es"\]\)'),
+    ('[languages]\noffered = ["en", "fr"]\n', r'names "fr", which the course does not offer .*remove it here, or add'),
     ('[languages]\noffered = ["en", "en"]\n', r"lists a language twice"),
-    ('[languages]\noffered = "en"\n', r"offered = 'en' must be a list of language codes"),
-    ('[languages]\nsource = "English"\n', r"source = 'English' is not a language code"),
+    ('[languages]\noffered = "en"\n', r'\[languages\] offered = "en" is not allowed here: write a list of language codes'),
+    ('[languages]\nsource = "English"\n', r'\[languages\] source = "English" is not allowed here: write a language code such as'),
     ('[languages]\ninstructor = "ja"\n', r"instructor: the instructor's language is course-wide; set it in course.toml"),
-    ('[languages]\nofered = ["en"]\n', r"unknown key 'ofered'.*fix its name"),
-    ('[language]\noffered = ["en"]\n', r"unknown setting 'language'"),
-    ('languages = "en"\n', r"'languages' must be a table"),
+    ('[languages]\nofered = ["en"]\n', r"\[languages\] ofered: unknown key; the keys here are offered, source: remove it or fix its name"),
+    ('[language]\noffered = ["en"]\n', r"language: unknown key; the keys here are languages"),
+    ('languages = "en"\n', r'languages = "en" is not allowed here: write a table: \[languages\] on a line of its own'),
     ('[languages\n', r"not valid TOML"),
 ])
 def test_week_toml_mistakes_name_the_file_the_key_and_the_fix(tmp_path: Path, text: str, says: str) -> None:

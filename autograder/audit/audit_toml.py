@@ -26,17 +26,21 @@ points on another task's tests is a blame failure (the points went to the wrong 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from autograder.audit.operators import KINDS
 from autograder.exceptions import CourseError
+from autograder.i18n.runtime import N_, _
+from autograder.settings import Table, load, refuse, toml_value
 
 FILENAME = "audit.toml"
-_EQUIVALENT = {"task": int, "operator": str, "line": str, "mutant": str, "reason": str}
-_BUILDS_ON = {"task": int, "uses": int, "reason": str}
+COPIED = N_("a string, copied from the audit's report")
+TASK = N_("a task's number, a whole number such as 1")
 
 
 @dataclass(frozen=True)
@@ -77,77 +81,113 @@ class AuditToml:
         return next((b for b in self.builds_on if b.task == task and b.uses == uses), None)
 
 
+class EquivalentTable(Table):
+    """One ``[[equivalent]]`` entry as written."""
+
+    task: int = Field(description=TASK)
+    operator: str = Field(description=N_("the operator's name, copied from the audit's report"))
+    line: str = Field(description=COPIED)
+    mutant: str = Field(description=COPIED)
+    reason: str = Field(description=N_("one line saying why no test can tell this mutant apart"))
+
+    @field_validator("operator")
+    @classmethod
+    def _an_operator(cls, name: str) -> str:
+        if name not in KINDS:
+            refuse(_("= {name} is not one of {kinds}: copy it from the audit's report").format(
+                name=toml_value(name), kinds=", ".join(KINDS)))
+        return name
+
+    @field_validator("reason")
+    @classmethod
+    def _said(cls, reason: str) -> str:
+        if not reason.strip():
+            refuse(_("= {reason} is empty: say in one line why no test can tell this mutant apart").format(
+                reason=toml_value(reason)))
+        return reason.strip()
+
+
+class BuildsOnTable(Table):
+    """One ``[[builds_on]]`` entry as written (``context["tasks"]``: the week's autograded
+    task numbers, which ``task`` and ``uses`` must be)."""
+
+    task: int = Field(description=N_("the number of the task whose tests use another task's code"))
+    uses: int = Field(description=N_("the number of the task whose code those tests use"))
+    reason: str = Field(description=N_("one line saying where the instructions build on that task"))
+
+    @field_validator("task", "uses")
+    @classmethod
+    def _autograded(cls, number: int, info: ValidationInfo) -> int:
+        tasks: list[int] = (info.context or {})["tasks"]
+        if number not in tasks:
+            refuse(_("= {number} is not an autograded task of the week (its autograded tasks: {tasks}): write one "
+                     "of those").format(number=number, tasks=", ".join(map(str, tasks)) or _("none")))
+        return number
+
+    @field_validator("reason")
+    @classmethod
+    def _said(cls, reason: str, info: ValidationInfo) -> str:
+        if not reason.strip():
+            refuse(_("= {reason} is empty: say in one line why task {task}'s instructions build on task {uses}").format(
+                reason=toml_value(reason), task=info.data.get("task", "?"), uses=info.data.get("uses", "?")))
+        return reason.strip()
+
+    @model_validator(mode="after")
+    def _another_task(self) -> Self:
+        if self.task == self.uses:
+            refuse(_("task and uses are both {task}: a task's tests always use its own code; name the other task it "
+                     "builds on in uses").format(task=self.task))
+        return self
+
+
+def _array_of_tables(table: str, value: object) -> object:
+    if isinstance(value, dict):
+        refuse(_("write each entry as [[{table}]] (an array of tables), not [{table}]").format(table=table))
+    return value
+
+
+class AuditTomlFile(Table):
+    """``audit.toml`` as written."""
+
+    equivalent: list[EquivalentTable] = Field(default_factory=list, description=N_(
+        "[[equivalent]] tables (two brackets), one per survivor, copied from the audit's report"))
+    builds_on: list[BuildsOnTable] = Field(default_factory=list, description=N_(
+        "[[builds_on]] tables (two brackets), each with task, uses and reason"))
+
+    @field_validator("equivalent", mode="before")
+    @classmethod
+    def _equivalents(cls, value: object) -> object:
+        return _array_of_tables("equivalent", value)
+
+    @field_validator("builds_on", mode="before")
+    @classmethod
+    def _builds_ons(cls, value: object) -> object:
+        return _array_of_tables("builds_on", value)
+
+    @model_validator(mode="after")
+    def _once_each(self) -> Self:
+        seen: dict[tuple[int, int], int] = {}
+        for index, entry in enumerate(self.builds_on):
+            if (entry.task, entry.uses) in seen:
+                refuse(_("repeats entry {first} (task {task} uses task {uses}): delete one").format(
+                    first=seen[(entry.task, entry.uses)] + 1, task=entry.task, uses=entry.uses),
+                    at=("builds_on", index))
+            seen[(entry.task, entry.uses)] = index
+        return self
+
+
 def read_audit_toml(path: Path, autograded: Iterable[int]) -> AuditToml:
     """The entries of ``path`` (none when it does not exist). ``autograded``: the week's
     autograded task numbers, which a ``[[builds_on]]`` entry must name. A malformed file or
     entry is a CourseError naming the file, the entry, the key and what to write instead."""
-    if not path.is_file():
+    document = load(path, AuditTomlFile, CourseError, context={"tasks": sorted(set(autograded))})
+    if document is None:
         return AuditToml()
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CourseError(f"{path} is not valid TOML: {exc}") from None
-    unknown = set(document) - {"equivalent", "builds_on"}
-    if unknown:
-        raise CourseError(f"{path}: unknown table(s) {sorted(unknown)}: the file holds only [[equivalent]] and "
-                          "[[builds_on]] entries")
-    for table in ("equivalent", "builds_on"):
-        if not isinstance(document.get(table, []), list):
-            raise CourseError(f"{path}: write each entry as [[{table}]] (an array of tables), not [{table}]")
-    equivalents = tuple(_equivalent(path, number, entry)
-                        for number, entry in enumerate(document.get("equivalent", []), start=1))
-    tasks = sorted(set(autograded))
-    builds_on = tuple(_builds_on(path, number, entry, tasks)
-                      for number, entry in enumerate(document.get("builds_on", []), start=1))
-    seen: dict[tuple[int, int], int] = {}
-    for b in builds_on:
-        if (b.task, b.uses) in seen:
-            raise CourseError(f"{path}: [[builds_on]] entry {b.number} repeats entry {seen[(b.task, b.uses)]} "
-                              f"(task {b.task} uses task {b.uses}): delete one")
-        seen[(b.task, b.uses)] = b.number
-    return AuditToml(equivalents, builds_on)
-
-
-def _checked(path: Path, table: str, number: int, entry: dict[str, object], fields: dict[str, type],
-             hint: str) -> str:
-    """Check ``entry``'s keys and their types against ``fields``; return where it is, for messages."""
-    where = f"{path}: [[{table}]] entry {number}"
-    missing = [name for name in fields if name not in entry]
-    extra = sorted(set(entry) - set(fields))
-    if missing or extra:
-        wrong = ([f"missing {', '.join(missing)}"] if missing else []) + (
-            [f"unknown key(s) {', '.join(extra)}"] if extra else [])
-        raise CourseError(f"{where}: {'; '.join(wrong)} (an entry has exactly {', '.join(fields)}: {hint})")
-    for name, kind in fields.items():
-        if not isinstance(entry[name], kind) or isinstance(entry[name], bool):
-            raise CourseError(f"{where}: {name} must be {'a whole number' if kind is int else 'a string'}")
-    if not str(entry["reason"]).strip():
-        raise CourseError(f"{where}: reason is empty: say in one line why "
-                          + ("no test can tell this mutant apart" if table == "equivalent"
-                             else f"task {entry['task']}'s instructions build on task {entry['uses']}"))
-    return where
-
-
-def _equivalent(path: Path, number: int, entry: dict[str, object]) -> Equivalent:
-    where = _checked(path, "equivalent", number, entry, _EQUIVALENT, "copy them from the audit's report")
-    if entry["operator"] not in KINDS:
-        raise CourseError(f"{where}: operator {entry['operator']!r} is not one of {', '.join(KINDS)}")
-    return Equivalent(number=number, task=int(entry["task"]), operator=str(entry["operator"]),  # type: ignore[call-overload]
-                      line=str(entry["line"]), mutant=str(entry["mutant"]), reason=str(entry["reason"]).strip())
-
-
-def _builds_on(path: Path, number: int, entry: dict[str, object], tasks: list[int]) -> BuildsOn:
-    where = _checked(path, "builds_on", number, entry, _BUILDS_ON,
-                     "task = the task whose tests use another's code, uses = that other task")
-    task, uses = int(entry["task"]), int(entry["uses"])  # type: ignore[call-overload]
-    for key, value in (("task", task), ("uses", uses)):
-        if value not in tasks:
-            raise CourseError(f"{where}: {key} = {value} is not an autograded task of the week (its autograded "
-                              f"tasks: {', '.join(map(str, tasks)) or 'none'}): write one of those")
-    if task == uses:
-        raise CourseError(f"{where}: task and uses are both {task}: a task's tests always use its own code; "
-                          "name the other task it builds on in uses")
-    return BuildsOn(number=number, task=task, uses=uses, reason=str(entry["reason"]).strip())
+    return AuditToml(
+        tuple(Equivalent(number=number, task=e.task, operator=e.operator, line=e.line, mutant=e.mutant,
+                         reason=e.reason) for number, e in enumerate(document.equivalent, start=1)),
+        tuple(BuildsOn(number=number, task=b.task, uses=b.uses, reason=b.reason)
+              for number, b in enumerate(document.builds_on, start=1)))
 
 
 def _quoted(text: str) -> str:

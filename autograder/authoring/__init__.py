@@ -20,7 +20,10 @@ from typing import Any
 
 from nbformat import NotebookNode
 
-TASK_HEADING = re.compile(r"^#{1,6}\s*task\s+(\d+)\b\s*(?:\(([^)]*)\))?\s*[:.,\-\u2013\u2014]?\s*(.*)$", re.IGNORECASE)
+# the one task-heading pattern (``manual`` finds a student's answer by it too); at most nine
+# digits, so ``int`` never meets the thousands a student's notebook may hold
+TASK_HEADING = re.compile(r"^#{1,6}\s*task\s+(\d{1,9})\b\s*(?:\(([^)]*)\))?\s*[:.,\-\u2013\u2014]?\s*(.*)$",
+                          re.IGNORECASE)
 WEEK_HEADING = re.compile(
     r"^#\s*week\s+(\d+)\b\s*[:.\-\u2013\u2014]?\s*(.*?)\s*(?:\((\d+(?:\.\d+)?\s*points?)\))?\s*$", re.IGNORECASE
 )

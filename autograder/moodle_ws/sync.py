@@ -408,7 +408,7 @@ def _prepare(week: Week, assignment: Assignment, userid: int, name: str, user: U
         tasks = ", ".join(str(t.task) for t in pending)
         comment += (f"<p>Task {tasks} ({result.pending_points:g} points) is marked by hand and not marked yet: "
                     + ("this grade is provisional.</p>" if allow_pending else "the grade follows once it is.</p>"))
-    page = (render_feedback(result, week_title=f"{week.name}: {week.title}", week=week)
+    page = (render_feedback(result, week_title=week.label(), week=week)
             if "file" in assignment.feedback_plugins else None)
     body = json.dumps([grade, user.attemptnumber, comment if "comments" in assignment.feedback_plugins else None,
                        page], ensure_ascii=False)

@@ -46,7 +46,7 @@ def render_feedback(result: SubmissionResult, *, week_title: str, week: Week | N
     if week is not None:
         language = week.languages.pick(language)
         active = translations(week, language)
-        week_title = f"{week.name}: {active.gettext(week.title) if active is not None else week.title}"
+        week_title = week.label(active)
     else:
         active = framework_translations(language)
     template = environment().get_template("feedback.html.j2")

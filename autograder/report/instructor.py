@@ -101,7 +101,7 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
     language = week.languages.instructor if week is not None else FRAMEWORK_SOURCE_LANGUAGE
     active = translations(week, language) if week is not None else framework_translations(language)
     if week is not None and active is not None:
-        week_title = f"{week.name}: {active.gettext(week.title)}"
+        week_title = week.label(active)
     with speaking(active):  # the plots' labels, in the instructor's language
         images = [
             (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii"), plot.table(results))

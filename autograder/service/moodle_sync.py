@@ -49,17 +49,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
 from autograder.course import Course
 from autograder.exceptions import AutograderError, PolicyError
 from autograder.grading.parallel import START_METHOD
-from autograder.service.policy import FILENAME, SYNC_KEY, read_config
+from autograder.i18n.runtime import N_, _
+from autograder.results_folders import moodle_results
+from autograder.service.policy import FILENAME, SYNC_KEY
+from autograder.settings import Table, load, refuse, toml_value
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 10.0  # as `autograder moodle sync --watch`: Moodle is asked at most this often
 STOP_GRACE_S = 10.0  # a run told to stop (the service is stopping) is killed after this
-_KEYS = ("week", "url", "assignment", "token_file", "interval_s", "allow_pending", "out")
 
 
 @dataclass(frozen=True)
@@ -108,85 +112,133 @@ class SyncStatus:
         return None if self.pulled is None else len(self.kept)
 
 
+def _course_path(course: Course, value: str) -> Path:
+    """A path of service.toml: relative to the course folder, ``~`` expanded."""
+    return course.root / Path(value).expanduser()
+
+
+PATH = N_("a path relative to the course folder, such as \"results/week04-moodle-31\"")
+
+
+class SyncTable(Table):
+    """One ``[[sync]]`` entry as written, checked as ``autograder moodle sync`` checks its
+    options (``context["course"]``: the course the week must be in and paths are relative to)."""
+
+    named_by = ("week", "assignment")
+
+    token: Any = None  # refused first: the worst mistake an entry can hold
+    week: str = Field(description=N_('the week, such as "week04"'))
+    url: str = Field(description=N_('the Moodle site, such as "https://moodle.example.edu"'))
+    assignment: int = Field(ge=1, description=N_("the assignment's id, a whole number such as 31"))
+    token_file: str = Field(description=N_(
+        "the path of a file holding the token that only you can read (chmod 600), relative to the course folder"))
+    interval_s: float = Field(default=DEFAULT_INTERVAL_S, ge=MIN_INTERVAL_S, description=N_(
+        "a number of seconds of at least 10"))
+    allow_pending: bool = Field(default=False, description=N_("true or false"))
+    out: str | None = Field(default=None, description=PATH)
+
+    @field_validator("token")
+    @classmethod
+    def _never_the_token(cls, value: object) -> None:
+        refuse(_("never put the token in {file}: write it to a file only you can read (chmod 600) and name that "
+                 "file as token_file").format(file=FILENAME))
+
+    @field_validator("week")
+    @classmethod
+    def _a_week_of_the_course(cls, name: str, info: ValidationInfo) -> str:
+        try:
+            return _context_course(info).week(name).name
+        except AutograderError as exc:
+            refuse(str(exc))
+
+    @field_validator("url")
+    @classmethod
+    def _a_moodle_site(cls, url: str) -> str:
+        from autograder.moodle_ws.webservice import check_site_url
+
+        try:
+            return check_site_url(url)
+        except AutograderError as exc:
+            refuse(str(exc))
+
+    @field_validator("token_file", "out")
+    @classmethod
+    def _a_path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        course = _context_course(info)
+        if value is None:
+            return value
+        if not value.strip():
+            refuse(_("= {value} is not a path: write one relative to the course folder {root}").format(
+                value=toml_value(value), root=course.root))
+        if info.field_name == "token_file":
+            from autograder.moodle_ws.sync import read_token
+
+            try:
+                read_token(_course_path(course, value))
+            except AutograderError as exc:
+                refuse(str(exc))
+        return value
+
+    def entry(self, number: int, course: Course) -> SyncEntry:
+        """The entry the service runs (``number``: its place among the entries, from 1)."""
+        week = course.week(self.week)
+        out = _course_path(course, self.out) if self.out is not None else moodle_results(week, self.assignment)
+        return SyncEntry(number=number, week=week.name, url=self.url, assignment=self.assignment,
+                         token_file=_course_path(course, self.token_file), out=out.resolve(),
+                         interval_s=self.interval_s, allow_pending=self.allow_pending)
+
+
+def _context_course(info: ValidationInfo) -> Course:
+    course: Course = (info.context or {})["course"]
+    return course
+
+
+class ServiceSyncs(Table):
+    """The ``[[sync]]`` entries of service.toml (its other tables are ``service.policy``'s);
+    ``context["service_data"]``, the service's own folder, is one no entry may sync into."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sync: list[SyncTable] = Field(default_factory=list, description=N_(
+        "[[sync]] tables (two brackets), one per Moodle assignment, each with week, url, assignment and token_file"))
+
+    @field_validator("sync", mode="before")
+    @classmethod
+    def _an_array_of_tables(cls, value: object) -> object:
+        if isinstance(value, dict):
+            refuse(_("must be written [[{key}]] (two brackets), one such table per Moodle assignment").format(
+                key=SYNC_KEY))
+        return value
+
+    @model_validator(mode="after")
+    def _apart(self, info: ValidationInfo) -> Self:
+        course = _context_course(info)
+        data = (info.context or {}).get("service_data")
+        entries: list[SyncEntry] = []
+        for number, table in enumerate(self.sync, start=1):
+            entry = table.entry(number, course)
+            at = (SYNC_KEY, number - 1)
+            if data is not None and entry.out == Path(data).resolve():
+                refuse(_("out is the service's data folder, where the Moodle users would mix with the service's "
+                         "attempts in one report: leave out unset ({default}) or name another folder").format(
+                    default=moodle_results(course.week(entry.week), entry.assignment).relative_to(course.root)),
+                    at=at)
+            for other in entries:
+                if (other.url, other.assignment) == (entry.url, entry.assignment) or other.out == entry.out:
+                    refuse(_("entries {first} and {number} both sync assignment {assignment} into {out}: keep one "
+                             "of them").format(first=other.number, number=number, assignment=entry.assignment,
+                                               out=entry.out), at=at)
+            entries.append(entry)
+        return self
+
+
 def load_syncs(course: Course, *, service_data: Path | None = None) -> list[SyncEntry]:
     """The ``[[sync]]`` entries of the course's service.toml, each checked; a PolicyError
-    naming the entry and the fix for the first bad one. ``service_data`` is the service's
+    naming the entry, the key and the fix for a bad one. ``service_data`` is the service's
     own folder, which no entry may sync into."""
-    path = course.root / FILENAME
-    raw = read_config(course.root).get(SYNC_KEY, [])
-    if isinstance(raw, dict):
-        raise PolicyError(f"{path}: [{SYNC_KEY}] must be written [[{SYNC_KEY}]] (two brackets), one such table "
-                          "per Moodle assignment")
-    if not isinstance(raw, list):
-        raise PolicyError(f"{path}: {SYNC_KEY} must be [[{SYNC_KEY}]] tables, one per Moodle assignment")
-    entries: list[SyncEntry] = []
-    for number, table in enumerate(raw, start=1):
-        entry = _entry(course, path, number, table)
-        if service_data is not None and entry.out == service_data.resolve():
-            raise PolicyError(f"{path}: [[{SYNC_KEY}]] entry {number}: out is the service's data folder, where the "
-                              "Moodle users would mix with the service's attempts in one report: leave out unset "
-                              f"(results/{entry.week}-moodle-{entry.assignment}) or name another folder")
-        for other in entries:
-            if (other.url, other.assignment) == (entry.url, entry.assignment) or other.out == entry.out:
-                raise PolicyError(f"{path}: [[{SYNC_KEY}]] entries {other.number} and {number} both sync assignment "
-                                  f"{entry.assignment} into {entry.out}: keep one of them")
-        entries.append(entry)
-    return entries
-
-
-def _entry(course: Course, path: Path, number: int, table: object) -> SyncEntry:
-    """One entry, checked as `autograder moodle sync` checks its options."""
-    from autograder.moodle_ws.sync import read_token
-    from autograder.moodle_ws.webservice import check_site_url
-
-    if not isinstance(table, dict):
-        raise PolicyError(f"{path}: [[{SYNC_KEY}]] entry {number} must be a table of week, url, assignment and "
-                          "token_file")
-    named = ", ".join(f"{k} {table[k]!r}" for k in ("week", "assignment") if k in table)
-    where = f"{path}: [[{SYNC_KEY}]] entry {number}{f' ({named})' if named else ''}"
-    if "token" in table:
-        raise PolicyError(f"{where}: never put the token in {FILENAME}: write it to a file only you can read "
-                          "(chmod 600) and name that file as token_file")
-    unknown = sorted(set(table) - set(_KEYS))
-    if unknown:
-        raise PolicyError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(_KEYS)}")
-    missing = [k for k in ("week", "url", "assignment", "token_file") if k not in table]
-    if missing:
-        raise PolicyError(f"{where}: {', '.join(missing)} missing: each [[{SYNC_KEY}]] names the week, the Moodle "
-                          "site (url), the assignment's id and the token_file")
-    try:
-        week = course.week(str(table["week"])).name
-    except AutograderError as exc:
-        raise PolicyError(f"{where}: week: {exc}") from None
-    assignment = table["assignment"]
-    if isinstance(assignment, bool) or not isinstance(assignment, int) or assignment < 1:
-        raise PolicyError(f"{where}: assignment must be the assignment's id, a whole number such as 31, not "
-                          f"{assignment!r}")
-    try:
-        url = check_site_url(str(table["url"]))
-    except AutograderError as exc:
-        raise PolicyError(f"{where}: url: {exc}") from None
-    interval = table.get("interval_s", DEFAULT_INTERVAL_S)
-    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval < MIN_INTERVAL_S:
-        raise PolicyError(f"{where}: interval_s must be a number of seconds of at least {MIN_INTERVAL_S:g}, not "
-                          f"{interval!r}")
-    allow_pending = table.get("allow_pending", False)
-    if not isinstance(allow_pending, bool):
-        raise PolicyError(f"{where}: allow_pending must be true or false, not {allow_pending!r}")
-    paths = {}
-    for key in ("token_file", "out"):
-        if key in table and (not isinstance(table[key], str) or not table[key].strip()):
-            raise PolicyError(f"{where}: {key} must be a path (relative to the course folder {course.root}), not "
-                              f"{table[key]!r}")
-        if key in table:
-            paths[key] = course.root / Path(table[key]).expanduser()
-    try:
-        read_token(paths["token_file"])
-    except AutograderError as exc:
-        raise PolicyError(f"{where}: token_file: {exc}") from None
-    out = paths.get("out", course.root / "results" / f"{week}-moodle-{assignment}")
-    return SyncEntry(number=number, week=week, url=url, assignment=assignment, token_file=paths["token_file"],
-                     out=out.resolve(), interval_s=float(interval), allow_pending=allow_pending)
+    syncs = load(course.root / FILENAME, ServiceSyncs, PolicyError,
+                 context={"course": course, "service_data": service_data})
+    return [] if syncs is None else [table.entry(number, course) for number, table in enumerate(syncs.sync, start=1)]
 
 
 class MoodleSyncs:

@@ -28,15 +28,18 @@ an attempt, so two uploads at once cannot both slip under a limit.
 from __future__ import annotations
 
 import math
-import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, field_validator, model_validator
 
 from autograder.course import normalise_week_name
 from autograder.exceptions import AutograderError, PolicyError
+from autograder.i18n.runtime import N_, _
+from autograder.settings import Loc, Table, load, refuse, toml_value
 
 FILENAME = "service.toml"
 SYNC_KEY = "sync"  # [[sync]]: the Moodle Assignments `serve` syncs on a schedule
@@ -131,92 +134,105 @@ def policy_for(course_root: Path, week: str) -> WeekPolicy:
     return named.get(normalise_week_name(week), default)
 
 
-def read_config(course_root: Path) -> dict[str, Any]:
-    """``service.toml`` as TOML reads it, {} when there is none: its week tables are this
-    module's, its ``[[sync]]`` entries ``service.moodle_sync``'s."""
-    path = course_root / FILENAME
-    if not path.is_file():
-        return {}
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"{path}: not valid TOML ({exc}); fix the file and reload") from exc
+def _moment(value: datetime | date | None, zone: timezone | ZoneInfo, *, end_of_day: bool) -> datetime | None:
+    """A TOML date or date-time as a moment: a date-time without an offset is in ``zone``;
+    a date alone opens at the start of the day and is due at its end."""
+    if value is None or isinstance(value, datetime):
+        return value if value is None or value.tzinfo is not None else value.replace(tzinfo=zone)
+    return datetime.combine(value, time.max if end_of_day else time.min, tzinfo=zone).replace(microsecond=0)
+
+
+MOMENT = N_("a TOML date or date-time such as 2026-09-14T23:59:00")
+
+
+class WeekRules(Table):
+    """One week's table, or ``[defaults]``, as written (a week's table holds the defaults'
+    keys it does not set itself)."""
+
+    opens: datetime | date | None = Field(default=None, description=MOMENT)
+    due: datetime | date | None = Field(default=None, description=MOMENT)
+    late_penalty_per_day: float = Field(default=0.0, ge=0, le=1, description=N_(
+        "a fraction of the week's points taken off per day late, from 0 to 1 (0.1 = 10% a day)"))
+    late_cutoff_days: float | None = Field(default=None, ge=0, description=N_(
+        "a number of days of at least 0 (leave it out to accept late uploads at any time)"))
+    max_attempts: int | None = Field(default=None, ge=1, description=N_(
+        "a whole number of at least 1 (leave it out for no limit)"))
+    min_interval_s: float = Field(default=0.0, ge=0, description=N_("a number of seconds of at least 0"))
+    counted: Literal["best", "last"] = Field(default="best", description=N_('"best" or "last"'))
+
+    @model_validator(mode="after")
+    def _late_needs_due(self) -> Self:
+        if self.due is None and (self.late_penalty_per_day or self.late_cutoff_days is not None):
+            refuse(_("late_penalty_per_day and late_cutoff_days need a due date: add due = 2026-09-14T23:59:00 "
+                     "or leave them out"))
+        return self
+
+    def policy(self, zone_name: str) -> WeekPolicy:
+        """The rules as the store applies them, their times in ``zone_name``."""
+        zone = _zone(zone_name)
+        return WeekPolicy(opens=_moment(self.opens, zone, end_of_day=False),
+                          due=_moment(self.due, zone, end_of_day=True),
+                          late_penalty_per_day=self.late_penalty_per_day, late_cutoff_days=self.late_cutoff_days,
+                          max_attempts=self.max_attempts, min_interval_s=self.min_interval_s, counted=self.counted,
+                          timezone=zone_name)
+
+
+_TOP = ("timezone", "defaults", SYNC_KEY)
+
+
+class ServiceRules(Table):
+    """``service.toml`` as this module reads it: each ``[weekNN]`` table under its week's
+    canonical name, with ``[defaults]`` under it; ``[[sync]]`` is ``service.moodle_sync``'s."""
+
+    timezone: str = Field(default="UTC", description=N_('an IANA time zone name such as "Europe/Berlin"'))
+    defaults: WeekRules = Field(default_factory=WeekRules, description=N_(
+        "a table: [defaults] on a line of its own, then the rules every week starts from under it"))
+    weeks: dict[str, WeekRules] = Field(default_factory=dict, description=N_(
+        "a table: [week01] on a line of its own, then the week's rules (opens, due, max_attempts, ...) under it"))
+    sync: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tables_by_week(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        base = data.get("defaults", {})
+        weeks: dict[str, Any] = {}
+        for name, table in data.items():
+            if name in _TOP:
+                continue
+            try:
+                week = normalise_week_name(name)
+            except AutograderError:
+                refuse(_("[{name}] is not a week: name tables [week01] ... or [defaults]").format(name=name))
+            weeks[week] = {**base, **table} if isinstance(base, dict) and isinstance(table, dict) else table
+        return {**{key: data[key] for key in _TOP if key in data}, "weeks": weeks}
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        try:
+            _zone(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            refuse(_('unknown timezone {name}: use an IANA name such as "Europe/Berlin"').format(name=toml_value(name)))
+        return name
+
+    @model_validator(mode="after")
+    def _due_after_opens(self) -> Self:
+        tables: list[tuple[Loc, WeekRules]] = [(("defaults",), self.defaults)]
+        for week, rules in self.weeks.items():
+            tables.append((("weeks", week), rules))
+        for at, rules in tables:
+            policy = rules.policy(self.timezone)
+            if policy.opens is not None and policy.due is not None and policy.due <= policy.opens:
+                refuse(_("due ({due}) must come after opens ({opens})").format(
+                    due=policy.due.isoformat(), opens=policy.opens.isoformat()), at=at)
+        return self
 
 
 def _read(course_root: Path) -> tuple[dict[str, WeekPolicy], WeekPolicy]:
-    path = course_root / FILENAME
-    data = read_config(course_root)
-    if not data:
+    rules = load(course_root / FILENAME, ServiceRules, PolicyError)
+    if rules is None:
         return {}, WeekPolicy()
-    data.pop(SYNC_KEY, None)  # read when the service starts (service/moodle_sync.py)
-    zone_name = data.pop("timezone", "UTC")
-    if not isinstance(zone_name, str):
-        raise PolicyError(f"{path}: timezone must be a name such as \"Europe/Berlin\", not {zone_name!r}")
-    try:
-        zone = _zone(zone_name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise PolicyError(f"{path}: unknown timezone {zone_name!r}: use an IANA name such as "
-                          "\"Europe/Berlin\"") from exc
-    base = data.pop("defaults", {})
-    if not isinstance(base, dict):
-        raise PolicyError(f"{path}: [defaults] must be a table")
-    policies: dict[str, WeekPolicy] = {}
-    for name, table in data.items():
-        if not isinstance(table, dict):
-            raise PolicyError(f"{path}: {name!r} must be a [weekNN] table, e.g. [week01]")
-        try:
-            week = normalise_week_name(name)
-        except AutograderError:
-            raise PolicyError(f"{path}: [{name}] is not a week: name tables [week01] ... or [defaults]") from None
-        policies[week] = _policy(path, name, {**base, **table}, zone, zone_name)
-    return policies, _policy(path, "defaults", base, zone, zone_name)
-
-
-_KEYS = {f.name for f in fields(WeekPolicy)} - {"timezone"}
-
-
-def _policy(path: Path, table: str, values: dict[str, Any], zone: timezone | ZoneInfo, zone_name: str) -> WeekPolicy:
-    where = f"{path}: [{table}]"
-    unknown = sorted(set(values) - _KEYS)
-    if unknown:
-        raise PolicyError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(_KEYS))}")
-
-    def moment(key: str, end_of_day: bool) -> datetime | None:
-        value = values.get(key)
-        if value is None:
-            return None
-        if isinstance(value, datetime):
-            return value if value.tzinfo is not None else value.replace(tzinfo=zone)
-        if isinstance(value, date):  # a date alone: the start of the day opens, its end is due
-            return datetime.combine(value, time.max if end_of_day else time.min, tzinfo=zone).replace(microsecond=0)
-        raise PolicyError(f"{where}: {key} must be a TOML date or date-time such as 2026-09-14T23:59:00, "
-                          f"not {value!r}")
-
-    def number(key: str, default: float | None, *, whole: bool = False) -> Any:
-        value = values.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (
-                whole and not float(value).is_integer()):
-            kind = "a whole number" if whole else "a number"
-            raise PolicyError(f"{where}: {key} must be {kind} of at least 0, not {value!r}")
-        return int(value) if whole else float(value)
-
-    opens, due = moment("opens", False), moment("due", True)
-    if opens is not None and due is not None and due <= opens:
-        raise PolicyError(f"{where}: due ({due.isoformat()}) must come after opens ({opens.isoformat()})")
-    counted = values.get("counted", "best")
-    if counted not in ("best", "last"):
-        raise PolicyError(f"{where}: counted must be \"best\" or \"last\", not {counted!r}")
-    penalty = number("late_penalty_per_day", 0.0)
-    if penalty > 1:
-        raise PolicyError(f"{where}: late_penalty_per_day is a fraction of the week's points (0.1 = 10% a day), "
-                          f"not {penalty!r}")
-    if due is None and (penalty or values.get("late_cutoff_days") is not None):
-        raise PolicyError(f"{where}: late_penalty_per_day and late_cutoff_days need a due date")
-    max_attempts = number("max_attempts", None, whole=True)
-    if max_attempts == 0:
-        raise PolicyError(f"{where}: max_attempts must be at least 1 (leave it out for no limit)")
-    return WeekPolicy(opens=opens, due=due, late_penalty_per_day=penalty,
-                      late_cutoff_days=number("late_cutoff_days", None), max_attempts=max_attempts,
-                      min_interval_s=number("min_interval_s", 0.0), counted=counted, timezone=zone_name)
+    return ({week: table.policy(rules.timezone) for week, table in rules.weeks.items()},
+            rules.defaults.policy(rules.timezone))

@@ -187,7 +187,7 @@ class GradingService:
                 hashes = answer_hashes(submission, week.tasks, week.handed_out())
                 for task in result.tasks:
                     task.answer_sha256 = hashes.get(task.task) if task.manual else None
-            updated = self.store.record_result(attempt.id, result, week_title=f"{week.name}: {week.title}")
+            updated = self.store.record_result(attempt.id, result, week_title=week.label())
         except Exception as exc:
             log.exception("could not record the result of attempt %s", attempt.id)
             self.store.fail(attempt.id, f"the result could not be stored ({type(exc).__name__}); it was not "

@@ -132,8 +132,14 @@ def seed(request: pytest.FixtureRequest) -> int:
     submission. The test's file and name are mixed in, so each test has its own stream
     whatever else runs, and a regrade with the recorded seed reproduces every input.
     """
-    base = request.config.stash[CHANNEL_SOURCE].current_seed()
-    label = f"{base}:{Path(str(request.node.path)).name}::{request.node.name}"
+    return derived_seed(request.config.stash[CHANNEL_SOURCE].current_seed(), Path(str(request.node.path)).name,
+                        request.node.name)
+
+
+def derived_seed(base: int, file_name: str, test_name: str) -> int:
+    """The ``seed`` of test ``test_name`` in ``file_name`` for submission seed ``base``: a
+    hash, so each test has its own stream (``scripts/seed_sweep.py`` sweeps ``base``)."""
+    label = f"{base}:{file_name}::{test_name}"
     return int.from_bytes(hashlib.sha256(label.encode()).digest()[:4], "little")
 
 

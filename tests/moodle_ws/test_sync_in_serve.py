@@ -227,21 +227,21 @@ def test_the_sync_table_meets_wcag_aa_in_chromium(server: Any, tmp_path: Path, c
 BAD = [
     ('[sync]\nweek = "week01"\n', "must be written [[sync]] (two brackets)"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken = "abc"\n',
-     "entry 1 (week 'week01', assignment 7): never put the token in service.toml"),
-    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\n', "token_file missing"),
+     "entry 1 (week \"week01\", assignment 7): token: never put the token in service.toml"),
+    ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\n', "token_file: missing: write the path of a file holding the token"),
     ('[[sync]]\nweek = "week09"\nurl = "{url}"\nassignment = 7\ntoken_file = "open-token"\n', "week: "),
     ('[[sync]]\nweek = "week01"\nurl = "http://moodle.example.edu"\nassignment = 7\ntoken_file = "token"\n',
      "url: http://moodle.example.edu is plain http"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = "seven"\ntoken_file = "token"\n',
-     "assignment must be the assignment's id"),
+     "assignment = \"seven\" is not allowed here: write the assignment's id, a whole number such as 31"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\ninterval_s = 1\n',
-     "interval_s must be a number of seconds of at least 10"),
+     "interval_s = 1 is not allowed here: write a number of seconds of at least 10"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "open-token"\n',
      "token_file: {root}/open-token can be read by other users (mode 644): run `chmod 600 {root}/open-token`"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\nallow_pending = "yes"\n',
-     "allow_pending must be true or false"),
+     "allow_pending = \"yes\" is not allowed here: write true or false"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\nevery = 5\n',
-     "unknown key(s) every; known keys: week, url"),
+     "every: unknown key; the keys here are allow_pending, assignment, interval_s, out, token_file, url, week"),
     ('[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "token"\n' * 2,
      "entries 1 and 2 both sync assignment 7"),
 ]
@@ -263,7 +263,7 @@ def test_no_sync_into_the_services_own_data_folder(tmp_path: Path) -> None:
             'out = "service-data"\n')
     course = a_course(tmp_path, toml)
     token_file(course.root / "token", "t" * 32)
-    with pytest.raises(PolicyError, match="entry 1: out is the service's data folder"):
+    with pytest.raises(PolicyError, match=r"entry 1 \(week \"week01\", assignment 7\): out is the service's data folder"):
         load_syncs(course, service_data=course.root / "service-data")
 
 
@@ -275,7 +275,7 @@ def test_serve_does_not_start_with_a_bad_sync_entry(tmp_path: Path) -> None:
                              "--public-url", "https://grader.example.edu", "--data", str(tmp_path / "data")],
                             capture_output=True, text=True, timeout=120)
     assert served.returncode != 0
-    assert "[[sync]] entry 1 (week 'week01', assignment 7): token_file:" in served.stderr
+    assert "[[sync]] entry 1 (week \"week01\", assignment 7): token_file:" in served.stderr
     assert "chmod 600" in served.stderr and not (tmp_path / "data").exists()  # refused before anything started
 
 

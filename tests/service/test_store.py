@@ -67,9 +67,9 @@ def test_the_course_file_sets_each_week_and_the_defaults(tmp_path: Path):
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ("[week01]\nmax_atempts = 3\n", "unknown key(s) max_atempts"),
+    ("[week01]\nmax_atempts = 3\n", "[week01] max_atempts: unknown key; the keys here are counted, due"),
     ("[week01]\nopens = 2026-09-10\ndue = 2026-09-01\n", "must come after opens"),
-    ("[week01]\ncounted = \"first\"\n", 'counted must be "best" or "last"'),
+    ("[week01]\ncounted = \"first\"\n", '[week01] counted = "first" is not allowed here: write "best" or "last"'),
     ("[week01]\nlate_penalty_per_day = 10\n", "fraction of the week's points"),
     ("[week01]\nlate_penalty_per_day = 0.1\n", "need a due date"),
     ("[week01]\nmax_attempts = 0\n", "at least 1"),
