@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url, text
 from sqlalchemy.dialects import postgresql, sqlite
@@ -58,7 +58,7 @@ def while_locked(step: Callable[[], T]) -> T:
 
 def _sqlite_connect(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
     """Each new SQLite connection: transactions are ours (``_sqlite_begin``), WAL, foreign keys."""
-    dbapi_connection.isolation_level = None  # type: ignore[attr-defined]  # pysqlite: no implicit BEGIN
+    dbapi_connection.isolation_level = None  # pysqlite: no implicit BEGIN
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -149,5 +149,5 @@ class Database:
         statement = dialect.insert(table).values(**values)
         changed = {name: statement.excluded[name] for name in values if name not in keys}
         if not changed:
-            return statement.on_conflict_do_nothing(index_elements=list(keys))
-        return statement.on_conflict_do_update(index_elements=list(keys), set_=changed)
+            return cast(Insert, statement.on_conflict_do_nothing(index_elements=list(keys)))
+        return cast(Insert, statement.on_conflict_do_update(index_elements=list(keys), set_=changed))
