@@ -142,12 +142,14 @@ class Database:
             connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:name))"),
                                {"name": "\x1f".join(map(str, name))})
 
-    def upsert(self, table: Table, values: Mapping[str, Any], keys: Sequence[str]) -> Insert:
-        """INSERT ``values``, or on a row with the same ``keys`` update its other columns
-        (SQLite's and PostgreSQL's ``ON CONFLICT ... DO UPDATE``)."""
+    def upsert(self, table: Table, values: Mapping[str, Any], keys: Sequence[str],
+               update: Sequence[str] | None = None) -> Insert:
+        """INSERT ``values``, or on a row with the same ``keys`` update its ``update`` columns
+        (None: all the others) from them (SQLite's and PostgreSQL's ``ON CONFLICT ... DO UPDATE``)."""
         dialect = sqlite if self.dialect == "sqlite" else postgresql
         statement = dialect.insert(table).values(**values)
-        changed = {name: statement.excluded[name] for name in values if name not in keys}
+        changed = {name: statement.excluded[name] for name in (update if update is not None else values)
+                   if name not in keys}
         if not changed:
             return cast(Insert, statement.on_conflict_do_nothing(index_elements=list(keys)))
         return cast(Insert, statement.on_conflict_do_update(index_elements=list(keys), set_=changed))
