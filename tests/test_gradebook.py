@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.database.migrate import LAST_USER_VERSION, SQLITE_USER_VERSION, head
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
-from autograder.database.migrate import LAST_USER_VERSION, SQLITE_USER_VERSION, head
 from autograder.gradebook import Gradebook
 from autograder.results import Participant, Status, SubmissionResult
 

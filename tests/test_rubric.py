@@ -16,8 +16,8 @@ import pytest
 
 from autograder.batch import merge_manual, rewrite_outputs
 from autograder.course import Course, Task
-from autograder.exceptions import GradebookError, ManualMarksError
 from autograder.database.migrate import SQLITE_USER_VERSION, head
+from autograder.exceptions import GradebookError, ManualMarksError
 from autograder.gradebook import Gradebook
 from autograder.grouping import group_answers
 from autograder.manual import RUBRIC_CSV, read_marks, read_rubric_sheet, write_manual_sheet, write_rubric_sheet

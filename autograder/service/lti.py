@@ -178,8 +178,9 @@ class LoginStates:
         with self._database.write() as db:
             db.execute(delete(lti_nonce).where(lti_nonce.c.used < now - 86400))
             first = db.execute(self._database.upsert(lti_nonce, {"issuer": issuer, "nonce": nonce, "used": now},
-                                                     keys=("issuer", "nonce"), update=())).rowcount
-        return first == 1
+                                                     keys=("issuer", "nonce"), update=())
+                               .returning(lti_nonce.c.used)).first()
+        return first is not None
 
     def bind_lineitem(self, lineitem: str, platform: Platform) -> None:
         """Remember which registration's token a line item's scores need."""

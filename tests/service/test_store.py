@@ -18,8 +18,8 @@ from autograder.database.migrate import SQLITE_USER_VERSION
 from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError, GradebookError, PolicyError
 from autograder.gradebook import FILENAME
-from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.moodle.sync_state import SyncState
+from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.service.lti import LoginStates
 from autograder.service.policy import WeekPolicy, load_policies, policy_for
 from autograder.service.store import MAX_TRIES, Store
