@@ -388,3 +388,32 @@ def test_a_data_folder_written_before_the_database_module_is_adopted_with_everyt
     with sqlite3.connect(tmp_path / FILENAME) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_USER_VERSION  # older versions refuse it
         assert db.execute("SELECT name FROM sqlite_master WHERE name = 'service_meta'").fetchall() == []
+
+
+def test_a_mark_and_a_regrade_writing_one_attempts_pages_at_once_both_land_whole(store: Store) -> None:
+    """The runner's ``record_result`` and a marker's ``mark`` write the same attempt's pages;
+    each write has its own temporary file, so neither loses its rename to the other."""
+    attempt = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    grade(store, attempt.id, 8)
+    errors: list[BaseException] = []
+
+    def repeat(step) -> None:
+        try:
+            for _ in range(15):
+                step()
+        except BaseException as exc:  # noqa: BLE001 - the failure is what the test reports
+            errors.append(exc)
+
+    writers = [threading.Thread(target=repeat, args=(lambda: store.mark(attempt.id, context=A, task=2, points=3),)),
+               threading.Thread(target=repeat, args=(lambda: store.record_result(
+                   attempt.id, result(8, answer="because"), week_title="week01: The perceptron"),))]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert errors == []
+    final = store.attempt(attempt.id)
+    assert final is not None and final.feedback_path is not None and final.result_path is not None
+    assert json.loads(final.result_path.read_text(encoding="utf-8"))["key"] == attempt.key
+    assert "</html>" in final.feedback_path.read_text(encoding="utf-8")
+    assert not list(final.result_path.parent.glob("*.partial"))
