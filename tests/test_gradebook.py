@@ -115,6 +115,23 @@ def test_a_file_that_is_not_a_gradebook_is_refused(tmp_path: Path) -> None:
         Gradebook.open(path)
 
 
+@pytest.mark.parametrize(("location", "says"), [
+    ("sqlite://", "must be a file"),
+    ("mysql+nosuchdriver://u@host/db", "no driver for this database"),
+    ("postgresql+psycopg://nobody@/db?host=/nonexistent", "cannot open the gradebook"),
+])
+def test_a_database_that_cannot_be_used_is_refused_saying_why(location: str, says: str) -> None:
+    with pytest.raises(GradebookError, match=says):
+        Gradebook.open(location)
+
+
+def test_a_folder_name_that_looks_like_a_url_query_is_still_a_folder(tmp_path: Path) -> None:
+    path = tmp_path / "week01?copy #2" / "gradebook.sqlite"
+    with Gradebook.open(path) as book:
+        book.record(make_result("a"))
+    assert path.is_file()
+
+
 def test_unchanged_submission_is_reused_and_any_change_regrades(book: Gradebook) -> None:
     result = make_result("a")
     book.record(result)

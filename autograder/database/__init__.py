@@ -7,7 +7,7 @@ they existed). The gradebook, the service's store, the Moodle sync's state and t
 login states all open their database here.
 """
 
-from autograder.database.engine import BUSY_TIMEOUT_S, Database, database_url
+from autograder.database.engine import BUSY_TIMEOUT_S, Database
 from autograder.database.migrate import open_database
 
-__all__ = ["BUSY_TIMEOUT_S", "Database", "database_url", "open_database"]
+__all__ = ["BUSY_TIMEOUT_S", "Database", "open_database"]

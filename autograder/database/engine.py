@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url, text
+from sqlalchemy import URL, Connection, Engine, Table, create_engine, event, make_url, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, OperationalError
@@ -36,11 +36,16 @@ _READ = "autograder_read"  # execution option: a read-only transaction (SQLite: 
 T = TypeVar("T")
 
 
-def database_url(location: Path | str) -> str:
-    """The URL for ``location``: a URL as given, a file path as ``sqlite:///<absolute path>``."""
+def database_url(location: Path | str) -> URL:
+    """The URL for ``location``: a URL as given, a file path as SQLite's (built, not parsed,
+    so a folder name with ``?`` or ``#`` stays a folder name)."""
     if isinstance(location, str) and "://" in location:
-        return location
-    return f"sqlite:///{Path(location).resolve()}"
+        try:
+            return make_url(location)
+        except ArgumentError as exc:
+            raise GradebookError(f"{location!r} is not a database URL ({exc}); give a file path, sqlite:///path "
+                                 "or postgresql+psycopg://user@host/name") from exc
+    return URL.create("sqlite", database=str(Path(location).resolve()))
 
 
 def while_locked(step: Callable[[], T]) -> T:
@@ -87,16 +92,11 @@ class Database:
     def connect(cls, location: Path | str) -> Database:
         """An engine for ``location`` (a URL, or a file path for SQLite), not yet migrated:
         ``autograder.database.open_database`` also brings the schema up to date."""
-        url_text = database_url(location)
-        try:
-            url = make_url(url_text)
-        except ArgumentError as exc:
-            raise GradebookError(f"{url_text!r} is not a database URL ({exc}); give a file path, sqlite:///path "
-                                 "or postgresql+psycopg://user@host/name") from exc
+        url = database_url(location)
         if url.get_backend_name() == "sqlite":
             if url.database in (None, "", ":memory:"):
-                raise GradebookError(f"{url_text}: the gradebook must be a file (an in-memory database is "
-                                     "gone when its connection closes)")
+                raise GradebookError(f"{url}: the gradebook must be a file (an in-memory database is gone when "
+                                     "its connection closes)")
             path = Path(url.database)
             path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False})
