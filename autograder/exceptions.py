@@ -76,7 +76,7 @@ class GradebookError(AutograderError):
     """The gradebook cannot be opened or a mark cannot be stored (says the file and why)."""
 
     @classmethod
-    def newer_schema(cls, path: Path | str, found: int, known: int) -> GradebookError:
+    def newer_schema(cls, path: Path | str, found: int | str, known: int | str) -> GradebookError:
         """The gradebook was written by a newer grader than this one."""
         return cls(
             f"{path}: gradebook schema version {found} is newer than this autograder's ({known}); "

@@ -1,9 +1,10 @@
-"""The gradebook: every result a run produced, in one SQLite file in the output folder.
+"""The gradebook: every result a run produced, in one database (by default a SQLite file
+in the output folder; ``autograder.database`` opens it and keeps its schema).
 
-Why SQLite: each result is committed in its own transaction, so a run killed halfway
-keeps everything it finished and a re-run picks up where it stopped (``lookup`` returns
-the stored result when the submission, the hidden tests and the grader are unchanged).
-WAL mode and a busy timeout let two processes write at once without corrupting the file.
+Each result is committed in its own transaction, so a run killed halfway keeps
+everything it finished and a re-run picks up where it stopped (``lookup`` returns the
+stored result when the submission, the hidden tests and the grader are unchanged).
+Two processes may write at once (SQLite: WAL and a busy timeout, in ``autograder.database``).
 
 Manual marks live in their own table and are applied when results are read, so
 re-grading a submission replaces its autograded points but never a marker's work.
@@ -14,95 +15,24 @@ document ``grade --json`` prints; nothing is pickled.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
+
+from autograder.database import Database, open_database
+from autograder.database.tables import manual_marks, results, rubric_applied, rubric_items, runs
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
 from autograder.formats.points import format_points
-from autograder.manual import apply_marks
 from autograder.results import SubmissionResult
 from autograder.rubric import RubricItem, rubric_comment, rubric_points
 
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
-SCHEMA_VERSION = 3
-BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
-
-_SCHEMA = (
-    """
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        week TEXT NOT NULL,
-        grader_version TEXT NOT NULL,
-        started TEXT NOT NULL,
-        finished TEXT,                      -- NULL: still running, or the run was killed
-        counts TEXT NOT NULL DEFAULT '{}'   -- JSON: results recorded per status, and "reused"
-    )
-    """,
-    """
-    CREATE TABLE results (
-        week TEXT NOT NULL,
-        key TEXT NOT NULL,
-        submission_sha256 TEXT,
-        tests_sha256 TEXT,
-        grader_version TEXT NOT NULL,
-        status TEXT NOT NULL,
-        score REAL NOT NULL,
-        max_score REAL NOT NULL,
-        document TEXT NOT NULL,             -- result_json.to_dict as recorded; marks apply on read
-        recorded TEXT NOT NULL,
-        run_id INTEGER REFERENCES runs(id),
-        PRIMARY KEY (week, key)
-    )
-    """,
-    """
-    CREATE TABLE manual_marks (
-        week TEXT NOT NULL,
-        key TEXT NOT NULL,
-        task INTEGER NOT NULL,
-        points REAL NOT NULL,
-        comment TEXT NOT NULL,
-        marked TEXT NOT NULL,
-        PRIMARY KEY (week, key, task)
-    )
-    """,
-)
-_MIGRATIONS = {  # from version N to N + 1
-    1: ("ALTER TABLE manual_marks ADD COLUMN answer_sha256 TEXT",),  # the answer marked; NULL: unknown
-    2: (  # rubric items (autograder.rubric), and which marks use them
-        """
-        CREATE TABLE rubric_items (
-            week TEXT NOT NULL,
-            task INTEGER NOT NULL,
-            number INTEGER NOT NULL,        -- from 1 within the task: what markers write and see
-            points REAL NOT NULL,           -- negative: a deduction
-            comment TEXT NOT NULL,
-            PRIMARY KEY (week, task, number)
-        )
-        """,
-        """
-        CREATE TABLE rubric_applied (
-            week TEXT NOT NULL,
-            key TEXT NOT NULL,
-            task INTEGER NOT NULL,
-            number INTEGER NOT NULL,
-            PRIMARY KEY (week, key, task, number),
-            FOREIGN KEY (week, task, number) REFERENCES rubric_items (week, task, number)
-        )
-        """,
-        # NULL: points given directly; else the mark is a rubric mark and this its adjustment
-        "ALTER TABLE manual_marks ADD COLUMN adjustment REAL",
-        "ALTER TABLE manual_marks ADD COLUMN note TEXT NOT NULL DEFAULT ''",  # a rubric mark's own comment
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -135,69 +65,54 @@ class RunRecord:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _while_locked(step: Callable[[], object]) -> None:
-    """Retry ``step`` while another process holds the file. Switching a new file to WAL
-    (and creating the schema) can report "database is locked" at once, without waiting on
-    the busy timeout, when two processes open the same new gradebook together."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            step()
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-@contextmanager
-def transaction(db: sqlite3.Connection, lock: AbstractContextManager[Any]) -> Iterator[sqlite3.Connection]:
-    """One write transaction on ``db`` under ``lock`` (the connection is shared by threads).
-    BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on the busy
-    timeout instead of failing when a read would have to become a write, and checks made
-    inside see no other writer in between."""
-    with lock:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+class MarkOnRecord(Protocol):
+    """A mark as the sheet (``manual.Mark``) or the gradebook (``ManualMark``) holds it."""
+
+    @property
+    def points(self) -> float: ...
+    @property
+    def comment(self) -> str: ...
+    @property
+    def answer_sha256(self) -> str | None: ...
+
+
+def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
+    """Put the marker's points and comments (task number -> mark) on ``result``'s manual
+    tasks, in place; its totals follow (computed). The one place marks meet a result.
+
+    A mark given to another answer than the one graded now is stale: it stays visible
+    (points kept in the comment's place for the sheet) but the task counts as pending.
+    Marks are checked against the tasks where they come in (``manual.read_marks``,
+    ``Gradebook.set_manual``), not here.
+    """
+    for task in result.tasks:
+        mark = marks.get(task.task)
+        if task.manual and mark is not None:
+            task.comment = mark.comment
+            if mark.answer_sha256 and task.answer_sha256 and mark.answer_sha256 != task.answer_sha256:
+                task.stale, task.score = True, 0.0
+            else:
+                task.score, task.marked = mark.points, True
+    return result
 
 
 class Gradebook:
-    """An open gradebook file; use ``Gradebook.open(path)`` as a context manager."""
+    """An open gradebook; use ``Gradebook.open(location)`` as a context manager."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
-        self._db = connection
-        self.path = path
-        # Results may be recorded from an executor's callback threads; one lock keeps
-        # the connection's transactions from interleaving.
-        self._lock = threading.Lock()
+    def __init__(self, database: Database, *, owned: bool = True) -> None:
+        self.database = database
+        self.path = database.where  # the file (or the database's URL), for messages
+        self._owned = owned  # closing the gradebook closes the database (not one shared with a store)
 
     @classmethod
-    def open(cls, path: Path | str) -> Gradebook:
-        """Open (creating if needed) the gradebook at ``path``, in WAL mode."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        try:
-            _while_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
-            db.execute("PRAGMA foreign_keys=ON")
-            book = cls(db, path)
-            _while_locked(book._migrate)
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise GradebookError(f"{path}: cannot open the gradebook: {exc}") from exc
-        except BaseException:
-            db.close()
-            raise
-        return book
+    def open(cls, location: Path | str) -> Gradebook:
+        """Open (creating or migrating if needed) the gradebook at ``location``: a file path
+        (SQLite) or a database URL (``autograder.database``)."""
+        return cls(open_database(location))
 
     def __enter__(self) -> Gradebook:
         return self
@@ -208,64 +123,37 @@ class Gradebook:
         self.close()
 
     def close(self) -> None:
-        """Close the database connection."""
-        self._db.close()
-
-    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return transaction(self._db, self._lock)
-
-    def _read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run one query under the lock, so it never reads another thread's open transaction."""
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
-
-    def _migrate(self) -> None:
-        with self._transaction() as db:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise GradebookError.newer_schema(self.path, version, SCHEMA_VERSION)
-            if version == 0:
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                version = 1
-            for step in range(version, SCHEMA_VERSION):
-                for statement in _MIGRATIONS[step]:
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        """Close the database connections (unless the database belongs to someone else)."""
+        if self._owned:
+            self.database.close()
 
     # --- runs -------------------------------------------------------------------------
 
     def begin_run(self, week: str, *, grader_version: str) -> int:
         """Note that a run started; returns the id to pass to ``record`` and ``finish_run``."""
-        with self._transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO runs (week, grader_version, started) VALUES (?, ?, ?)",
-                (week, grader_version, _now()),
-            )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        with self.database.write() as db:
+            return int(db.execute(insert(runs).values(week=week, grader_version=grader_version, started=_now())
+                                  .returning(runs.c.id)).scalar_one())
 
     def finish_run(self, run_id: int, *, reused: int = 0) -> RunRecord:
         """Close a run: counts the results it recorded per status, plus ``reused``
         (submissions skipped because ``lookup`` found them unchanged)."""
-        with self._transaction() as db:
-            counts = dict(
-                db.execute(
-                    "SELECT status, COUNT(*) FROM results WHERE run_id = ? GROUP BY status ORDER BY status",
-                    (run_id,),
-                ).fetchall()
-            )
+        with self.database.write() as db:
+            counts: dict[str, int] = {status: n for status, n in db.execute(
+                select(results.c.status, func.count()).where(results.c.run_id == run_id)
+                .group_by(results.c.status).order_by(results.c.status))}
             counts["reused"] = reused
-            updated = db.execute(
-                "UPDATE runs SET finished = ?, counts = ? WHERE id = ?", (_now(), json.dumps(counts), run_id)
-            )
+            updated = db.execute(update(runs).where(runs.c.id == run_id)
+                                 .values(finished=_now(), counts=json.dumps(counts)))
             if updated.rowcount != 1:
                 raise GradebookError(f"{self.path}: no run {run_id} to finish")
         return next(r for r in self.runs() if r.id == run_id)
 
     def runs(self) -> list[RunRecord]:
         """Every run, oldest first (a killed run shows ``finished`` None)."""
-        rows = self._read("SELECT id, week, grader_version, started, finished, counts FROM runs ORDER BY id")
+        with self.database.read() as db:
+            rows = db.execute(select(runs.c.id, runs.c.week, runs.c.grader_version, runs.c.started,
+                                     runs.c.finished, runs.c.counts).order_by(runs.c.id)).all()
         return [
             RunRecord(id=i, week=w, grader_version=v, started=s, finished=f, counts=json.loads(c))
             for i, w, v, s, f, c in rows
@@ -278,24 +166,12 @@ class Gradebook:
         if not result.week or not result.key:
             raise GradebookError(f"{self.path}: a result needs a week and a key to be recorded ({result.submission!r})")
         document = result_json.to_dict(result)
-        with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO results (week, key, submission_sha256, tests_sha256, grader_version, "
-                "status, score, max_score, document, recorded, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    result.week,
-                    result.key,
-                    result.submission_sha256,
-                    result.tests_sha256,
-                    result.grader_version,
-                    result.status.value,
-                    result.score,
-                    result.max_score,
-                    json.dumps(document, ensure_ascii=False),
-                    _now(),
-                    run_id,
-                ),
-            )
+        row = {"week": result.week, "key": result.key, "submission_sha256": result.submission_sha256,
+               "tests_sha256": result.tests_sha256, "grader_version": result.grader_version,
+               "status": result.status.value, "score": result.score, "max_score": result.max_score,
+               "document": json.dumps(document, ensure_ascii=False), "recorded": _now(), "run_id": run_id}
+        with self.database.write() as db:
+            db.execute(self.database.upsert(results, row, keys=("week", "key")))
 
     def lookup(
         self,
@@ -313,14 +189,14 @@ class Gradebook:
         """
         if submission_sha256 is None:
             return None
-        rows = self._read(
-            "SELECT document FROM results WHERE week = ? AND key = ? AND submission_sha256 = ? "
-            "AND tests_sha256 IS ? AND grader_version = ?",
-            (week, key, submission_sha256, tests_sha256, grader_version),
-        )
-        if not rows:
+        with self.database.read() as db:
+            document = db.execute(select(results.c.document).where(
+                results.c.week == week, results.c.key == key, results.c.submission_sha256 == submission_sha256,
+                results.c.tests_sha256.is_not_distinct_from(tests_sha256),
+                results.c.grader_version == grader_version)).scalar()
+        if document is None:
             return None
-        return apply_marks(result_json.from_dict(json.loads(rows[0][0])), self._marks_for(week, key))
+        return apply_marks(result_json.from_dict(json.loads(document)), self._marks_for(week, key))
 
     def recorded_seed(self, week: str, key: str, *, submission_sha256: str | None) -> int | None:
         """The seed the stored result of this very submission was graded with, else None.
@@ -331,24 +207,27 @@ class Gradebook:
         replays inputs a student may have seen in feedback."""
         if submission_sha256 is None:
             return None
-        rows = self._read(
-            "SELECT document FROM results WHERE week = ? AND key = ? AND submission_sha256 = ?",
-            (week, key, submission_sha256),
-        )
-        if not rows:
+        with self.database.read() as db:
+            document = db.execute(select(results.c.document).where(
+                results.c.week == week, results.c.key == key,
+                results.c.submission_sha256 == submission_sha256)).scalar()
+        if document is None:
             return None
-        seed = json.loads(rows[0][0]).get("seed")
+        seed = json.loads(document).get("seed")
         return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
     def results(self, week: str) -> list[SubmissionResult]:
         """Every stored result of ``week``, ordered by key, with manual marks applied."""
-        rows = self._read("SELECT key, document FROM results WHERE week = ? ORDER BY key", (week,))
+        with self.database.read() as db:
+            rows = db.execute(select(results.c.key, results.c.document).where(results.c.week == week)
+                              .order_by(results.c.key)).all()
         marks = self.manual_marks(week)
         return [apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:
         """The weeks that have results, sorted."""
-        return [w for (w,) in self._read("SELECT DISTINCT week FROM results ORDER BY week")]
+        with self.database.read() as db:
+            return list(db.execute(select(results.c.week).distinct().order_by(results.c.week)).scalars())
 
     # --- manual marks -----------------------------------------------------------------
 
@@ -359,7 +238,7 @@ class Gradebook:
         ``answer_sha256`` ties the mark to the answer the marker read: when a regrade finds
         another answer, the mark is stale and not counted until given again. Points given
         directly replace a rubric mark (its items no longer apply to this answer)."""
-        with self._transaction() as db:
+        with self.database.write() as db:
             maximum = self._manual_maximum(db, week, key, task)
             if not 0 <= points <= maximum:
                 raise GradebookError(
@@ -373,7 +252,7 @@ class Gradebook:
         """Mark a manual task with rubric ``items`` (numbers within the task), an
         ``adjustment`` and the marker's own ``note``; points and comment follow the
         definition of ``autograder.rubric`` and are kept up to date when an item changes."""
-        with self._transaction() as db:
+        with self.database.write() as db:
             maximum = self._manual_maximum(db, week, key, task)
             defined = {i.number: i for i in self._rubric(db, week, task)}
             unknown = sorted(set(items) - set(defined))
@@ -389,12 +268,12 @@ class Gradebook:
                              rubric=(tuple(i.number for i in chosen), adjustment, note))
         return self._marks_for(week, key)[task]
 
-    def _manual_maximum(self, db: sqlite3.Connection, week: str, key: str, task: int) -> float:
+    def _manual_maximum(self, db: Connection, week: str, key: str, task: int) -> float:
         """Inside a transaction: the points of ``key``'s hand-graded ``task``, or why it cannot be marked."""
-        row = db.execute("SELECT document FROM results WHERE week = ? AND key = ?", (week, key)).fetchone()
-        if row is None:
+        document = db.execute(select(results.c.document).where(results.c.week == week, results.c.key == key)).scalar()
+        if document is None:
             raise GradebookError(f"{self.path}: no result for {key!r} in {week}: grade the week before marking it")
-        stored = result_json.from_dict(json.loads(row[0]))
+        stored = result_json.from_dict(json.loads(document))
         try:
             target = stored.task(task)
         except KeyError:
@@ -403,105 +282,109 @@ class Gradebook:
             raise GradebookError(f"{self.path}: task {task} of {week} is autograded, not marked by hand")
         return target.max_score
 
-    @staticmethod
-    def _write_mark(db: sqlite3.Connection, week: str, key: str, task: int, *, points: float, comment: str,
+    def _write_mark(self, db: Connection, week: str, key: str, task: int, *, points: float, comment: str,
                     answer_sha256: str | None, rubric: tuple[tuple[int, ...], float, str] | None = None) -> None:
         """Inside a transaction: the mark row and the rubric items it uses (``rubric``:
         item numbers, adjustment, note; None for points given directly)."""
         items, adjustment, note = rubric if rubric is not None else ((), None, "")
-        db.execute(
-            "INSERT OR REPLACE INTO manual_marks (week, key, task, points, comment, marked, answer_sha256, "
-            "adjustment, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (week, key, task, points, comment, _now(), answer_sha256, adjustment, note),
-        )
-        db.execute("DELETE FROM rubric_applied WHERE week = ? AND key = ? AND task = ?", (week, key, task))
-        db.executemany("INSERT INTO rubric_applied (week, key, task, number) VALUES (?, ?, ?, ?)",
-                       [(week, key, task, number) for number in items])
+        mark = {"week": week, "key": key, "task": task, "points": points, "comment": comment, "marked": _now(),
+                "answer_sha256": answer_sha256, "adjustment": adjustment, "note": note}
+        db.execute(self.database.upsert(manual_marks, mark, keys=("week", "key", "task")))
+        db.execute(delete(rubric_applied).where(rubric_applied.c.week == week, rubric_applied.c.key == key,
+                                                rubric_applied.c.task == task))
+        if items:
+            db.execute(insert(rubric_applied), [{"week": week, "key": key, "task": task, "number": n} for n in items])
 
     def manual_marks(self, week: str) -> dict[str, dict[int, ManualMark]]:
         """``{key: {task: ManualMark}}`` for every marked submission of ``week``."""
-        return self._marks("week = ?", (week,))
+        return self._marks(week)
 
     def _marks_for(self, week: str, key: str) -> dict[int, ManualMark]:
-        return self._marks("week = ? AND key = ?", (week, key)).get(key, {})
+        return self._marks(week, key).get(key, {})
 
-    def _marks(self, where: str, params: tuple[str, ...]) -> dict[str, dict[int, ManualMark]]:
-        applied: dict[tuple[str, int], list[int]] = {}
-        for key, task, number in self._read(
-                f"SELECT key, task, number FROM rubric_applied WHERE {where} ORDER BY number", params):
-            applied.setdefault((key, task), []).append(number)
+    def _marks(self, week: str, key: str | None = None) -> dict[str, dict[int, ManualMark]]:
+        def where(table: Any) -> ColumnElement[bool]:
+            return and_(table.c.week == week, *([table.c.key == key] if key is not None else []))
+
+        with self.database.read() as db:
+            applied: dict[tuple[str, int], list[int]] = {}
+            for k, task, number in db.execute(select(rubric_applied.c.key, rubric_applied.c.task,
+                                                     rubric_applied.c.number)
+                                              .where(where(rubric_applied)).order_by(rubric_applied.c.number)):
+                applied.setdefault((k, task), []).append(number)
+            rows = db.execute(select(manual_marks.c.key, manual_marks.c.task, manual_marks.c.points,
+                                     manual_marks.c.comment, manual_marks.c.marked, manual_marks.c.answer_sha256,
+                                     manual_marks.c.adjustment, manual_marks.c.note)
+                              .where(where(manual_marks)).order_by(manual_marks.c.key, manual_marks.c.task)).all()
         marks: dict[str, dict[int, ManualMark]] = {}
-        for key, task, points, comment, marked, answer, adjustment, note in self._read(
-            "SELECT key, task, points, comment, marked, answer_sha256, adjustment, note FROM manual_marks "
-            f"WHERE {where} ORDER BY key, task", params
-        ):
-            marks.setdefault(key, {})[task] = ManualMark(points, comment, marked, answer,
-                                                         tuple(applied.get((key, task), ())), adjustment, note)
+        for k, task, points, comment, marked, answer, adjustment, note in rows:
+            marks.setdefault(k, {})[task] = ManualMark(points, comment, marked, answer,
+                                                       tuple(applied.get((k, task), ())), adjustment, note)
         return marks
 
     # --- rubric items -----------------------------------------------------------------
 
     def rubric(self, week: str, task: int | None = None) -> list[RubricItem]:
         """The rubric items of ``week`` (of one ``task``), by task and number."""
-        with self._lock:
-            return self._rubric(self._db, week, task)
+        with self.database.read() as db:
+            return self._rubric(db, week, task)
 
     @staticmethod
-    def _rubric(db: sqlite3.Connection, week: str, task: int | None = None) -> list[RubricItem]:
-        rows = db.execute("SELECT task, number, points, comment FROM rubric_items WHERE week = ? "
-                          "AND (? IS NULL OR task = ?) ORDER BY task, number", (week, task, task)).fetchall()
-        return [RubricItem(week, t, number, points, comment) for t, number, points, comment in rows]
+    def _rubric(db: Connection, week: str, task: int | None = None) -> list[RubricItem]:
+        query = select(rubric_items.c.task, rubric_items.c.number, rubric_items.c.points, rubric_items.c.comment
+                       ).where(rubric_items.c.week == week).order_by(rubric_items.c.task, rubric_items.c.number)
+        if task is not None:
+            query = query.where(rubric_items.c.task == task)
+        return [RubricItem(week, t, number, points, comment) for t, number, points, comment in db.execute(query)]
 
     def add_rubric_item(self, week: str, task: int, *, points: float, comment: str,
                         number: int | None = None) -> RubricItem:
         """A new rubric item for a hand-graded task of ``week``, numbered ``number`` (None:
         after the last; a number in use is refused)."""
-        with self._transaction() as db:
+        with self.database.write() as db:
+            self.database.lock(db, "rubric", week, task)
             self._check_item(db, week, task, points, comment)
-            last = db.execute("SELECT COALESCE(MAX(number), 0) FROM rubric_items WHERE week = ? AND task = ?",
-                              (week, task)).fetchone()[0]
-            taken = number is not None and db.execute(
-                "SELECT 1 FROM rubric_items WHERE week = ? AND task = ? AND number = ?",
-                (week, task, number)).fetchone()
-            if taken or (number is not None and number < 1):
+            numbers = set(db.execute(select(rubric_items.c.number).where(rubric_items.c.week == week,
+                                                                         rubric_items.c.task == task)).scalars())
+            if number in numbers or (number is not None and number < 1):
                 raise GradebookError(f"{self.path}: task {task} of {week} cannot have another item {number}")
-            number = number if number is not None else last + 1
-            db.execute("INSERT INTO rubric_items (week, task, number, points, comment) VALUES (?, ?, ?, ?, ?)",
-                       (week, task, number, float(points), comment.strip()))
+            number = number if number is not None else max(numbers, default=0) + 1
+            db.execute(insert(rubric_items).values(week=week, task=task, number=number, points=float(points),
+                                                   comment=comment.strip()))
         return RubricItem(week, task, number, float(points), comment.strip())
 
     def edit_rubric_item(self, week: str, task: int, number: int, *, points: float, comment: str) -> list[str]:
         """Change an item's points and comment, and recompute every mark that uses it in the
         same transaction; the keys whose marks changed (their outputs must be written again)."""
-        with self._transaction() as db:
+        with self.database.write() as db:
             self._check_item(db, week, task, points, comment)
-            changed = db.execute("UPDATE rubric_items SET points = ?, comment = ? WHERE week = ? AND task = ? "
-                                 "AND number = ?", (float(points), comment.strip(), week, task, number))
+            changed = db.execute(update(rubric_items).where(
+                rubric_items.c.week == week, rubric_items.c.task == task, rubric_items.c.number == number)
+                .values(points=float(points), comment=comment.strip()))
             if changed.rowcount != 1:
                 raise GradebookError(f"{self.path}: task {task} of {week} has no rubric item {number}")
-            keys = [key for (key,) in db.execute(
-                "SELECT key FROM rubric_applied WHERE week = ? AND task = ? AND number = ? ORDER BY key",
-                (week, task, number)).fetchall()]
+            of_task = (rubric_applied.c.week == week, rubric_applied.c.task == task)
+            keys = list(db.execute(select(rubric_applied.c.key).where(*of_task, rubric_applied.c.number == number)
+                                   .order_by(rubric_applied.c.key)).scalars())
             defined = {i.number: i for i in self._rubric(db, week, task)}
             for key in keys:
-                adjustment, note, answer = db.execute(
-                    "SELECT adjustment, note, answer_sha256 FROM manual_marks WHERE week = ? AND key = ? AND task = ?",
-                    (week, key, task)).fetchone()
-                chosen = [defined[n] for (n,) in db.execute(
-                    "SELECT number FROM rubric_applied WHERE week = ? AND key = ? AND task = ? ORDER BY number",
-                    (week, key, task)).fetchall()]
+                adjustment, note, answer = db.execute(select(
+                    manual_marks.c.adjustment, manual_marks.c.note, manual_marks.c.answer_sha256).where(
+                    manual_marks.c.week == week, manual_marks.c.key == key, manual_marks.c.task == task)).one()
+                chosen = [defined[n] for n in db.execute(select(rubric_applied.c.number).where(
+                    *of_task, rubric_applied.c.key == key).order_by(rubric_applied.c.number)).scalars()]
                 maximum = self._manual_maximum(db, week, key, task)
                 self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment or 0.0, maximum),
                                  comment=rubric_comment(chosen, note), answer_sha256=answer,
                                  rubric=(tuple(i.number for i in chosen), adjustment or 0.0, note))
         return keys
 
-    def _check_item(self, db: sqlite3.Connection, week: str, task: int, points: float, comment: str) -> None:
+    def _check_item(self, db: Connection, week: str, task: int, points: float, comment: str) -> None:
         """Inside a transaction: an item fits a hand-graded task of a graded week, and says something."""
-        row = db.execute("SELECT key FROM results WHERE week = ? ORDER BY key LIMIT 1", (week,)).fetchone()
-        if row is None:
+        key = db.execute(select(results.c.key).where(results.c.week == week).order_by(results.c.key).limit(1)).scalar()
+        if key is None:
             raise GradebookError(f"{self.path}: no result in {week}: grade the week before writing its rubric")
-        maximum = self._manual_maximum(db, week, row[0], task)
+        maximum = self._manual_maximum(db, week, key, task)
         if not -maximum <= points <= maximum:
             raise GradebookError(f"{self.path}: a rubric item of {format_points(points)} points for task {task} is "
                                  f"outside -{format_points(maximum)}..{format_points(maximum)} (the task's points, "

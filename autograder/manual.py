@@ -2,9 +2,9 @@
 
 ``write_manual_sheet`` lists every participant's answer to every manual task (a CSV the
 marker fills, plus an HTML view to read comfortably); ``read_marks`` reads the filled CSV
-and refuses anything Moodle or the totals could not use, naming the row; ``apply_marks``
-puts the points and comments into a result's manual tasks, so totals, worksheet and
-feedback pick them up. The answer is the student's cell with metadata
+and refuses anything Moodle or the totals could not use, naming the row; the gradebook
+(``gradebook.apply_marks``) puts the points and comments into a result's manual tasks, so
+totals, worksheet and feedback pick them up. The answer is the student's cell with metadata
 ``autograder.answer = N`` (docs/AUTHORING.md); when a student's editor dropped that
 metadata, the markdown cell after the ``Task N`` heading. Cells the student added to a
 task's section (after its prompt, before the next task) are shown with the answer, so an
@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import jinja2
 import nbformat
@@ -41,7 +41,6 @@ from autograder.formats.cells import from_spreadsheet_cell, spreadsheet_cell
 from autograder.formats.points import format_points
 from autograder.grouping import group_answers
 from autograder.notebook import read_notebook
-from autograder.results import SubmissionResult
 from autograder.rubric import RubricItem, format_item_numbers, parse_item_numbers, rubric_points
 from autograder.submission import Submission
 from autograder.text import scrub
@@ -324,37 +323,6 @@ def read_rubric_sheet(path: Path, *, tasks: Sequence[Task]) -> list[RubricRow]:
     if problems:
         raise ManualMarksError.rows(path, problems)
     return read
-
-
-class MarkOnRecord(Protocol):
-    """A mark as the sheet (``Mark``) or the gradebook (``ManualMark``) holds it."""
-
-    @property
-    def points(self) -> float: ...
-    @property
-    def comment(self) -> str: ...
-    @property
-    def answer_sha256(self) -> str | None: ...
-
-
-def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
-    """Put the marker's points and comments (task number -> mark) on ``result``'s manual
-    tasks, in place; its totals follow (computed). The one place marks meet a result.
-
-    A mark given to another answer than the one graded now is stale: it stays visible
-    (points kept in the comment's place for the sheet) but the task counts as pending.
-    Marks are checked against the tasks where they come in (``read_marks``,
-    ``Gradebook.set_mark``), not here.
-    """
-    for task in result.tasks:
-        mark = marks.get(task.task)
-        if task.manual and mark is not None:
-            task.comment = mark.comment
-            if mark.answer_sha256 and task.answer_sha256 and mark.answer_sha256 != task.answer_sha256:
-                task.stale, task.score = True, 0.0
-            else:
-                task.score, task.marked = mark.points, True
-    return result
 
 
 def _stale_note(mark: Mark) -> str:

@@ -4,6 +4,7 @@ files share goes in ``tests/helpers.py``, which they can import)."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
+from tests.helpers import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 WEEK01_MIX = ["correct_fresh_notebook", "wrong_no_bias", "untouched_stub", "cheat_allclose", "wrong_unfitted_ppn",
@@ -73,3 +75,31 @@ def chromium() -> Iterator[Any]:
         browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL cluster for the session (skipped, saying why, where none is installed)."""
+    if shutil.which("pg_config") is None:
+        pytest.skip("PostgreSQL is not installed (no pg_config): install Debian's postgresql package")
+    folder = Path(tempfile.mkdtemp(prefix="autograder-pg-"))
+    try:
+        server = PostgresServer(folder)
+    except FileNotFoundError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """The database a test's gradebook or store uses, once per engine: None for SQLite (the
+    file where the code puts it by default), else a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.new_database()

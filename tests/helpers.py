@@ -9,11 +9,18 @@ every pytest run, as for ``tests.service``).
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
+import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import psycopg
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.course import Course
@@ -108,3 +115,64 @@ def assert_accessible(page: Any, where: str, *, frames: str = "") -> None:
     service's tests, the tool's frames: the stand-in LMS around them is not ours)."""
     found = [v for v in axe_violations(page) if v.startswith(frames[:70])]
     assert found == [], f"{where}:\n" + "\n".join(found)
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster of Debian's binaries (``pg_config --bindir``): initdb
+    into ``folder``, ``postgres`` listening on a Unix socket there only (no TCP), run as an
+    unprivileged user (PostgreSQL refuses root). ``new_database()`` gives each test its own."""
+
+    USER = "autograder"
+
+    def __init__(self, folder: Path) -> None:
+        bindir = Path(subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
+                                     check=True).stdout.strip())
+        if not (bindir / "initdb").is_file():
+            raise FileNotFoundError(f"{bindir}/initdb is missing: install Debian's postgresql package")
+        self.folder = folder
+        owner = pwd.getpwnam("postgres" if _exists_user("postgres") else "nobody") if os.geteuid() == 0 else None
+        if owner is not None:
+            shutil.chown(folder, owner.pw_uid, owner.pw_gid)
+        run_as: dict[str, Any] = {"user": owner.pw_uid, "group": owner.pw_gid} if owner is not None else {}
+        subprocess.run([bindir / "initdb", "-D", folder / "data", "-U", self.USER, "--auth=trust", "-E", "UTF8",
+                        "--no-sync", "--no-instructions"], check=True, capture_output=True, **run_as)
+        self._process = subprocess.Popen(
+            [bindir / "postgres", "-D", folder / "data", "-k", folder, "-c", "listen_addresses=", "-c", "fsync=off",
+             "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+            stdout=subprocess.DEVNULL, stderr=(folder / "log").open("wb"), **run_as)
+        self._count = 0
+        self._wait_ready()
+
+    def url(self, database: str) -> str:
+        return f"postgresql+psycopg://{self.USER}@/{database}?host={self.folder}"
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                psycopg.connect(host=str(self.folder), user=self.USER, dbname="postgres").close()
+                return
+            except psycopg.OperationalError:
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"postgres did not start: {(self.folder / 'log').read_text()}") from None
+                time.sleep(0.1)
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL."""
+        self._count += 1
+        name = f"test_{self._count}"
+        with psycopg.connect(host=str(self.folder), user=self.USER, dbname="postgres", autocommit=True) as db:
+            db.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def stop(self) -> None:
+        self._process.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown: clients still connected are cut off
+        self._process.wait(30)
+
+
+def _exists_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True

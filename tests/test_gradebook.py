@@ -1,5 +1,6 @@
-"""The SQLite gradebook: reuse of unchanged results, regrading, manual marks, and
-surviving killed and concurrent writers (real subprocesses on a real file)."""
+"""The gradebook: reuse of unchanged results, regrading, manual marks, and surviving
+killed and concurrent writers (real subprocesses on a real file), on SQLite and on a real
+PostgreSQL server (the ``database_url`` fixture); adopting files older versions wrote."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.database.migrate import LAST_USER_VERSION, SQLITE_USER_VERSION, head
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
-from autograder.gradebook import SCHEMA_VERSION, Gradebook
+from autograder.gradebook import Gradebook
 from autograder.results import Participant, Status, SubmissionResult
 
 WEEK = "week01"
@@ -59,14 +61,16 @@ def run_child(script: str, *args: str) -> subprocess.Popen:
     )
 
 
-def check_integrity(path: Path) -> None:
+def check_integrity(path: Path, database_url: str | None = None) -> None:
+    if database_url is not None:  # PostgreSQL keeps its own files whole
+        return
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 @pytest.fixture
-def book(tmp_path: Path):
-    with Gradebook.open(tmp_path / "results" / WEEK / "gradebook.sqlite") as opened:
+def book(tmp_path: Path, database_url: str | None):
+    with Gradebook.open(database_url or tmp_path / "results" / WEEK / "gradebook.sqlite") as opened:
         yield opened
 
 
@@ -79,18 +83,29 @@ def test_result_round_trips_through_the_gradebook(book: Gradebook) -> None:
     assert result_json.to_dict(stored) == result_json.to_dict(result)
 
 
-def test_file_is_wal_and_versioned(book: Gradebook) -> None:
-    with sqlite3.connect(book.path) as db:
+def test_file_is_wal_and_versioned(tmp_path: Path) -> None:
+    Gradebook.open(tmp_path / "gradebook.sqlite").close()
+    with sqlite3.connect(tmp_path / "gradebook.sqlite") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # past the last hand-rolled version, so an older autograder refuses the file
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_USER_VERSION > LAST_USER_VERSION
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(head(),)]
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "gradebook.sqlite"
     with sqlite3.connect(path) as db:
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        db.execute(f"PRAGMA user_version = {LAST_USER_VERSION + 1}")  # a newer version's, without Alembic
     with pytest.raises(GradebookError, match="newer"):
         Gradebook.open(path)
+
+
+def test_a_migration_this_version_does_not_know_is_refused(tmp_path: Path, database_url: str | None) -> None:
+    location = database_url or tmp_path / "gradebook.sqlite"
+    with Gradebook.open(location) as book, book.database.write() as db:
+        db.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    with pytest.raises(GradebookError, match="9999_from_the_future is newer"):
+        Gradebook.open(location)
 
 
 def test_a_file_that_is_not_a_gradebook_is_refused(tmp_path: Path) -> None:
@@ -98,6 +113,23 @@ def test_a_file_that_is_not_a_gradebook_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"not a database" * 100)
     with pytest.raises(GradebookError, match="cannot open"):
         Gradebook.open(path)
+
+
+@pytest.mark.parametrize(("location", "says"), [
+    ("sqlite://", "must be a file"),
+    ("mysql+nosuchdriver://u@host/db", "no driver for this database"),
+    ("postgresql+psycopg://nobody@/db?host=/nonexistent", "cannot open the gradebook"),
+])
+def test_a_database_that_cannot_be_used_is_refused_saying_why(location: str, says: str) -> None:
+    with pytest.raises(GradebookError, match=says):
+        Gradebook.open(location)
+
+
+def test_a_folder_name_that_looks_like_a_url_query_is_still_a_folder(tmp_path: Path) -> None:
+    path = tmp_path / "week01?copy #2" / "gradebook.sqlite"
+    with Gradebook.open(path) as book:
+        book.record(make_result("a"))
+    assert path.is_file()
 
 
 def test_unchanged_submission_is_reused_and_any_change_regrades(book: Gradebook) -> None:
@@ -215,8 +247,9 @@ def test_runs_count_what_they_recorded(book: Gradebook) -> None:
     assert [(r.id, r.finished is None) for r in book.runs()] == [(first, False), (killed, True)]
 
 
-def test_run_killed_mid_batch_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
+def test_run_killed_mid_batch_resumes_without_loss_or_duplicates(tmp_path: Path, database_url: str | None) -> None:
     path = tmp_path / "gradebook.sqlite"
+    location = database_url or str(path)
     keys = [f"student{i}" for i in range(6)]
     child = run_child(
         """
@@ -228,11 +261,11 @@ def test_run_killed_mid_batch_resumes_without_loss_or_duplicates(tmp_path: Path)
             book.record(make_result(f"student{i}"), run_id=run)
         os._exit(1)  # killed halfway: no finish_run, no close
         """,
-        str(path),
+        location,
     )
     assert child.wait(timeout=30) == 1, child.stderr.read()
 
-    with Gradebook.open(path) as book:
+    with Gradebook.open(location) as book:
         run = book.begin_run(WEEK, grader_version=VERSION)
         reused = 0
         for key in keys:
@@ -245,7 +278,7 @@ def test_run_killed_mid_batch_resumes_without_loss_or_duplicates(tmp_path: Path)
         assert reused == 3 and summary.counts == {"graded": 3, "reused": 3}
         assert [r.key for r in book.results(WEEK)] == keys
         assert [r.finished is None for r in book.runs()] == [True, False]
-    check_integrity(path)
+    check_integrity(path, database_url)
 
 
 def test_sigkill_during_writes_loses_no_committed_result(tmp_path: Path) -> None:
@@ -276,8 +309,9 @@ def test_sigkill_during_writes_loses_no_committed_result(tmp_path: Path) -> None
     assert [r.key for r in stored] == [f"k{i:06d}" for i in range(len(stored))]
 
 
-def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path) -> None:
+def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path, database_url: str | None) -> None:
     path = tmp_path / "gradebook.sqlite"
+    location = database_url or str(path)
     go = tmp_path / "go"
     script = """
         import sys, time
@@ -291,14 +325,15 @@ def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path) -> None:
                 book.record(make_result(f"{prefix}{i:03d}"))
                 book.record(make_result(f"shared{i % 5}", score=float(i % 10)))
         """
-    children = [run_child(script, str(path), prefix, str(go)) for prefix in ("a", "b")]
+    children = [run_child(script, location, prefix, str(go)) for prefix in ("a", "b")]
     go.touch()
     for child in children:
         assert child.wait(timeout=60) == 0, child.stderr.read()
 
-    check_integrity(path)
-    with Gradebook.open(path) as book:
+    check_integrity(path, database_url)
+    with Gradebook.open(location) as book:
         keys = [r.key for r in book.results(WEEK)]
+        with book.database.read() as db:
+            rows = db.exec_driver_sql("SELECT key, document FROM results").all()
     assert len(keys) == len(set(keys)) == 60 + 60 + 5
-    with sqlite3.connect(path) as db:
-        assert all(json.loads(doc)["key"] == key for key, doc in db.execute("SELECT key, document FROM results"))
+    assert all(json.loads(doc)["key"] == key for key, doc in rows)

@@ -11,7 +11,8 @@ import pytest
 
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError
-from autograder.manual import Mark, apply_marks, read_marks, write_manual_sheet
+from autograder.gradebook import apply_marks
+from autograder.manual import Mark, read_marks, write_manual_sheet
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
 from autograder.submission import Submission
 

@@ -16,8 +16,9 @@ import pytest
 
 from autograder.batch import merge_manual, rewrite_outputs
 from autograder.course import Course, Task
+from autograder.database.migrate import SQLITE_USER_VERSION, head
 from autograder.exceptions import GradebookError, ManualMarksError
-from autograder.gradebook import SCHEMA_VERSION, Gradebook
+from autograder.gradebook import Gradebook
 from autograder.grouping import group_answers
 from autograder.manual import RUBRIC_CSV, read_marks, read_rubric_sheet, write_manual_sheet, write_rubric_sheet
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
@@ -105,8 +106,8 @@ def result(key: str) -> SubmissionResult:
 
 
 @pytest.fixture
-def book(tmp_path: Path):
-    with Gradebook.open(tmp_path / "gradebook.sqlite") as opened:
+def book(tmp_path: Path, database_url: str | None):
+    with Gradebook.open(database_url or tmp_path / "gradebook.sqlite") as opened:
         for key in ("s-101", "s-102", "s-103"):
             opened.record(result(key))
         yield opened
@@ -168,7 +169,8 @@ def test_a_version_2_gradebook_is_migrated_keeping_its_marks(tmp_path: Path) -> 
         assert (mark.points, mark.comment, mark.answer_sha256, mark.by_rubric) == (4.0, "old", "h", False)
         assert book.rubric(WEEK) == []
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_USER_VERSION
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(head(),)]
 
 
 # --- the CSV sheets -------------------------------------------------------------------------

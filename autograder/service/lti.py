@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
 import threading
 import time
 import uuid
@@ -27,7 +26,10 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
+from sqlalchemy import delete, insert, select
 
+from autograder.database import open_database
+from autograder.database.tables import lti_lineitem, lti_nonce, lti_registration, lti_state
 from autograder.exceptions import AutograderError, LaunchRefused, ScoreNotSent, ScorePostError
 from autograder.formats.atomic import write_text
 from autograder.service.keys import ALGORITHM, ToolKeys
@@ -125,79 +127,70 @@ class Platforms:
 class LoginStates:
     """Server-side memory of the OIDC round trip: each state (with its nonce) and each used nonce.
 
-    SQLite so that a restart between login and launch loses nothing, and so that two
-    server processes would agree on a replayed nonce.
+    In a database (``autograder.database``: a file path for SQLite, or a URL) so that a
+    restart between login and launch loses nothing, and so that two server processes
+    agree on a replayed nonce: each check-and-spend is one statement in one transaction.
     """
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS lti_state (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, "
-                             "issuer TEXT NOT NULL, client_id TEXT NOT NULL, created REAL NOT NULL)")
-            self._db.execute("CREATE TABLE IF NOT EXISTS lti_nonce (issuer TEXT NOT NULL, nonce TEXT NOT NULL, "
-                             "used REAL NOT NULL, PRIMARY KEY (issuer, nonce))")
-            self._db.execute("CREATE TABLE IF NOT EXISTS lti_lineitem (lineitem TEXT PRIMARY KEY, "
-                             "issuer TEXT NOT NULL, client_id TEXT NOT NULL)")
-            self._db.execute("CREATE TABLE IF NOT EXISTS lti_registration (digest TEXT PRIMARY KEY, "
-                             "expires REAL NOT NULL)")
+    def __init__(self, location: Path | str) -> None:
+        self._database = open_database(location)
+
+    def close(self) -> None:
+        self._database.close()
 
     def new_registration_code(self, lifetime_s: float = REGISTRATION_LIFETIME_S) -> str:
         """A code for one dynamic registration within ``lifetime_s``: only its SHA-256 is kept."""
         code = secrets.token_urlsafe(24)
-        with self._lock:
-            self._db.execute("INSERT INTO lti_registration VALUES (?, ?)", (_digest(code), time.time() + lifetime_s))
+        with self._database.write() as db:
+            db.execute(insert(lti_registration).values(digest=_digest(code), expires=time.time() + lifetime_s))
         return code
 
     def use_registration_code(self, code: str) -> bool:
         """True once for a code made here and not expired; it is spent by asking."""
-        now = time.time()
-        with self._lock:
-            self._db.execute("DELETE FROM lti_registration WHERE expires < ?", (now,))
-            row = self._db.execute("DELETE FROM lti_registration WHERE digest = ? RETURNING expires",
-                                   (_digest(code),)).fetchone()
-        return row is not None
+        with self._database.write() as db:
+            db.execute(delete(lti_registration).where(lti_registration.c.expires < time.time()))
+            spent = db.execute(delete(lti_registration).where(lti_registration.c.digest == _digest(code))
+                               .returning(lti_registration.c.expires)).first()
+        return spent is not None
 
     def begin(self, issuer: str, client_id: str) -> tuple[str, str]:
         """A fresh (state, nonce) for one login; old unfinished logins are forgotten."""
         state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = time.time()
-        with self._lock:
-            self._db.execute("DELETE FROM lti_state WHERE created < ?", (now - LOGIN_LIFETIME_S,))
-            self._db.execute("INSERT INTO lti_state VALUES (?, ?, ?, ?, ?)", (state, nonce, issuer, client_id, now))
+        with self._database.write() as db:
+            db.execute(delete(lti_state).where(lti_state.c.created < now - LOGIN_LIFETIME_S))
+            db.execute(insert(lti_state).values(state=state, nonce=nonce, issuer=issuer, client_id=client_id,
+                                                created=now))
         return state, nonce
 
     def take(self, state: str) -> tuple[str, str, str] | None:
         """(nonce, issuer, client_id) of a login still waiting for its launch, once only."""
-        with self._lock:
-            row = self._db.execute("DELETE FROM lti_state WHERE state = ? AND created >= ? "
-                                   "RETURNING nonce, issuer, client_id",
-                                   (state, time.time() - LOGIN_LIFETIME_S)).fetchone()
+        with self._database.write() as db:
+            row = db.execute(delete(lti_state).where(lti_state.c.state == state,
+                                                     lti_state.c.created >= time.time() - LOGIN_LIFETIME_S)
+                             .returning(lti_state.c.nonce, lti_state.c.issuer, lti_state.c.client_id)).first()
         return None if row is None else (row[0], row[1], row[2])
 
     def use_nonce(self, issuer: str, nonce: str) -> bool:
         """True the first time (issuer, nonce) is seen, False on every replay."""
         now = time.time()
-        with self._lock:
-            self._db.execute("DELETE FROM lti_nonce WHERE used < ?", (now - 86400,))
-            try:
-                self._db.execute("INSERT INTO lti_nonce VALUES (?, ?, ?)", (issuer, nonce, now))
-            except sqlite3.IntegrityError:
-                return False
-        return True
+        with self._database.write() as db:
+            db.execute(delete(lti_nonce).where(lti_nonce.c.used < now - 86400))
+            first = db.execute(self._database.upsert(lti_nonce, {"issuer": issuer, "nonce": nonce, "used": now},
+                                                     keys=("issuer", "nonce"), update=())
+                               .returning(lti_nonce.c.used)).first()
+        return first is not None
 
     def bind_lineitem(self, lineitem: str, platform: Platform) -> None:
         """Remember which registration's token a line item's scores need."""
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO lti_lineitem VALUES (?, ?, ?)",
-                             (lineitem, platform.issuer, platform.client_id))
+        with self._database.write() as db:
+            db.execute(self._database.upsert(lti_lineitem, {"lineitem": lineitem, "issuer": platform.issuer,
+                                                            "client_id": platform.client_id}, keys=("lineitem",)))
 
     def lineitem_owner(self, lineitem: str) -> tuple[str, str] | None:
-        with self._lock:
-            row = self._db.execute("SELECT issuer, client_id FROM lti_lineitem WHERE lineitem = ?",
-                                   (lineitem,)).fetchone()
+        with self._database.read() as db:
+            row = db.execute(select(lti_lineitem.c.issuer, lti_lineitem.c.client_id)
+                             .where(lti_lineitem.c.lineitem == lineitem)).first()
         return None if row is None else (row[0], row[1])
 
 

@@ -34,7 +34,8 @@ from types import TracebackType
 from typing import Any, Protocol, Self, TextIO
 
 from autograder.exceptions import GradingError, ScorePostError
-from autograder.service.store import Post, Store, ags_timestamp
+from autograder.service.ags import redated
+from autograder.service.store import Post, Store
 
 log = logging.getLogger(__name__)
 
@@ -151,17 +152,14 @@ class Outbox:
             elif self.store.newer_post_exists(post):
                 self.store.post_superseded(post.id, "the platform holds a newer score (409); a later post "
                                            "carries the current one")
-            elif _conflicts(post) + 1 >= MAX_CONFLICTS:
+            elif post.conflicts + 1 >= MAX_CONFLICTS:
                 self.store.post_failed(post.id, f"the platform answered 409 {MAX_CONFLICTS} times: it holds a "
                                        "score newer than ours (was the grade changed in the LMS, or is its clock "
                                        f"ahead?); last answer: {exc}")
             else:
                 now = datetime.now(UTC)
-                sent = datetime.fromisoformat(str(post.payload["timestamp"]))
-                later = max(now, sent + timedelta(seconds=1))
-                payload = {**post.payload, "timestamp": ags_timestamp(later)}
-                self.store.post_retry(post.id, f"409 conflict {_conflicts(post) + 1}: {exc}",
-                                      now + timedelta(seconds=1), payload=payload)
+                self.store.post_retry(post.id, f"409 conflict {post.conflicts + 1}: {exc}", now + timedelta(seconds=1),
+                                      payload=redated(post.payload, now), conflict=True)
             return
         if exc.retryable:
             self._retry(post, str(exc), tries)
@@ -172,10 +170,3 @@ class Outbox:
         delay = min(self.max_delay_s, self.base_delay_s * 2 ** max(tries - 1, 0))
         self.store.post_retry(post.id, error, datetime.now(UTC) + timedelta(seconds=delay))
 
-
-def _conflicts(post: Post) -> int:
-    """409s in a row so far: kept in the post's last error."""
-    error = post.last_error or ""
-    if not error.startswith("409 conflict "):
-        return 0
-    return int(error.split()[2].rstrip(":"))

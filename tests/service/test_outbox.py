@@ -1,5 +1,6 @@
 """The score outbox over real HTTP: a platform that is down, one that answers 409, one that
-refuses, a send cut off mid-way; every score arrives once and each post says how it went."""
+refuses, a send cut off mid-way; every score arrives once and each post says how it went.
+The store under it runs on SQLite and on PostgreSQL (the ``database_url`` fixture)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 
 from autograder.exceptions import GradingError
 from autograder.results import Status, SubmissionResult, TaskResult
-from autograder.service.outbox import Outbox
+from autograder.service.outbox import MAX_CONFLICTS, Outbox
 from autograder.service.policy import WeekPolicy
-from autograder.service.store import Store
+from autograder.service.store import Post, Store
 from tests.service.score_endpoint import HttpSender, ScoreEndpoint
 
 CONTEXT = "https://moodle.example|3|course-1"
@@ -28,8 +29,8 @@ def endpoint() -> Iterator[ScoreEndpoint]:
 
 
 @pytest.fixture
-def store(tmp_path: Path, endpoint: ScoreEndpoint) -> Iterator[Store]:
-    with Store(tmp_path / "data") as s:
+def store(tmp_path: Path, endpoint: ScoreEndpoint, database_url: str | None) -> Iterator[Store]:
+    with Store(tmp_path / "data", database=database_url) as s:
         s.set_lineitem(CONTEXT, "week01", endpoint.lineitem)
         yield s
 
@@ -107,6 +108,24 @@ def test_409_from_a_platform_clock_ahead_of_ours_is_sent_again_later(store: Stor
     assert endpoint.state.grades["ann"] == 14.0
     first, second = (datetime.fromisoformat(a.timestamp) for a in endpoint.state.accepted)
     assert second > first
+
+
+def test_409s_in_a_row_are_counted_on_the_post_until_it_fails(store: Store, endpoint: ScoreEndpoint):
+    endpoint.state.stored["ann"] = datetime.now().timestamp() + 3600  # the LMS holds a grade dated an hour ahead
+    graded(store, "ann", 8)
+    outbox = Outbox(store, HttpSender(), base_delay_s=0.25)  # the 503 on the 3rd try waits 1 s, as a 409 does
+
+    def send() -> Post:  # one try: at the time the post is due, so its retry is not due yet
+        outbox.send_due(store.posts(context=CONTEXT)[0].next_try_at)
+        return store.posts(context=CONTEXT)[0]
+
+    assert [send().conflicts for _ in range(2)] == [1, 2]
+    endpoint.state.fail_next = [503]
+    assert send().conflicts == 0  # another answer in between: the next 409 is the first in a row again
+    assert [send().conflicts for _ in range(MAX_CONFLICTS - 1)] == list(range(1, MAX_CONFLICTS))
+    failed = send()
+    assert failed.state == "failed" and f"409 {MAX_CONFLICTS} times" in (failed.last_error or "")
+    assert endpoint.state.answers.count(409) == 2 + MAX_CONFLICTS
 
 
 def test_a_refusal_fails_the_post_with_the_platforms_answer_and_can_be_sent_again(store: Store,

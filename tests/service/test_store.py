@@ -1,19 +1,26 @@
 """The service's store and policies: what an upload may do, how attempts queue and count,
-which score is posted when, and that nobody reads another student's attempts."""
+which score is posted when, and that nobody reads another student's attempts; on SQLite
+and on a real PostgreSQL server (the ``database_url`` fixture)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 
+from autograder.database.migrate import SQLITE_USER_VERSION
+from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError, GradebookError, PolicyError
 from autograder.gradebook import FILENAME
+from autograder.moodle_ws.sync_state import SyncState
 from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.service.lti import LoginStates
 from autograder.service.policy import WeekPolicy, load_policies, policy_for
 from autograder.service.store import MAX_TRIES, Store
 
@@ -43,8 +50,8 @@ def grade(store: Store, attempt_id: int, auto: float, answer: str = "because") -
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    with Store(tmp_path / "data") as s:
+def store(tmp_path: Path, database_url: str | None):
+    with Store(tmp_path / "data", database=database_url) as s:
         yield s
 
 
@@ -134,13 +141,13 @@ def test_the_policy_refuses_with_its_reason_and_failed_attempts_do_not_count(sto
     assert third.number == 3  # numbers keep going; the failed one is not held against the student
 
 
-def test_two_uploads_at_once_cannot_both_pass_the_attempt_limit(tmp_path: Path):
+def test_two_uploads_at_once_cannot_both_pass_the_attempt_limit(tmp_path: Path, database_url: str | None):
     """Two web workers (two connections to the file) race; the limit holds."""
-    Store(tmp_path).close()
+    Store(tmp_path, database=database_url).close()
     policy, outcomes = WeekPolicy(max_attempts=1), []
 
     def upload(i: int) -> None:
-        with Store(tmp_path) as mine:
+        with Store(tmp_path, database=database_url) as mine:
             try:
                 mine.submit(context=A, user="ann", week="week01", content=notebook(f"x = {i}"), policy=policy, now=T0)
                 outcomes.append("ok")
@@ -172,15 +179,15 @@ def test_a_student_reads_only_their_own_attempts(store: Store):
     assert ann_b.id not in [a.id for a in store.week_attempts(context=A, week="week01")]
 
 
-def test_claims_take_each_queued_attempt_exactly_once_across_connections(tmp_path: Path):
-    with Store(tmp_path) as s:
+def test_claims_take_each_queued_attempt_exactly_once_across_connections(tmp_path: Path, database_url: str | None):
+    with Store(tmp_path, database=database_url) as s:
         ids = {s.submit(context=A, user=f"u{i}", week="week01", content=notebook(str(i)), policy=OPEN, now=T0).id
                for i in range(40)}
         assert s.queue_position(min(ids)) == 1 and s.queue_position(max(ids)) == 40
     claimed: list[int] = []
 
     def worker() -> None:
-        with Store(tmp_path) as mine:
+        with Store(tmp_path, database=database_url) as mine:
             while (attempt := mine.claim()) is not None:
                 claimed.append(attempt.id)
 
@@ -190,7 +197,7 @@ def test_claims_take_each_queued_attempt_exactly_once_across_connections(tmp_pat
     for t in threads:
         t.join()
     assert sorted(claimed) == sorted(ids)
-    with Store(tmp_path) as s:
+    with Store(tmp_path, database=database_url) as s:
         assert s.queue_position(min(ids)) == 0  # being graded
 
 
@@ -306,15 +313,15 @@ def test_a_regrade_queues_graded_attempts_of_that_course_only(store: Store):
     assert store.regrade(context=B, week="week01", attempt_id=mine.id) == 0  # not B's attempt
 
 
-def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path: Path):
-    with Store(tmp_path) as store:
+def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path: Path, database_url: str | None):
+    with Store(tmp_path, database=database_url) as store:
         store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
         attempt = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
         grade(store, attempt.id, 8, answer="margin")
         # the service died right after the gradebook took the mark (or `merge-manual` wrote it)
         store.gradebook.set_manual("week01", attempt.key, 2, points=0, comment="", answer_sha256="margin")
         assert store.attempt(attempt.id).pending == 5  # type: ignore[union-attr]
-    with Store(tmp_path) as store:
+    with Store(tmp_path, database=database_url) as store:
         assert store.reconcile_marks() == 1
         assert store.reconcile_marks() == 0  # once
         assert (store.attempt(attempt.id).score, store.attempt(attempt.id).pending) == (8, 0)  # type: ignore[union-attr]
@@ -327,15 +334,15 @@ def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path:
 
 
 def test_attempts_an_older_version_queued_under_a_week_alias_are_queued_under_the_canonical_name(
-        tmp_path: Path) -> None:
-    with Store(tmp_path) as store:
+        tmp_path: Path, database_url: str | None) -> None:
+    with Store(tmp_path, database=database_url) as store:
         first = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
         aliased = store.submit(context=A, user="ann", week="week02", content=notebook("2"), policy=OPEN, now=T0)
         lost = store.submit(context=A, user="bob", week="week03", content=notebook("3"), policy=OPEN, now=T0)
-    with sqlite3.connect(tmp_path / FILENAME) as db:  # as the version before the edge stored them
-        db.execute("UPDATE attempts SET week = '1' WHERE id = ?", (aliased.id,))
-        db.execute("UPDATE attempts SET week = 'wee\u212a03' WHERE id = ?", (lost.id,))  # KELVIN SIGN
-    with Store(tmp_path) as store:
+        with store.database.write() as db:  # as the version before the edge stored them
+            db.execute(update(attempts).where(attempts.c.id == aliased.id).values(week="1"))
+            db.execute(update(attempts).where(attempts.c.id == lost.id).values(week="wee\u212a03"))  # KELVIN SIGN
+    with Store(tmp_path, database=database_url) as store:
         renamed = store.attempt(aliased.id)
         assert renamed is not None and (renamed.week, renamed.number) == ("week01", 2)
         assert [a.id for a in store.attempts(context=A, user="ann", week="week01")] == [first.id, aliased.id]
@@ -347,3 +354,66 @@ def test_attempts_an_older_version_queued_under_a_week_alias_are_queued_under_th
 def test_the_store_refuses_a_week_name_that_is_not_canonical(store: Store) -> None:
     with pytest.raises(CourseError, match="canonical"):
         store.submit(context=A, user="ann", week="1", content=notebook("x"), policy=OPEN, now=T0)
+
+
+def test_a_data_folder_written_before_the_database_module_is_adopted_with_everything_in_it(tmp_path: Path) -> None:
+    """``tests/fixtures/legacy_data`` was written by the code before ``autograder.database``
+    (gradebook ``user_version`` 3, the service's ``service_meta`` row, the sync's table, the
+    LTI file): ann's attempt graded and marked by rubric, bob's waiting, a post retried
+    after two 409s, a sync row, a login and a line item's owner."""
+    legacy = Path(__file__).resolve().parent.parent / "fixtures" / "legacy_data"
+    for name in ("gradebook.sqlite", "lti.sqlite"):
+        shutil.copy(legacy / name, tmp_path / name)
+    with Store(tmp_path) as store:
+        assert store.user_name(A, "ann") == "Ann Example"
+        ann, bob = store.attempt(1), store.attempt(2)
+        assert ann is not None and (ann.state, ann.score, ann.pending) == ("graded", 11.0, 0.0)
+        assert bob is not None and bob.state == "queued"
+        mark = store.gradebook.manual_marks("week01")[ann.key][2]
+        assert (mark.items, mark.note, mark.answer_sha256) == ((1,), "Good.", "margin")
+        assert [(p.id, p.state, p.conflicts) for p in store.posts(context=A)] == [(2, "pending", 2),
+                                                                                  (1, "superseded", 0)]
+        assert [r.finished is not None for r in store.gradebook.runs()] == [True]
+        claimed = store.claim()
+        assert claimed is not None and claimed.id == bob.id
+        newer = store.submit(context=A, user="cat", week="week01", content=notebook("c"), policy=OPEN, now=T0)
+        assert newer.id == 3  # ids go on after the file's
+    with SyncState(tmp_path / FILENAME, site="https://m", assignment=7, week="week01") as state:
+        synced = state.users()[101]
+        assert (synced.downloaded, synced.pushed, synced.pushed_grader, synced.pushed_grade) == (1700000000, "sig", 2, 8.0)
+    states = LoginStates(tmp_path / "lti.sqlite")
+    assert states.lineitem_owner("https://moodle.example/lineitem/1") == ("https://moodle.example", "client-1")
+    assert not states.use_nonce("https://moodle.example", "nonce-1")  # used before the upgrade: still used
+    states.close()
+    with sqlite3.connect(tmp_path / FILENAME) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_USER_VERSION  # older versions refuse it
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 'service_meta'").fetchall() == []
+
+
+def test_a_mark_and_a_regrade_writing_one_attempts_pages_at_once_both_land_whole(store: Store) -> None:
+    """The runner's ``record_result`` and a marker's ``mark`` write the same attempt's pages;
+    each write has its own temporary file, so neither loses its rename to the other."""
+    attempt = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
+    grade(store, attempt.id, 8)
+    errors: list[BaseException] = []
+
+    def repeat(step) -> None:
+        try:
+            for _ in range(15):
+                step()
+        except BaseException as exc:  # noqa: BLE001 - the failure is what the test reports
+            errors.append(exc)
+
+    writers = [threading.Thread(target=repeat, args=(lambda: store.mark(attempt.id, context=A, task=2, points=3),)),
+               threading.Thread(target=repeat, args=(lambda: store.record_result(
+                   attempt.id, result(8, answer="because"), week_title="week01: The perceptron"),))]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert errors == []
+    final = store.attempt(attempt.id)
+    assert final is not None and final.feedback_path is not None and final.result_path is not None
+    assert json.loads(final.result_path.read_text(encoding="utf-8"))["key"] == attempt.key
+    assert "</html>" in final.feedback_path.read_text(encoding="utf-8")
+    assert not list(final.result_path.parent.glob("*.partial"))

@@ -1,0 +1,1 @@
+"""Alembic's migrations of ``autograder.database.tables`` (run by ``autograder.database.migrate``)."""

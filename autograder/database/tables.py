@@ -1,0 +1,216 @@
+"""Every table the package keeps, as SQLAlchemy Core: the schema as the code sees it now.
+
+One schema for every database the package opens: a week's gradebook, the service's data
+folder, the LTI login states. A table one of them does not use stays empty; in exchange
+one database (a PostgreSQL server, say) can hold them all. Changing a table here means a
+new migration in ``migrations/versions/`` (``docs/ARCHITECTURE.md``, "Storage").
+
+Times are ISO 8601 text as before (they sort as text on both engines); JSON documents are
+text too, written and read by the modules that own them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# --- the gradebook (autograder.gradebook) ------------------------------------------------------
+
+runs = Table(
+    "runs", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("week", Text, nullable=False),
+    Column("grader_version", Text, nullable=False),
+    Column("started", Text, nullable=False),
+    Column("finished", Text),  # None: still running, or the run was killed
+    Column("counts", Text, nullable=False, server_default="{}"),  # JSON: results per status, and "reused"
+)
+
+results = Table(
+    "results", metadata,
+    Column("week", Text, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("submission_sha256", Text),
+    Column("tests_sha256", Text),
+    Column("grader_version", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("score", Float, nullable=False),
+    Column("max_score", Float, nullable=False),
+    Column("document", Text, nullable=False),  # result_json.to_dict as recorded; marks apply on read
+    Column("recorded", Text, nullable=False),
+    Column("run_id", Integer, ForeignKey("runs.id")),
+)
+
+manual_marks = Table(
+    "manual_marks", metadata,
+    Column("week", Text, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("task", Integer, primary_key=True),
+    Column("points", Float, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("marked", Text, nullable=False),
+    Column("answer_sha256", Text),  # the answer marked; None: unknown
+    Column("adjustment", Float),  # None: points given directly; else a rubric mark and this its adjustment
+    Column("note", Text, nullable=False, server_default=""),  # a rubric mark's own comment
+)
+
+rubric_items = Table(
+    "rubric_items", metadata,
+    Column("week", Text, primary_key=True),
+    Column("task", Integer, primary_key=True),
+    Column("number", Integer, primary_key=True),  # from 1 within the task: what markers write and see
+    Column("points", Float, nullable=False),  # negative: a deduction
+    Column("comment", Text, nullable=False),
+)
+
+rubric_applied = Table(
+    "rubric_applied", metadata,
+    Column("week", Text, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("task", Integer, primary_key=True),
+    Column("number", Integer, primary_key=True),
+    ForeignKeyConstraint(["week", "task", "number"], ["rubric_items.week", "rubric_items.task", "rubric_items.number"]),
+)
+
+# --- the grading service (autograder.service) --------------------------------------------------
+
+service_users = Table(
+    "service_users", metadata,
+    Column("context", Text, primary_key=True),
+    Column("user", Text, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("email", Text),
+)
+
+service_lineitems = Table(
+    "service_lineitems", metadata,
+    Column("context", Text, primary_key=True),
+    Column("week", Text, primary_key=True),
+    Column("url", Text, nullable=False),
+)
+
+attempts = Table(
+    "attempts", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("context", Text, nullable=False),
+    Column("user", Text, nullable=False),
+    Column("week", Text, nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("submitted_at", Text, nullable=False),
+    Column("state", Text, nullable=False),  # queued, grading, graded, failed
+    Column("score", Float),
+    Column("max_score", Float, nullable=False, server_default="0"),
+    Column("pending", Float, nullable=False, server_default="0"),
+    Column("penalty", Float, nullable=False),  # fraction of max_score taken off (late)
+    Column("counted_mode", Text, nullable=False),  # best or last, from the policy at upload
+    Column("tries", Integer, nullable=False, server_default="0"),  # times grading started
+    Column("message", Text),  # why grading failed
+    Column("title", Text),  # the week's title, for feedback pages
+    Column("result_path", Text),
+    Column("feedback_path", Text),
+    Column("graded_at", Text),
+    UniqueConstraint("context", "user", "week", "number"),
+    Index("attempts_queue", "state", "week", "id"),
+    Index("attempts_owner", "context", "user", "week"),
+    sqlite_autoincrement=True,  # an id is never used twice (it names files and gradebook keys)
+)
+
+service_scores = Table(  # the last score enqueued per user and week
+    "service_scores", metadata,
+    Column("context", Text, primary_key=True),
+    Column("user", Text, primary_key=True),
+    Column("week", Text, primary_key=True),
+    Column("score", Float, nullable=False),
+    Column("max_score", Float, nullable=False),
+    Column("progress", Text, nullable=False),
+    Column("attempt_id", Integer, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("last_timestamp", Text),
+)
+
+posts = Table(
+    "posts", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("context", Text, nullable=False),
+    Column("user", Text, nullable=False),
+    Column("week", Text, nullable=False),
+    Column("lineitem", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("tries", Integer, nullable=False, server_default="0"),
+    Column("next_try_at", Text),
+    Column("last_error", Text),
+    Column("posted_at", Text),
+    Column("created_at", Text, nullable=False),
+    Column("sending_since", Text),  # set while a send is under way: its outcome is unknown
+    Column("conflicts", Integer, nullable=False, server_default="0"),  # 409s in a row on this post
+    Index("posts_due", "state", "next_try_at"),
+    sqlite_autoincrement=True,
+)
+
+# --- autograder moodle sync (autograder.moodle_ws.sync_state) --------------------------------------
+
+moodle_sync = Table(
+    "moodle_sync", metadata,
+    Column("site", Text, primary_key=True),  # the Moodle site's address (wwwroot)
+    Column("assignment", BigInteger, primary_key=True),  # mod_assign instance id
+    Column("userid", BigInteger, primary_key=True),
+    Column("week", Text, nullable=False),
+    Column("fullname", Text),
+    Column("attemptnumber", Integer, nullable=False),
+    Column("modified", BigInteger, nullable=False),  # the submission's timemodified as last listed
+    Column("downloaded", BigInteger),  # the timemodified whose files are on disk; None: none yet
+    Column("files", Text, nullable=False, server_default="[]"),  # JSON: every file name the submission holds
+    Column("pushed", Text),  # signature of the last confirmed push
+    Column("pushed_attempt", Integer),
+    Column("pushed_modified", BigInteger),  # the grade's timemodified Moodle showed after that push
+    Column("inflight", Text),  # signature of a push sent but not confirmed
+    Column("inflight_grade", Float),
+    Column("pushed_grader", BigInteger),  # the grade's grader after that push (None: not recorded)
+    Column("pushed_grade", Float),  # the grade it held then (None: no grade)
+)
+
+# --- LTI logins (autograder.service.lti.LoginStates) ---------------------------------------------
+
+lti_state = Table(
+    "lti_state", metadata,
+    Column("state", Text, primary_key=True),
+    Column("nonce", Text, nullable=False),
+    Column("issuer", Text, nullable=False),
+    Column("client_id", Text, nullable=False),
+    Column("created", Float, nullable=False),
+)
+
+lti_nonce = Table(
+    "lti_nonce", metadata,
+    Column("issuer", Text, primary_key=True),
+    Column("nonce", Text, primary_key=True),
+    Column("used", Float, nullable=False),
+)
+
+lti_lineitem = Table(
+    "lti_lineitem", metadata,
+    Column("lineitem", Text, primary_key=True),
+    Column("issuer", Text, nullable=False),
+    Column("client_id", Text, nullable=False),
+)
+
+lti_registration = Table(
+    "lti_registration", metadata,
+    Column("digest", Text, primary_key=True),
+    Column("expires", Float, nullable=False),
+)

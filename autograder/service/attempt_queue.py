@@ -1,0 +1,269 @@
+"""Attempts and the grading queue: an upload becomes a queued attempt, a grader claims it,
+grading ends it graded or failed.
+
+Claims are safe with several processes on one database: on PostgreSQL each candidate is
+taken with ``SELECT ... FOR UPDATE SKIP LOCKED`` (a row another claimer holds is passed
+over, not waited for), on SQLite the write transaction holds the whole file. A student's
+upload checks the attempt limit under a lock on that student's week (``Database.lock``),
+so two uploads at once cannot both pass it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from sqlalchemy import Connection, func, insert, select, text, update
+
+from autograder.course import normalise_week_name
+from autograder.database import Database
+from autograder.database.tables import attempts
+from autograder.exceptions import AttemptRefused, CourseError
+from autograder.service.policy import WeekPolicy
+
+MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
+AttemptState = Literal["queued", "grading", "graded", "failed"]
+
+# The queue, fair across learners: a learner's attempt waits behind every other learner's
+# attempts that have had fewer turns. A turn is an attempt of theirs being graded, graded
+# since the oldest waiting attempt was uploaded, or waiting ahead of it. One learner's ten
+# uploads thus take every other learner's first in turn, and someone who uploads while they
+# wait is graded next, not after the ten.
+_FAIR_QUEUE = text("""
+    WITH since AS (SELECT MIN(submitted_at) AS t FROM attempts WHERE state = 'queued'),
+    served AS (SELECT context, "user", COUNT(*) AS n FROM attempts, since
+               WHERE state = 'grading' OR (state = 'graded' AND graded_at >= since.t) GROUP BY context, "user"),
+    queue AS (SELECT id, week, context, "user",
+                     ROW_NUMBER() OVER (PARTITION BY context, "user" ORDER BY id) - 1 AS ahead
+              FROM attempts WHERE state = 'queued')
+    SELECT q.id, q.week FROM queue q LEFT JOIN served s ON s.context = q.context AND s."user" = q."user"
+    ORDER BY COALESCE(s.n, 0) + q.ahead, q.id""")
+
+
+def stamp(moment: datetime) -> str:
+    """How times are stored: UTC ISO 8601 with microseconds (sorts as text)."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def moment(text: str | None) -> datetime | None:
+    """A stored time read back (None stays None)."""
+    return None if text is None else datetime.fromisoformat(text)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One upload of one student for one week, and what grading made of it.
+
+    ``score`` is as graded (hand marks applied, pending tasks at 0), before the late
+    ``penalty`` (a fraction of ``max_score``); ``pending`` is the points still to mark."""
+
+    id: int
+    context: str
+    user: str
+    week: str
+    number: int
+    content_hash: str
+    submitted_at: datetime
+    state: AttemptState
+    score: float | None
+    max_score: float
+    penalty: float
+    result_path: Path | None
+    feedback_path: Path | None
+    pending: float = 0.0
+    message: str | None = None
+    counted_mode: Literal["best", "last"] = "best"  # the policy's choice when it was uploaded
+
+    @property
+    def key(self) -> str:
+        """Its key in the gradebook (results and manual marks)."""
+        return f"attempt-{self.id}"
+
+    @property
+    def counted(self) -> float | None:
+        """The score after the late penalty: what this attempt is worth in the gradebook."""
+        if self.score is None:
+            return None
+        return round(max(0.0, self.score - self.penalty * self.max_score), 6)
+
+
+_COLUMNS = (attempts.c.id, attempts.c.context, attempts.c.user, attempts.c.week, attempts.c.number,
+            attempts.c.content_hash, attempts.c.submitted_at, attempts.c.state, attempts.c.score,
+            attempts.c.max_score, attempts.c.penalty, attempts.c.result_path, attempts.c.feedback_path,
+            attempts.c.pending, attempts.c.message, attempts.c.counted_mode)
+SELECT_ATTEMPTS = select(*_COLUMNS)
+
+
+def attempt_from(row: Sequence[Any]) -> Attempt:
+    """An ``Attempt`` from a row of ``SELECT_ATTEMPTS``."""
+    (id_, context, user, week, number, content_hash, submitted_at, state, score, max_score, penalty,
+     result_path, feedback_path, pending, message, counted_mode) = row
+    return Attempt(id=id_, context=context, user=user, week=week, number=number, content_hash=content_hash,
+                   submitted_at=cast(datetime, moment(submitted_at)), state=state, score=score,
+                   max_score=max_score, penalty=penalty, result_path=Path(result_path) if result_path else None,
+                   feedback_path=Path(feedback_path) if feedback_path else None, pending=pending, message=message,
+                   counted_mode=counted_mode)
+
+
+def owned_attempts(db: Connection, *, context: str, user: str, week: str) -> list[Attempt]:
+    """Inside a transaction: a student's attempts at a week, first to last."""
+    return [attempt_from(r) for r in db.execute(SELECT_ATTEMPTS.where(
+        attempts.c.context == context, attempts.c.user == user, attempts.c.week == week)
+        .order_by(attempts.c.number))]
+
+
+class AttemptQueue:
+    """The ``attempts`` table: uploads, who may read them, and the grading queue."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def queue_under_canonical_names(self) -> None:
+        """Waiting attempts an older version stored under the week name as typed (``1``, ``week1``):
+        renamed to the canonical week, numbered after that week's attempts, so its grader claims
+        them (under the alias none ever did, and the dispatcher restarted graders for them every
+        few seconds). One whose name is no week at all is failed, saying why."""
+        with self.database.write() as db:
+            waiting = db.execute(select(attempts.c.id, attempts.c.context, attempts.c.user, attempts.c.week)
+                                 .where(attempts.c.state.in_(("queued", "grading"))).order_by(attempts.c.id)).all()
+            for id_, context, user, week in waiting:
+                try:
+                    canonical = normalise_week_name(week)
+                except CourseError:
+                    db.execute(update(attempts).where(attempts.c.id == id_).values(state="failed", message=(
+                        f"uploaded under {week!r}, which names no week; it was not graded and does not count as "
+                        "an attempt: open the week's activity from the LMS and upload it again.")))
+                    continue
+                if canonical != week:
+                    number = db.execute(select(func.coalesce(func.max(attempts.c.number), 0) + 1).where(
+                        attempts.c.context == context, attempts.c.user == user,
+                        attempts.c.week == canonical)).scalar_one()
+                    db.execute(update(attempts).where(attempts.c.id == id_).values(week=canonical, number=number))
+
+    def add(self, *, context: str, user: str, week: str, content_hash: str, policy: WeekPolicy,
+            now: datetime) -> Attempt:
+        """Queue an upload whose file is stored, or raise ``AttemptRefused`` saying why; the
+        policy is checked in the transaction that inserts the attempt."""
+        with self.database.write() as db:
+            self.database.lock(db, "attempts", context, user, week)
+            earlier = owned_attempts(db, context=context, user=user, week=week)
+            counting = [a for a in earlier if a.state != "failed"]
+            why = policy.refusal(now=now, attempts_made=len(counting),
+                                 last_submitted=counting[-1].submitted_at if counting else None)
+            if why is None and counting and counting[-1].content_hash == content_hash:
+                why = (f"This notebook is the same file as your attempt {counting[-1].number}: save your changes "
+                       "in Jupyter, download the notebook again and upload that.")
+            if why is not None:
+                raise AttemptRefused(why)
+            number = max((a.number for a in earlier), default=0) + 1
+            attempt_id = db.execute(insert(attempts).values(
+                context=context, user=user, week=week, number=number, content_hash=content_hash,
+                submitted_at=stamp(now), state="queued", penalty=policy.penalty(now), counted_mode=policy.counted)
+                .returning(attempts.c.id)).scalar_one()
+            return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == attempt_id)).one())
+
+    def attempt(self, attempt_id: int, *, context: str | None = None, user: str | None = None) -> Attempt | None:
+        """One attempt; with ``context`` (and ``user``) only if it belongs to them."""
+        query = SELECT_ATTEMPTS.where(attempts.c.id == attempt_id)
+        if context is not None:
+            query = query.where(attempts.c.context == context)
+        if user is not None:
+            query = query.where(attempts.c.user == user)
+        with self.database.read() as db:
+            row = db.execute(query).first()
+        return attempt_from(row) if row is not None else None
+
+    def attempts(self, *, context: str, user: str, week: str) -> list[Attempt]:
+        """A student's attempts at a week, first to last."""
+        with self.database.read() as db:
+            return owned_attempts(db, context=context, user=user, week=week)
+
+    def week_attempts(self, *, context: str, week: str) -> list[Attempt]:
+        """Every attempt at a week in one course (for its instructors), oldest first."""
+        with self.database.read() as db:
+            return [attempt_from(r) for r in db.execute(SELECT_ATTEMPTS.where(
+                attempts.c.context == context, attempts.c.week == week).order_by(attempts.c.id))]
+
+    def graded_in(self, week: str) -> list[Attempt]:
+        """Every graded attempt at a week, in every course."""
+        with self.database.read() as db:
+            return [attempt_from(r) for r in db.execute(SELECT_ATTEMPTS.where(
+                attempts.c.week == week, attempts.c.state == "graded").order_by(attempts.c.id))]
+
+    def title(self, attempt_id: int) -> str | None:
+        """The week's title as the grader gave it (for pages written again)."""
+        with self.database.read() as db:
+            return db.execute(select(attempts.c.title).where(attempts.c.id == attempt_id)).scalar()
+
+    def queue_position(self, attempt_id: int) -> int:
+        """1 for the next attempt to be graded, 2 for the one after... in the fair order; 0 once
+        grading started."""
+        with self.database.read() as db:
+            order = [row[0] for row in db.execute(_FAIR_QUEUE)]
+        return order.index(attempt_id) + 1 if attempt_id in order else 0
+
+    def claim(self, weeks: Sequence[str] | None = None) -> Attempt | None:
+        """Take the next queued attempt (of ``weeks``, if given) in the fair order for grading,
+        atomically, whoever else claims at the same time.
+
+        An attempt whose grading already started ``MAX_TRIES`` times (each time the grader
+        or the whole service died with it) is failed instead: it will not take the service
+        down again."""
+        with self.database.write() as db:
+            for id_, week in db.execute(_FAIR_QUEUE).all():
+                if weeks is not None and week not in weeks:
+                    continue
+                tries = db.execute(select(attempts.c.tries).where(attempts.c.id == id_, attempts.c.state == "queued")
+                                   .with_for_update(skip_locked=True)).scalar()
+                if tries is None:  # another process is claiming it, or just did
+                    continue
+                if tries >= MAX_TRIES:
+                    db.execute(update(attempts).where(attempts.c.id == id_).values(state="failed", message=(
+                        f"grading stopped unexpectedly {tries} times while this notebook was graded; it was not "
+                        "graded and does not count as an attempt. Tell your instructor.")))
+                    continue
+                db.execute(update(attempts).where(attempts.c.id == id_)
+                           .values(state="grading", tries=attempts.c.tries + 1))
+                return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == id_)).one())
+        return None
+
+    def queued_weeks(self) -> dict[str, int]:
+        """How many attempts wait per week, for the runner to start graders where work is."""
+        with self.database.read() as db:
+            return {week: n for week, n in db.execute(select(attempts.c.week, func.count()).where(
+                attempts.c.state == "queued").group_by(attempts.c.week))}
+
+    def oldest_queued_week(self) -> str | None:
+        with self.database.read() as db:
+            return db.execute(select(attempts.c.week).where(attempts.c.state == "queued")
+                              .order_by(attempts.c.id).limit(1)).scalar()
+
+    def requeue_interrupted(self) -> int:
+        """Put attempts left in ``grading`` by a stopped service back in the queue (at start)."""
+        with self.database.write() as db:
+            return db.execute(update(attempts).where(attempts.c.state == "grading").values(state="queued")).rowcount
+
+    def release(self, attempt_id: int, *, count_try: bool) -> None:
+        """Give an attempt whose grading was cut short back to the queue. ``count_try``: the
+        grader died with it (it may be the cause: ``claim`` fails it after ``MAX_TRIES``);
+        else the service is stopping and the try does not count."""
+        with self.database.write() as db:
+            db.execute(update(attempts).where(attempts.c.id == attempt_id, attempts.c.state == "grading")
+                       .values(state="queued", tries=attempts.c.tries - (0 if count_try else 1)))
+
+    def regrade(self, *, context: str, week: str, attempt_id: int | None = None) -> int:
+        """Queue graded attempts again (one, or the whole week's in this course); how many."""
+        query = update(attempts).where(attempts.c.context == context, attempts.c.week == week,
+                                       attempts.c.state.in_(("graded", "failed")))
+        if attempt_id is not None:
+            query = query.where(attempts.c.id == attempt_id)
+        with self.database.write() as db:
+            return db.execute(query.values(state="queued", tries=0)).rowcount
+
+    def fail(self, attempt_id: int, message: str) -> None:
+        """Grading could not produce a result: the attempt is failed (it does not count)."""
+        with self.database.write() as db:
+            db.execute(update(attempts).where(attempts.c.id == attempt_id).values(state="failed", message=message))

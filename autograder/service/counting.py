@@ -1,0 +1,63 @@
+"""The counted score: which attempt's score the gradebook shows for a student and week,
+and noting it (with its AGS post) when it changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from sqlalchemy import Connection, select
+
+from autograder.database import Database
+from autograder.database.tables import service_scores
+from autograder.service.attempt_queue import Attempt, owned_attempts
+from autograder.service.posts import enqueue, lineitem_of, lock_scores
+
+
+@dataclass(frozen=True)
+class CountedScore:
+    """What the gradebook should show for a user and week, and whether it is final."""
+
+    score: float
+    max_score: float
+    progress: Literal["FullyGraded", "PendingManual"]
+    attempt: Attempt
+
+
+def counted(attempts: list[Attempt]) -> CountedScore | None:
+    """Of a student's attempts at a week (first to last): the best or last graded one, as the
+    latest upload's policy said. For "best", pending hand-graded tasks count 0 and a tie
+    goes to the later attempt. None before any attempt is graded."""
+    graded = [a for a in attempts if a.state == "graded" and a.counted is not None]
+    if not graded:
+        return None
+    chosen = graded[-1]
+    if attempts[-1].counted_mode == "best":
+        chosen = max(graded, key=lambda a: (a.counted, a.number))
+    progress: Literal["FullyGraded", "PendingManual"] = "PendingManual" if chosen.pending > 0 else "FullyGraded"
+    return CountedScore(score=cast(float, chosen.counted), max_score=chosen.max_score, progress=progress,
+                        attempt=chosen)
+
+
+def refresh_score(database: Database, db: Connection, context: str, user: str, week: str) -> None:
+    """Inside a write transaction: if the counted score (or whether it is final) changed,
+    note it and enqueue its post (when the week's line item is known)."""
+    lock_scores(database, db, context, week)
+    now = counted(owned_attempts(db, context=context, user=user, week=week))
+    if now is None:
+        return
+    where = (service_scores.c.context == context, service_scores.c.user == user, service_scores.c.week == week)
+    old = db.execute(select(service_scores.c.score, service_scores.c.max_score, service_scores.c.progress,
+                            service_scores.c.attempt_id).where(*where)).first()
+    new = (now.score, now.max_score, now.progress, now.attempt.id)
+    if old is not None and tuple(old) == new:
+        return
+    late = f" after a late penalty of {now.attempt.penalty:.0%}" if now.attempt.penalty else ""
+    pending = " Hand-graded tasks are not marked yet." if now.progress == "PendingManual" else ""
+    comment = f"Attempt {now.attempt.number}: {now.score:g} of {now.max_score:g} points{late}.{pending}"
+    db.execute(database.upsert(service_scores, {
+        "context": context, "user": user, "week": week, "score": now.score, "max_score": now.max_score,
+        "progress": now.progress, "attempt_id": now.attempt.id, "comment": comment}, keys=("context", "user", "week")))
+    url = lineitem_of(db, context, week)
+    if url is not None:
+        enqueue(database, db, context, user, week, url)

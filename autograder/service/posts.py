@@ -1,0 +1,190 @@
+"""The outbox's rows: AGS score posts waiting, sent, failed or superseded, and the line item
+each week's scores go to.
+
+A post is enqueued in the transaction that changes a counted score (``counting.py``), so
+no score change is lost; ``outbox.py`` sends them. A post's 409s in a row are counted in
+its ``conflicts`` column (the outbox gives up after ``outbox.MAX_CONFLICTS``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, exists, insert, select, update
+
+from autograder.database import Database
+from autograder.database.tables import posts, service_lineitems, service_scores
+from autograder.service.ags import next_moment, score_payload
+from autograder.service.attempt_queue import moment, stamp
+
+PostState = Literal["pending", "posted", "failed", "superseded"]
+
+
+@dataclass(frozen=True)
+class Post:
+    """One AGS score post in the outbox and how sending it went."""
+
+    id: int
+    context: str
+    user: str
+    week: str
+    lineitem: str
+    payload: dict[str, Any]
+    state: PostState
+    tries: int
+    next_try_at: datetime | None
+    last_error: str | None
+    posted_at: datetime | None
+    sending_since: datetime | None = None
+    conflicts: int = 0  # 409s in a row
+
+    @property
+    def status(self) -> str:
+        """For the instructor: posted, sending, retrying, failed or superseded (with ``last_error``)."""
+        if self.state == "pending":
+            return "retrying" if self.tries else "sending"
+        return self.state
+
+
+_SELECT = select(posts.c.id, posts.c.context, posts.c.user, posts.c.week, posts.c.lineitem, posts.c.payload,
+                 posts.c.state, posts.c.tries, posts.c.next_try_at, posts.c.last_error, posts.c.posted_at,
+                 posts.c.sending_since, posts.c.conflicts)
+
+
+def _post(row: Sequence[Any]) -> Post:
+    (id_, context, user, week, lineitem, payload, state, tries, next_try_at, last_error, posted_at,
+     sending_since, conflicts) = row
+    return Post(id=id_, context=context, user=user, week=week, lineitem=lineitem, payload=json.loads(payload),
+                state=state, tries=tries, next_try_at=moment(next_try_at), last_error=last_error,
+                posted_at=moment(posted_at), sending_since=moment(sending_since), conflicts=conflicts)
+
+
+def _score_of(context: str, user: str, week: str) -> tuple[Any, ...]:
+    return service_scores.c.context == context, service_scores.c.user == user, service_scores.c.week == week
+
+
+def lock_scores(database: Database, db: Connection, context: str, week: str) -> None:
+    """Inside a write transaction: one writer at a time of a week's scores and their posts'
+    timestamps (every process agrees on "one second after the last")."""
+    database.lock(db, "scores", context, week)
+
+
+def enqueue(database: Database, db: Connection, context: str, user: str, week: str, lineitem: str) -> None:
+    """Inside a write transaction (under ``lock_scores``): the post of the user's current
+    score, dated after the last one (``ags.next_moment``); older posts not sent yet are
+    superseded by it."""
+    score, max_score, progress, comment, last = db.execute(select(
+        service_scores.c.score, service_scores.c.max_score, service_scores.c.progress, service_scores.c.comment,
+        service_scores.c.last_timestamp).where(*_score_of(context, user, week))).one()
+    now = datetime.now(UTC)
+    dated = next_moment(now, moment(last))
+    payload = score_payload(user=user, score=score, max_score=max_score, progress=progress, comment=comment,
+                            moment=dated)
+    db.execute(update(service_scores).where(*_score_of(context, user, week)).values(last_timestamp=stamp(dated)))
+    post_id = db.execute(insert(posts).values(context=context, user=user, week=week, lineitem=lineitem,
+                                              payload=json.dumps(payload), state="pending", next_try_at=stamp(now),
+                                              created_at=stamp(now)).returning(posts.c.id)).scalar_one()
+    db.execute(update(posts).where(posts.c.context == context, posts.c.user == user, posts.c.lineitem == lineitem,
+                                   posts.c.state == "pending", posts.c.id < post_id, posts.c.sending_since.is_(None))
+               .values(state="superseded", next_try_at=None,
+                       last_error=f"replaced by post {post_id} before it was sent"))
+
+
+def lineitem_of(db: Connection, context: str, week: str) -> str | None:
+    """Inside a transaction: where a week's scores go, if a launch said."""
+    return db.execute(select(service_lineitems.c.url).where(service_lineitems.c.context == context,
+                                                            service_lineitems.c.week == week)).scalar()
+
+
+class Posts:
+    """The ``posts`` and ``service_lineitems`` tables, as the web app and the outbox use them."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def set_lineitem(self, context: str, week: str, url: str) -> None:
+        """Remember where a week's scores go; a new line item gets every current score."""
+        with self.database.write() as db:
+            lock_scores(self.database, db, context, week)
+            if lineitem_of(db, context, week) == url:
+                return
+            db.execute(self.database.upsert(service_lineitems, {"context": context, "week": week, "url": url},
+                                            keys=("context", "week")))
+            for user in db.execute(select(service_scores.c.user).where(service_scores.c.context == context,
+                                                                       service_scores.c.week == week)).scalars().all():
+                enqueue(self.database, db, context, user, week, url)
+
+    def lineitem(self, context: str, week: str) -> str | None:
+        with self.database.read() as db:
+            return lineitem_of(db, context, week)
+
+    def posts(self, *, context: str, week: str | None = None) -> list[Post]:
+        """The score posts of a course (one week, or all), newest first."""
+        query = _SELECT.where(posts.c.context == context).order_by(posts.c.id.desc())
+        if week is not None:
+            query = query.where(posts.c.week == week)
+        with self.database.read() as db:
+            return [_post(r) for r in db.execute(query)]
+
+    def due_posts(self, now: datetime, limit: int = 50) -> list[Post]:
+        """Pending posts whose time has come, oldest first."""
+        with self.database.read() as db:
+            return [_post(r) for r in db.execute(_SELECT.where(posts.c.state == "pending",
+                                                               posts.c.next_try_at <= stamp(now))
+                                                 .order_by(posts.c.id).limit(limit))]
+
+    def _set(self, post_id: int, **values: Any) -> None:
+        with self.database.write() as db:
+            db.execute(update(posts).where(posts.c.id == post_id).values(**values))
+
+    def post_sending(self, post_id: int, now: datetime) -> None:
+        """Note a send is under way: if the process dies now, its outcome is unknown."""
+        self._set(post_id, sending_since=stamp(now), tries=posts.c.tries + 1)
+
+    def post_done(self, post_id: int, now: datetime, note: str | None = None) -> None:
+        self._set(post_id, state="posted", posted_at=stamp(now), next_try_at=None, sending_since=None,
+                  last_error=note)
+
+    def post_retry(self, post_id: int, error: str, at: datetime, payload: dict[str, Any] | None = None, *,
+                   conflict: bool = False) -> None:
+        """Try again at ``at`` (with a new ``payload``, e.g. a later timestamp after a 409);
+        ``conflict``: this answer was a 409 (counted), else the count of 409s in a row ends."""
+        with self.database.write() as db:
+            context, user, week = db.execute(select(posts.c.context, posts.c.user, posts.c.week)
+                                             .where(posts.c.id == post_id)).one()
+            lock_scores(self.database, db, context, week)
+            db.execute(update(posts).where(posts.c.id == post_id).values(
+                next_try_at=stamp(at), last_error=error, sending_since=None,
+                conflicts=posts.c.conflicts + 1 if conflict else 0))
+            if payload is not None:
+                db.execute(update(posts).where(posts.c.id == post_id).values(payload=json.dumps(payload)))
+                dated = stamp(moment(payload["timestamp"]) or datetime.now(UTC))
+                last = db.execute(select(service_scores.c.last_timestamp)
+                                  .where(*_score_of(context, user, week))).scalar()
+                if dated > (last or ""):
+                    db.execute(update(service_scores).where(*_score_of(context, user, week))
+                               .values(last_timestamp=dated))
+
+    def post_failed(self, post_id: int, error: str) -> None:
+        self._set(post_id, state="failed", next_try_at=None, sending_since=None, last_error=error)
+
+    def post_superseded(self, post_id: int, why: str) -> None:
+        self._set(post_id, state="superseded", next_try_at=None, sending_since=None, last_error=why)
+
+    def retry_post(self, post_id: int, *, context: str) -> bool:
+        """An instructor's "send again" for a failed post of their course; False if there is none."""
+        with self.database.write() as db:
+            return db.execute(update(posts).where(posts.c.id == post_id, posts.c.context == context,
+                                                  posts.c.state == "failed")
+                              .values(state="pending", next_try_at=stamp(datetime.now(UTC)), tries=0)).rowcount == 1
+
+    def newer_post_exists(self, post: Post) -> bool:
+        """Whether a later post for the same user and line item exists (this one is outdated)."""
+        with self.database.read() as db:
+            return bool(db.execute(select(exists().where(
+                posts.c.context == post.context, posts.c.user == post.user, posts.c.lineitem == post.lineitem,
+                posts.c.id > post.id))).scalar())
