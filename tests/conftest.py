@@ -81,8 +81,9 @@ def chromium() -> Iterator[Any]:
 # module ("tests/x.py::name", parameters aside), or a fixture wherever it is used ("slot").
 # `sandbox`: the test starts bubblewrap, or uses a fixture that does: it grades through
 # `grade_parallel`, `run_batch`, the `grade`, `audit` or `moodle sync` command, a service with
-# graders, or a `ZygoteSlot` (the session's `slot` or its own).
-# `slow`: measured at a second or more on 2 cores, and not `sandbox`.
+# graders, or a zygote (the session's `slot` or one of its own).
+# `slow`: not `sandbox`, and measured at two seconds or more (`--durations`) on 2 cores shared with
+# other jobs (load 7 to 12).
 SANDBOX = frozenset({
     "slot",
     "tests/moodle_ws/test_moodle_sync.py::first",
