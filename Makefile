@@ -10,7 +10,7 @@ INTEROP_STAMP := .venv-interop/.installed
 EXAMPLE := examples/ML101-Week 1 The perceptron-42.zip
 RESULTS := results/week01
 
-.PHONY: setup example lint test generate audit clean
+.PHONY: setup example lint test quick generate audit clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,12 @@ lint: setup
 	$(BIN)/ruff check autograder tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# the developers' inner loop (README, "Development"): lint, then the tests that neither start the
+# sandbox nor take a second or more (markers applied in tests/conftest.py), stopping at the first
+# failure; about 3 min on 2 cores. Not a check: `make test` (and CI) runs every test.
+quick: setup lint
+	$(BIN)/python -m pytest tests -q -x -m "not slow and not sandbox"
 
 test: setup lint $(INTEROP_STAMP)
 	$(BIN)/autograder generate --check

@@ -327,7 +327,9 @@ def test_merge_manual_with_a_rubric_then_an_edited_item_updates_worksheet_and_fe
     stored, _, _ = merge_manual(week, sheet, out_dir=out)
 
     assert stored == 7  # 2 by the rubric, 5 by points
-    assert len(Gradebook.open(out / "gradebook.sqlite").rubric(WEEK)) == 3
+    items = Gradebook.open(out / "gradebook.sqlite").rubric(WEEK)  # the edited item changed, none added
+    assert [(i.task, i.number, i.points, i.comment) for i in items] == [
+        (3, 1, 15, "Names separability"), (3, 2, 8, "Gives an example"), (3, 3, -4, "Sign error")]
     assert grade_of("s-101") == grade_of("s-103") == "95.00"
     assert "Names separability (+15)" in (out / "feedback" / "s-103.html").read_text(encoding="utf-8")
 

@@ -26,8 +26,9 @@ def test_serve_starts_serves_the_registration_values_and_stops(tmp_path: Path) -
     try:
         config = wait_for_server(f"http://127.0.0.1:{port}/lti/config", server)
         assert config.status_code == 200 and f"{public}/lti/login" in config.text
-        keys = httpx.get(f"http://127.0.0.1:{port}/lti/jwks").json()["keys"]
-        assert len(keys) == 1
+        [key] = httpx.get(f"http://127.0.0.1:{port}/lti/jwks").json()["keys"]
+        # the one signing key, its public half only (no private exponent or primes), named by its kid
+        assert key["kty"] == "RSA" and key["kid"] and {"n", "e"} <= set(key) and not {"d", "p", "q"} & set(key)
     finally:
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
