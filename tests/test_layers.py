@@ -26,7 +26,7 @@ def contract() -> dict[str, object]:
 def floor_modules() -> list[str]:
     layers = contract()["layers"]
     assert isinstance(layers, list)
-    return [name.strip().strip("()") for layer in layers for name in re.split(r"[|:]", layer)]
+    return [name.strip() for layer in layers for name in re.split(r"[|:]", layer)]
 
 
 def on_a_floor(module: str, floors: list[str]) -> bool:
