@@ -18,13 +18,13 @@ checked as ``--token-file`` is, and read again before every run, so a new token 
 there is used from the next run on without a restart. A bad entry stops ``serve`` from
 starting, with a message naming the entry and the fix.
 
-Each entry has a thread that runs one sync at a time in a child process: grading runs
-pytest and a sandbox zygote, which capture the process's output and belong in a process of
-their own (as the service's graders are), and a child that crashes or is stopped takes
-nothing of the service with it. The sync is built to be cut anywhere (``sync_state``):
-stopping the service ends a run under way and the next start carries on. One sync runs
-at a time, graded with the service's ``--jobs`` or ``--scheduler``, so the syncs never
-take more than that beside the service's own graders. Its results folder and gradebook
+Each entry has a thread that runs one sync at a time in a child process: a child that
+crashes or is stopped takes nothing of the service with it. The sync is built to be cut
+anywhere (``sync_state``): stopping the service ends a run under way and the next start
+carries on. A run grades in the service's own grader pool (``grading.relay``: the child
+hands its batch to the service over a pipe; the service's uploads go first), so ``serve
+--jobs N`` never runs more than N graders and a sync reuses their warm graders; with
+``--scheduler`` it grades on that cluster. Its results folder and gradebook
 are the sync's own (results/WEEK-moodle-ID, as from the command line), not the service's
 data folder: the service's attempts and the Moodle users never mix in a report.
 
@@ -51,7 +51,9 @@ from typing import Any, Literal, Self
 
 from autograder.course import Course
 from autograder.exceptions import AutograderError, PolicyError
-from autograder.grading.parallel import START_METHOD
+from autograder.grading.grader_process import START_METHOD
+from autograder.grading.pool import GraderPool
+from autograder.grading.relay import Relay, RelayedGraders
 from autograder.service.policy import FILENAME, SYNC_KEY, read_config
 
 log = logging.getLogger(__name__)
@@ -192,12 +194,13 @@ def _entry(course: Course, path: Path, number: int, table: object) -> SyncEntry:
 class MoodleSyncs:
     """The entries' threads, from ``__enter__`` to ``__exit__`` (a context manager).
 
-    ``jobs`` and ``scheduler`` are the service's: what one run grades with."""
+    ``pool`` and ``scheduler`` are the service's: what one run grades in (with neither, a run
+    grades in one grader process of its own)."""
 
-    def __init__(self, entries: list[SyncEntry], course: Course, *, jobs: int = 1,
+    def __init__(self, entries: list[SyncEntry], course: Course, *, pool: GraderPool | None = None,
                  scheduler: str | None = None) -> None:
         self.course = course
-        self.jobs = jobs
+        self.pool = pool
         self.scheduler = scheduler
         self._statuses = {entry.number: SyncStatus(entry=entry) for entry in entries}
         self._stop = threading.Event()
@@ -259,29 +262,50 @@ class MoodleSyncs:
         """One sync in a child process; its outcome, or why there is none, into the status."""
         self._update(entry, state="running", started=_now(), next_run=None)
         context: Any = multiprocessing.get_context(START_METHOD)
-        receive, send = context.Pipe(duplex=False)
-        # not a daemon: with --jobs above 1 the run starts grader processes of its own
-        process = context.Process(target=_child, args=(entry, self.course.root, self.jobs, self.scheduler, send),
+        ours, theirs = context.Pipe(duplex=True)
+        relay = None if self.pool is None or self.scheduler is not None else Relay(ours, self.course.week)
+        # not a daemon: without the service's pool the run starts a grader process of its own
+        process = context.Process(target=_child, args=(entry, self.course.root, relay is not None, self.scheduler,
+                                                       theirs),
                                   name=f"autograder-sync-{entry.week}-{entry.assignment}")
         process.start()
-        send.close()
+        theirs.close()
         outcome: dict[str, Any] | None = None
         try:
+            if relay is not None and self.pool is not None:
+                self.pool.add(relay)
+            handles = [ours, process.sentinel] + ([relay.waker] if relay is not None else [])
             while outcome is None and process.is_alive() and not self._stop.is_set():
-                if wait([receive, process.sentinel], timeout=0.5) and receive.poll():
-                    outcome = json.loads(receive.recv_bytes())
-            if outcome is None and receive.poll():  # sent just before it ended
-                outcome = json.loads(receive.recv_bytes())
+                wait(handles, timeout=0.5)
+                outcome = self._receive(ours, relay)
+            if outcome is None:  # sent just before it ended
+                outcome = self._receive(ours, relay)
         except (EOFError, OSError):
             pass
         finally:
-            receive.close()
+            if relay is not None and self.pool is not None:
+                self.pool.remove(relay)
+                relay.close()
+            ours.close()
             _end(process, stopping=outcome is None)
         if outcome is None:
             why = ("stopped with the service; the next start carries on" if self._stop.is_set() else
                    f"the sync process ended unexpectedly (exit code {process.exitcode}); tried again next run")
             outcome = {"error": why}
         self._record(entry, outcome)
+
+    @staticmethod
+    def _receive(conn: Connection, relay: Relay | None) -> dict[str, Any] | None:
+        """Pass on what the run asks the service's pool and what came of it; the run's outcome
+        once it sent it."""
+        while conn.poll():
+            message = json.loads(conn.recv_bytes())
+            if relay is None or message.get("op") != "grade":
+                return dict(message)
+            relay.request(message)
+        if relay is not None:
+            relay.flush()
+        return None
 
     def _record(self, entry: SyncEntry, outcome: dict[str, Any]) -> None:
         now = _now()
@@ -300,8 +324,9 @@ class MoodleSyncs:
                      error=error)
 
 
-def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None, conn: Connection) -> None:
-    """The body of one run's process: the sync, and what it did as JSON (nothing pickled back)."""
+def _child(entry: SyncEntry, course_root: Path, relayed: bool, scheduler: str | None, conn: Connection) -> None:
+    """The body of one run's process: the sync, graded in the service's pool when ``relayed``,
+    and what it did as JSON (nothing pickled back)."""
     # SIGTERM (the service stopping) ends pytest and the run like Ctrl-C, cleaning up the sandbox
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     token = ""
@@ -313,8 +338,8 @@ def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None
         week = Course.locate(course_root).week(entry.week)
         token = read_token(entry.token_file)  # again each run: a new token written there is used at once
         with MoodleClient(entry.url, token, token_source=str(entry.token_file)) as client:
-            options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=jobs,
-                                     scheduler=scheduler)
+            options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=1,
+                                     scheduler=scheduler, graders=RelayedGraders(conn) if relayed else None)
             report = sync(week, client, entry.assignment, options)
         outcome: dict[str, Any] = {
             "pulled": len(report.fetched), "graded": report.graded, "pushed": len(report.pushed),
