@@ -119,6 +119,17 @@ class Relay(Feed):
             self._jobs.clear()
         self._reply({"op": "fatal", "kind": type(error).__name__, "message": str(error)})
 
+    def pump(self) -> dict[str, Any] | None:
+        """Hand the pool what the child asks and send back what came of it; the first other
+        message from the child (its outcome), if one came."""
+        while self.conn.poll():
+            message = json.loads(self.conn.recv_bytes())
+            if message.get("op") != "grade":
+                return dict(message)
+            self.request(message)
+        self.flush()
+        return None
+
     def _reply(self, message: dict[str, Any]) -> None:
         self._replies.put(message)
         try:

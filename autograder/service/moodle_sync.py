@@ -263,7 +263,7 @@ class MoodleSyncs:
         self._update(entry, state="running", started=_now(), next_run=None)
         context: Any = multiprocessing.get_context(START_METHOD)
         ours, theirs = context.Pipe(duplex=True)
-        relay = None if self.pool is None or self.scheduler is not None else Relay(ours, self.course.week)
+        relay = None if self.pool is None else Relay(ours, self.course.week)
         # not a daemon: without the service's pool the run starts a grader process of its own
         process = context.Process(target=_child, args=(entry, self.course.root, relay is not None, self.scheduler,
                                                        theirs),
@@ -277,9 +277,9 @@ class MoodleSyncs:
             handles = [ours, process.sentinel] + ([relay.waker] if relay is not None else [])
             while outcome is None and process.is_alive() and not self._stop.is_set():
                 wait(handles, timeout=0.5)
-                outcome = self._receive(ours, relay)
+                outcome = _receive(ours, relay)
             if outcome is None:  # sent just before it ended
-                outcome = self._receive(ours, relay)
+                outcome = _receive(ours, relay)
         except (EOFError, OSError):
             pass
         finally:
@@ -293,19 +293,6 @@ class MoodleSyncs:
                    f"the sync process ended unexpectedly (exit code {process.exitcode}); tried again next run")
             outcome = {"error": why}
         self._record(entry, outcome)
-
-    @staticmethod
-    def _receive(conn: Connection, relay: Relay | None) -> dict[str, Any] | None:
-        """Pass on what the run asks the service's pool and what came of it; the run's outcome
-        once it sent it."""
-        while conn.poll():
-            message = json.loads(conn.recv_bytes())
-            if relay is None or message.get("op") != "grade":
-                return dict(message)
-            relay.request(message)
-        if relay is not None:
-            relay.flush()
-        return None
 
     def _record(self, entry: SyncEntry, outcome: dict[str, Any]) -> None:
         now = _now()
@@ -355,6 +342,13 @@ def _child(entry: SyncEntry, course_root: Path, relayed: bool, scheduler: str | 
     text = json.dumps(outcome, ensure_ascii=False)
     conn.send_bytes((text.replace(token, "[token]") if token else text).encode())
     conn.close()
+
+
+def _receive(conn: Connection, relay: Relay | None) -> dict[str, Any] | None:
+    """The run's outcome once it sent it; meanwhile what it asks the service's pool, passed on."""
+    if relay is not None:
+        return relay.pump()
+    return dict(json.loads(conn.recv_bytes())) if conn.poll() else None
 
 
 def _end(process: multiprocessing.process.BaseProcess, *, stopping: bool) -> None:
