@@ -35,6 +35,7 @@ and in every case a fresh grader carries on with the rest of the work.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import socket
@@ -151,7 +152,7 @@ class GraderPool:
         self._wanted: set[Week] = set()  # weeks to start a grader for before work arrives
         self._lock = threading.Lock()
         self._idle_deaths: dict[Week, int] = {}
-        self._tags = iter(range(sys.maxsize))
+        self._numbers = itertools.count()  # what each job is sent to its grader under
         self._wake_read, self._wake_write = socket.socketpair()
         self._wake_read.setblocking(False)
         self._wake_write.setblocking(False)
@@ -205,8 +206,8 @@ class GraderPool:
             handles: list[Any] = [self._wake_read]
             for grader in self._graders:
                 handles += [grader.conn, grader.process.sentinel]
-            due = self._check_steps()
-            wait(handles, timeout=poll_s if due is None else due if poll_s is None else min(due, poll_s))
+            timeouts = [t for t in (self._check_steps(), poll_s) if t is not None]
+            wait(handles, timeout=min(timeouts, default=None))
             try:
                 while self._wake_read.recv(4096):
                     pass
@@ -290,7 +291,7 @@ class GraderPool:
             grader.retiring = True
             grader.conn.send(None)
             return
-        grader.held, grader.held_id = job, next(self._tags)
+        grader.held, grader.held_id = job, next(self._numbers)
         grader.conn.send((grader.held_id, job.submission))
 
     def _handle(self, grader: _Grader, message: dict[str, Any]) -> None:
