@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +48,8 @@ from autograder.submission import Submission
 
 if TYPE_CHECKING:
     import nbformat
+
+    from autograder.grading.pool import Graders
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ class GradingOptions:
     allow_pending: bool = False  # a provisional total reaches Moodle while hand marks are pending
     jobs: int = 0  # submissions graded at once on this machine; 0: one per core
     scheduler: str | None = None  # a Dask scheduler address: grade on that cluster instead
+    graders: Graders | None = None  # a pool to grade in instead of one of the run's own (a sync in `serve`)
     limits: Limits = field(default_factory=Limits)
     on_start: Callable[[int], None] | None = None  # told how many submissions the run holds
     on_result: Callable[[SubmissionResult], None] | None = None  # each result, graded or reused
@@ -183,7 +185,11 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
             if on_result is not None:
                 on_result(result)
 
-        _grade(week, pending, options, on_result=record)
+        if pending:
+            from autograder.grading.parallel import grade_batch  # pytest and the grader: only when grading
+
+            grade_batch(week, pending, jobs=options.jobs, scheduler=options.scheduler, graders=options.graders,
+                        limits=options.limits, on_result=record)
         book.finish_run(run_id, reused=reused)
         stored = {r.key: r for r in book.results(week.name)}
         marks = book.manual_marks(week.name)
@@ -238,25 +244,6 @@ def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored:
         )
         write_rubric_sheet(rubric, week.tasks, out_dir / RUBRIC_CSV)
     return outputs
-
-
-def _grade(week: Week, submissions: list[Submission], options: GradingOptions,
-           on_result: Callable[[SubmissionResult], None]) -> None:
-    """Grade ``submissions`` sandboxed: on the cluster, or in ``jobs`` grader processes."""
-    if not submissions:
-        return
-    jobs = options.jobs or os.cpu_count() or 1
-    if options.scheduler is not None:
-        from autograder.grading.distributed import grade_on_cluster
-
-        grade_on_cluster(week, submissions, scheduler=options.scheduler, limits=options.limits, on_result=on_result)
-    else:
-        # ``--jobs 1`` and a batch of one too: a grader process of its own is what bounds the
-        # grader's work (its memory limit, each test's wall and CPU budgets, enforced by
-        # this process), and it costs one process start per batch, not per submission
-        from autograder.grading.parallel import grade_parallel
-
-        grade_parallel(week, submissions, jobs=jobs, limits=options.limits, on_result=on_result)
 
 
 def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,

@@ -117,6 +117,7 @@ def database_url(request: pytest.FixtureRequest) -> str | None:
 SANDBOX = frozenset({
     "slot",
     "tests/moodle_ws/test_moodle_sync.py::first",
+    "tests/moodle_ws/test_sync_in_serve.py::test_a_sync_in_serve_grades_in_the_services_own_graders",
     "tests/moodle_ws/test_sync_in_serve.py::test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else",
     "tests/moodle_ws/test_sync_in_serve.py::test_the_sync_table_meets_wcag_aa_in_chromium",
     "tests/service/test_accessibility_browser.py",
@@ -151,6 +152,7 @@ SANDBOX = frozenset({
     "tests/test_hostile_bounds.py",
     "tests/test_isolation_between_submissions.py",
     "tests/test_parallel.py::test_a_grader_process_that_dies_loses_only_its_submission",
+    "tests/test_pool.py",
     "tests/test_pristine_state.py",
     "tests/test_quiet.py::test_a_grade_run_of_a_multi_language_week_prints_its_table_and_results_only",
     "tests/test_quiet.py::test_a_zygote_that_stalls_once_is_replaced_without_a_warning",

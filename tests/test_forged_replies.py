@@ -309,15 +309,15 @@ def test_a_reply_is_bounded_in_memory_before_it_is_built():
 
 
 def test_grader_processes_get_a_memory_limit(monkeypatch: pytest.MonkeyPatch):
-    from autograder.grading import parallel
+    from autograder.grading import grader_process
 
     monkeypatch.setenv("AUTOGRADER_GRADER_MEMORY_MB", "1024")
-    assert parallel.grader_memory_bytes() == 1024 << 20
+    assert grader_process.grader_memory_bytes() == 1024 << 20
     monkeypatch.setenv("AUTOGRADER_GRADER_MEMORY_MB", "0")
-    assert parallel.grader_memory_bytes() is None
+    assert grader_process.grader_memory_bytes() is None
     code = textwrap.dedent('''
         import resource
-        from autograder.grading.parallel import limit_memory
+        from autograder.grading.grader_process import limit_memory
         limit_memory(256 << 20)
         print(resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)
         try:

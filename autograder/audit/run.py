@@ -1,7 +1,7 @@
 """Grade a week's mutants through the real grading path, within a time budget.
 
 Every mutant is a submission like any student's: run in the sandbox, checked by the
-hidden tests, in ``--jobs`` warm grader processes (``grade_parallel``) or one (``grade``).
+hidden tests, in ``--jobs`` warm grader processes (``grading.parallel.grade_batch``, 1 included).
 The reference notebook goes first under the same seed: when it loses a point the audit
 says nothing about the tests and stops. All submissions of one audit share one seed, so
 ``pytest source/weekNN/tests --seed N --submission mutant.ipynb`` reproduces a survivor.
@@ -27,7 +27,7 @@ from autograder.audit.audit_toml import FILENAME, AuditToml, BuildsOn, Equivalen
 from autograder.audit.mutants import Generated, Mutant, generate_mutants, grading_order, mutant_notebook
 from autograder.course import Week
 from autograder.exceptions import CourseError
-from autograder.execution import Limits, Sandboxed
+from autograder.execution import Limits
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 
@@ -149,7 +149,9 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
         if on_result is not None:
             on_result(result)
 
-    _grade(week, submissions(), jobs=jobs, limits=limits, on_result=collect)
+    from autograder.grading.parallel import grade_batch  # pytest and the grader: only when grading
+
+    grade_batch(week, submissions(), jobs=jobs, limits=limits, on_result=collect)
     _check_reference(week, results.get(REFERENCE), seed)
     audit = Audit(week=week, seed=seed, budget_s=budget_s, generated=generated,
                   skipped=[m for m in order if m not in handed])
@@ -192,18 +194,6 @@ def _unused(explained: AuditToml, audit: Audit) -> list[BuildsOn]:
     needed = {loss.declared for _, loss in audit.cross_losses if loss.declared is not None}
     return [entry for entry in explained.builds_on if entry not in needed
             and all(m.name in judged for m in audit.generated.mutants if m.task == entry.uses)]
-
-
-def _grade(week: Week, submissions: Iterator[Submission], *, jobs: int, limits: Limits,
-           on_result: Callable[[SubmissionResult], None]) -> None:
-    if jobs > 1:
-        from autograder.grading.parallel import grade_parallel
-
-        grade_parallel(week, submissions, jobs=jobs, limits=limits, on_result=on_result)
-    else:
-        from autograder.grading.grader import grade
-
-        grade(week, submissions, isolation=Sandboxed(limits), on_result=on_result)
 
 
 def _reference_lost(result: SubmissionResult | None) -> bool:

@@ -50,7 +50,7 @@ class Limits:
     scratch_mb: int = 512  # size of each worker's fresh tmpfs /tmp (and of /dev/shm)
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit
     # The grader's own work for one hidden test (enforced from outside the grader process,
-    # see autograder.grading.parallel): CPU seconds, and wall seconds on top of what the
+    # see autograder.grading.pool): CPU seconds, and wall seconds on top of what the
     # test's calls into the worker may still take; and the bytes of worker replies one test
     # accepts in all (many small replies, each under the frame cap, add up in the grader).
     grader_test_cpu_s: float = 60.0

@@ -35,7 +35,7 @@ def grade(
     """Grade ``submissions`` in order, their code run as ``isolation`` says; ``on_result``
     sees each result as soon as it exists. ``watch`` is told each step (the notebook's run,
     each test) with its budget: a grader process passes one its parent enforces
-    (``autograder.grading.parallel``); called here without one, the grader's own work in a
+    (``autograder.grading.pool``); called here without one, the grader's own work in a
     test is bounded only by the reply cap and this process's memory limit."""
     results: list[SubmissionResult] = []
 

@@ -116,7 +116,7 @@ class GradingLoop:
             self.error = exc  # raised by ``grade`` once pytest has shut down cleanly
             return True
         # No look-ahead: a submission is graded as soon as it arrives, so ``submissions``
-        # may be a queue fed while grading (autograder.grading.parallel, .distributed).
+        # may be a queue fed while grading (autograder.grading.pool, .distributed).
         for submission in self.submissions:
             self.on_result(self._grade(submission, items, tests))
         return True

@@ -4,9 +4,9 @@ A hidden test runs in the grader, and what it computes can depend on what the st
 code returns (a model's settings, a tree's size). No budget inside the process can stop
 it: a scikit-learn fit in C holds the interpreter, so neither a signal handler nor a
 watchdog thread ever runs. So the grader process only *says* what it starts (``Watch``)
-and the parent that started it (``autograder.grading.parallel``) enforces the budget: it
+and the pool that started it (``autograder.grading.pool``) enforces the budget: it
 kills a grader process whose current step runs past its wall or CPU time, and gives that
-one submission an ``error`` result naming the check; the rest of the batch goes on in a
+one submission an ``error`` result naming the check; the rest of the work goes on in a
 fresh process.
 
 A step's wall budget is the time its calls into the worker may still take (the worker's

@@ -18,13 +18,13 @@ checked as ``--token-file`` is, and read again before every run, so a new token 
 there is used from the next run on without a restart. A bad entry stops ``serve`` from
 starting, with a message naming the entry and the fix.
 
-Each entry has a thread that runs one sync at a time in a child process: grading runs
-pytest and a sandbox zygote, which capture the process's output and belong in a process of
-their own (as the service's graders are), and a child that crashes or is stopped takes
-nothing of the service with it. The sync is built to be cut anywhere (``sync_state``):
-stopping the service ends a run under way and the next start carries on. One sync runs
-at a time, graded with the service's ``--jobs`` or ``--scheduler``, so the syncs never
-take more than that beside the service's own graders. Its results folder and gradebook
+Each entry has a thread that runs one sync at a time in a child process: a child that
+crashes or is stopped takes nothing of the service with it. The sync is built to be cut
+anywhere (``sync_state``): stopping the service ends a run under way and the next start
+carries on. A run grades in the service's own grader pool (``grading.relay``: the child
+hands its batch to the service over a pipe; the service's uploads go first), so ``serve
+--jobs N`` never runs more than N graders and a sync reuses their warm graders; with
+``--scheduler`` it grades on that cluster. Its results folder and gradebook
 are the sync's own (results/WEEK-moodle-ID, as from the command line), not the service's
 data folder: the service's attempts and the Moodle users never mix in a report.
 
@@ -53,7 +53,9 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from autograder.course import Course
 from autograder.exceptions import AutograderError, PolicyError
-from autograder.grading.parallel import START_METHOD
+from autograder.grading.grader_process import START_METHOD
+from autograder.grading.pool import GraderPool
+from autograder.grading.relay import Relay, RelayedGraders
 from autograder.i18n.runtime import N_, _
 from autograder.results_folders import moodle_results
 from autograder.service.policy import FILENAME, SYNC_KEY
@@ -244,12 +246,13 @@ def load_syncs(course: Course, *, service_data: Path | None = None) -> list[Sync
 class MoodleSyncs:
     """The entries' threads, from ``__enter__`` to ``__exit__`` (a context manager).
 
-    ``jobs`` and ``scheduler`` are the service's: what one run grades with."""
+    ``pool`` and ``scheduler`` are the service's: what one run grades in (with neither, a run
+    grades in one grader process of its own)."""
 
-    def __init__(self, entries: list[SyncEntry], course: Course, *, jobs: int = 1,
+    def __init__(self, entries: list[SyncEntry], course: Course, *, pool: GraderPool | None = None,
                  scheduler: str | None = None) -> None:
         self.course = course
-        self.jobs = jobs
+        self.pool = pool
         self.scheduler = scheduler
         self._statuses = {entry.number: SyncStatus(entry=entry) for entry in entries}
         self._stop = threading.Event()
@@ -311,23 +314,31 @@ class MoodleSyncs:
         """One sync in a child process; its outcome, or why there is none, into the status."""
         self._update(entry, state="running", started=_now(), next_run=None)
         context: Any = multiprocessing.get_context(START_METHOD)
-        receive, send = context.Pipe(duplex=False)
-        # not a daemon: with --jobs above 1 the run starts grader processes of its own
-        process = context.Process(target=_child, args=(entry, self.course.root, self.jobs, self.scheduler, send),
+        ours, theirs = context.Pipe(duplex=True)
+        relay = None if self.pool is None else Relay(ours, self.course.week)
+        # not a daemon: without the service's pool the run starts a grader process of its own
+        process = context.Process(target=_child, args=(entry, self.course.root, relay is not None, self.scheduler,
+                                                       theirs),
                                   name=f"autograder-sync-{entry.week}-{entry.assignment}")
         process.start()
-        send.close()
+        theirs.close()
         outcome: dict[str, Any] | None = None
         try:
+            if relay is not None and self.pool is not None:
+                self.pool.add(relay)
+            handles = [ours, process.sentinel] + ([relay.waker] if relay is not None else [])
             while outcome is None and process.is_alive() and not self._stop.is_set():
-                if wait([receive, process.sentinel], timeout=0.5) and receive.poll():
-                    outcome = json.loads(receive.recv_bytes())
-            if outcome is None and receive.poll():  # sent just before it ended
-                outcome = json.loads(receive.recv_bytes())
+                wait(handles, timeout=0.5)
+                outcome = _receive(ours, relay)
+            if outcome is None:  # sent just before it ended
+                outcome = _receive(ours, relay)
         except (EOFError, OSError):
             pass
         finally:
-            receive.close()
+            if relay is not None and self.pool is not None:
+                self.pool.remove(relay)
+                relay.close()
+            ours.close()
             _end(process, stopping=outcome is None)
         if outcome is None:
             why = ("stopped with the service; the next start carries on" if self._stop.is_set() else
@@ -352,8 +363,9 @@ class MoodleSyncs:
                      error=error)
 
 
-def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None, conn: Connection) -> None:
-    """The body of one run's process: the sync, and what it did as JSON (nothing pickled back)."""
+def _child(entry: SyncEntry, course_root: Path, relayed: bool, scheduler: str | None, conn: Connection) -> None:
+    """The body of one run's process: the sync, graded in the service's pool when ``relayed``,
+    and what it did as JSON (nothing pickled back)."""
     # SIGTERM (the service stopping) ends pytest and the run like Ctrl-C, cleaning up the sandbox
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     token = ""
@@ -365,8 +377,8 @@ def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None
         week = Course.locate(course_root).week(entry.week)
         token = read_token(entry.token_file)  # again each run: a new token written there is used at once
         with MoodleClient(entry.url, token, token_source=str(entry.token_file)) as client:
-            options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=jobs,
-                                     scheduler=scheduler)
+            options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=1,
+                                     scheduler=scheduler, graders=RelayedGraders(conn) if relayed else None)
             report = sync(week, client, entry.assignment, options)
         outcome: dict[str, Any] = {
             "pulled": len(report.fetched), "graded": report.graded, "pushed": len(report.pushed),
@@ -382,6 +394,13 @@ def _child(entry: SyncEntry, course_root: Path, jobs: int, scheduler: str | None
     text = json.dumps(outcome, ensure_ascii=False)
     conn.send_bytes((text.replace(token, "[token]") if token else text).encode())
     conn.close()
+
+
+def _receive(conn: Connection, relay: Relay | None) -> dict[str, Any] | None:
+    """The run's outcome once it sent it; meanwhile what it asks the service's pool, passed on."""
+    if relay is not None:
+        return relay.pump()
+    return dict(json.loads(conn.recv_bytes())) if conn.poll() else None
 
 
 def _end(process: multiprocessing.process.BaseProcess, *, stopping: bool) -> None:

@@ -4,13 +4,14 @@ Uploads arrive one at a time, so the batch functions (``grade_parallel``,
 ``grade_on_cluster``) do not fit: they end with their batch. The service reuses what they
 are built on instead:
 
-- ``jobs`` (local): grader processes running ``grading.parallel.serve`` — each one long-lived
-  ``grade()`` of one week, hidden tests collected once, a warm sandbox zygote — that ask
-  for their next submission over a pipe. The dispatcher answers a grader when an attempt
-  of its week is queued; a grader idle for ``idle_s`` is let go, and when every grader is
-  busy with other weeks an idle one is let go for the week that waits longest. A grader
-  that dies costs only the attempt it held, which goes back to the queue (the store fails
-  it after ``MAX_TRIES``).
+- ``jobs`` (local): the service's ``grading.pool.GraderPool`` of ``jobs`` warm grader
+  processes, its queue one of the pool's feeds (``_Queue``), the longest-waiting week
+  first; a grader idle for ``idle_s`` is let go. The Moodle syncs of ``serve`` grade in
+  this same pool (``pool``), after the queue's uploads, so ``serve --jobs N`` never runs
+  more than N graders. The pool's rule when a grader dies applies: an attempt whose
+  check ran past its budget gets an ``error`` result; one whose grader died otherwise goes
+  back to the queue, counting a try (the store fails it after ``MAX_TRIES``); one held
+  when the service stops goes back without counting a try.
 - ``scheduler`` (Dask): each attempt is one ``grading.distributed.grade_task``, graded in
   the worker process's warm session of its week; at most two tasks per worker thread are
   in flight, the rest waits in the store's queue.
@@ -23,26 +24,20 @@ that is killed is queued again when the next one starts (``Store.requeue_interru
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
-import multiprocessing
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
+from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution import Limits
 from autograder.formats.result_json import from_dict
-from autograder.grading.judge import overrun_result
-from autograder.grading.parallel import START_METHOD, grader_memory_bytes, serve
-from autograder.grading.watch import Step
+from autograder.grading.pool import Feed, GraderPool, Job
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
 from autograder.service.store import Attempt, Store
@@ -59,19 +54,6 @@ IDLE_S = 600.0  # a grader with no work for this long is let go (its memory free
 POLL_S = 1.0  # how often the queue is looked at without a wake-up (uploads from another process)
 LOCK_FILE = "grading.lock"  # one grading service per data folder: it requeues what it finds mid-grading
 BROKEN_WEEK_PAUSE_S = 60.0  # a week whose hidden tests do not load is tried again after this
-
-
-@dataclass
-class _Grader:
-    week: Week
-    process: BaseProcess
-    conn: Connection
-    held: Attempt | None = None
-    waiting: bool = False  # asked for work, not answered yet
-    retiring: bool = False  # told there is no more work
-    idle_since: float = field(default_factory=time.monotonic)
-    step: Step | None = None  # what it is doing for ``held``, and until when it may (grading/watch.py)
-    overrun: tuple[Step, bool] | None = None  # the step it was stopped in, and whether for CPU
 
 
 class GradingService:
@@ -98,8 +80,14 @@ class GradingService:
         self._submissions: dict[int, Submission] = {}
         self._weeks: dict[str, Week] = {}
         self._lock_file: TextIO | None = None
-        self._wanted: set[str] = set()  # weeks to start a grader for before work arrives (``warm``)
-        self.graders_started = 0  # grader processes started so far: warm graders keep this low
+        # the warm graders (none with a cluster): what the Moodle syncs of ``serve`` grade in too
+        self.pool = None if scheduler is not None else GraderPool(jobs, self.limits, idle_s=idle_s,
+                                                                   name="autograder-service")
+
+    @property
+    def graders_started(self) -> int:
+        """Grader processes started so far: warm graders keep this low."""
+        return self.pool.started if self.pool is not None else 0
 
     def __enter__(self) -> Self:
         self._lock_file = (self.store.root / LOCK_FILE).open("a")
@@ -108,6 +96,8 @@ class GradingService:
         except BlockingIOError:
             for handle in (self._lock_file, self._wake_read, self._wake_write):
                 handle.close()
+            if self.pool is not None:
+                self.pool.close()
             raise GradingError(f"another grading service is running on {self.store.root}: run one per data "
                                "folder (web workers may be many; they only submit and wake it)") from None
         requeued = self.store.requeue_interrupted()
@@ -136,11 +126,18 @@ class GradingService:
         """Start a grader for ``week`` now, if a slot is free, so the upload that follows
         skips the cold start (about 5 s): the web app may call it when a student opens a
         week's upload page. Unused, it is let go after ``idle_s`` like any idle grader."""
-        self._wanted.add(week)
-        self.wake()
+        if self.pool is None:
+            return
+        try:
+            self.pool.warm(self._week(week))
+        except CourseError as exc:
+            log.warning("cannot warm a grader for %s: %s", week, exc)
 
     def wake(self) -> None:
         """Look at the queue now (the web app calls this after ``Store.submit``)."""
+        if self.pool is not None:
+            self.pool.wake()
+            return
         try:
             self._wake_write.send(b"!")
         except (BlockingIOError, OSError):  # already woken, or closing
@@ -208,148 +205,24 @@ class GradingService:
                   BROKEN_WEEK_PAUSE_S)
         self._broken[week] = time.monotonic() + BROKEN_WEEK_PAUSE_S
 
-    def _ready_weeks(self) -> list[str]:
-        """Weeks with queued work that are not paused, the longest-waiting first."""
+    def _ready_weeks(self) -> dict[str, int]:
+        """Weeks with queued work that are not paused, the longest-waiting first, each with how
+        many attempts wait."""
         now = time.monotonic()
         queued = self.store.queued_weeks()
         oldest = self.store.oldest_queued_week()
-        weeks = sorted((w for w in queued if self._broken.get(w, 0) <= now), key=lambda w: w != oldest)
-        return weeks
+        return {w: queued[w] for w in sorted((w for w in queued if self._broken.get(w, 0) <= now),
+                                             key=lambda w: w != oldest)}
 
     # --- local warm graders -------------------------------------------------------------------
 
     def _run_local(self) -> None:
-        context: Any = multiprocessing.get_context(START_METHOD)  # "spawn": the typed contexts name it
-        memory = grader_memory_bytes()
-        graders: list[_Grader] = []
-
-        def start(week: Week) -> None:
-            parent_end, child_end = context.Pipe(duplex=True)
-            process = context.Process(target=serve, args=(week, self.limits, child_end, memory),
-                                      name=f"autograder-service-{week.name}", daemon=True)
-            process.start()
-            child_end.close()
-            graders.append(_Grader(week, process, parent_end))
-            self.graders_started += 1
-
-        def answer(grader: _Grader, attempt: Attempt | None) -> None:
-            grader.waiting = False
-            if attempt is None:
-                grader.retiring = True
-                grader.conn.send(None)
-                return
-            grader.held = attempt
-            grader.conn.send((attempt.id, self._submission(attempt)))
-
-        def assign() -> None:
-            for grader in graders:
-                if grader.waiting and not grader.retiring and self._broken.get(grader.week.name, 0) <= time.monotonic():
-                    attempt = self.store.claim([grader.week.name])
-                    if attempt is not None:
-                        answer(grader, attempt)
-                    elif time.monotonic() - grader.idle_since > self.idle_s:
-                        answer(grader, None)
-            wanted, self._wanted = self._wanted, set()
-            for name in wanted:
-                if len(graders) < self.jobs and not any(g.week.name == name for g in graders):
-                    try:
-                        start(self._week(name))
-                    except CourseError as exc:
-                        log.warning("cannot warm a grader for %s: %s", name, exc)
-            for week in self._ready_weeks():
-                mine = [g for g in graders if g.week.name == week and not g.retiring]
-                if any(g.held is None for g in mine):  # one is starting or about to ask
-                    continue
-                if len(graders) < self.jobs:
-                    try:
-                        start(self._week(week))
-                    except CourseError as exc:
-                        self._week_broken(week, exc)
-                    continue
-                idle = [g for g in graders if g.waiting and not g.retiring and g.week.name != week]
-                if idle:
-                    answer(idle[0], None)  # frees a slot for the waiting week
-
-        def handle(grader: _Grader, message: dict[str, Any]) -> None:
-            op = message.get("op")
-            if op == "next" and grader.held is None:
-                grader.waiting, grader.idle_since = True, time.monotonic()
-            elif op == "watch" and grader.held is not None:
-                grader.step = Step.begun(message, grader.process.pid or 0)
-            elif op == "result" and grader.held is not None and message.get("index") == grader.held.id:
-                attempt, grader.held, grader.step = grader.held, None, None
-                self._record(attempt, from_dict(message["doc"]))
-            elif op == "fatal":
-                self._week_broken(grader.week.name, CourseError(str(message.get("message"))))
-            else:
-                log.error("a grader process sent an unexpected message %r; stopping it", op)
-                grader.process.kill()
-
-        def ended(grader: _Grader) -> None:
-            grader.process.join()
-            drain(grader)
-            grader.conn.close()
-            graders.remove(grader)
-            if grader.held is not None and grader.overrun is not None:
-                # the grader's own work on this attempt ran past its budget: graded as an error,
-                # never queued again (it would do the same again)
-                step, cpu = grader.overrun
-                submission = self._submissions.get(grader.held.id) or self._submission(grader.held)
-                seconds = step.cpu_limit if cpu else self.limits.grader_test_wall_s
-                self._record(grader.held, overrun_result(grader.week, submission, step.what, cpu=cpu,
-                                                         seconds=seconds))
-            elif grader.held is not None:
-                log.warning("a grader process ended (exit code %s) while grading attempt %s: queued again",
-                            grader.process.exitcode, grader.held.id)
-                self._give_back(grader.held)
-            elif not grader.retiring and grader.week.name not in self._broken:
-                self._week_broken(grader.week.name, CourseError(
-                    f"a grader process for {grader.week.name} ended (exit code {grader.process.exitcode}) "
-                    "before grading anything"))
-
-        def drain(grader: _Grader) -> bool:
-            """Handle every message waiting from ``grader``; False once its pipe is closed."""
-            try:
-                while grader.conn.poll():
-                    handle(grader, json.loads(grader.conn.recv_bytes()))
-            except (EOFError, OSError):
-                return False
-            return True
-
-        def check_steps() -> float:
-            """Stop every grader process whose step ran past its budget (as the batch's parent
-            does); how long to wait before looking again."""
-            now, due = time.monotonic(), POLL_S
-            for grader in graders:
-                if grader.step is None or grader.overrun is not None:
-                    continue
-                cpu = grader.step.overrun(grader.process.pid or 0, now)
-                if cpu is not None:
-                    grader.overrun = (grader.step, cpu)
-                    grader.process.kill()  # its sentinel ends the wait; `ended` records the error
-                else:
-                    due = min(due, grader.step.wait_s(now))
-            return max(due, 0.0)
-
+        assert self.pool is not None
+        self.pool.add(_Queue(self))
         try:
-            while not self._stop.is_set():
-                assign()
-                handles: list[Any] = [self._wake_read]
-                for g in graders:
-                    handles += [g.conn, g.process.sentinel]
-                wait(handles, timeout=check_steps())
-                self._drain_wake()
-                for grader in graders:
-                    open_ = drain(grader)
-                    if not open_ or not grader.process.is_alive():
-                        ended(grader)
+            self.pool.run(until=self._stop.is_set, poll_s=POLL_S)
         finally:
-            for grader in graders:
-                grader.process.kill()
-                grader.process.join()
-                grader.conn.close()
-                if grader.held is not None:
-                    self._give_back(grader.held, count_try=False)
+            self.pool.close()  # what the graders held goes back to the queue, no try counted
 
     # --- a Dask cluster ---------------------------------------------------------------------
 
@@ -372,7 +245,7 @@ class GradingService:
         try:
             while not self._stop.is_set():
                 capacity = max(2, 2 * sum(client.nthreads().values()))
-                ready = self._ready_weeks()
+                ready = list(self._ready_weeks())
                 while len(in_flight) < capacity and ready:
                     attempt = self.store.claim(ready)
                     if attempt is None:
@@ -405,3 +278,38 @@ class GradingService:
                 self._give_back(attempt, count_try=False)
             if client is not self.scheduler:
                 client.close()
+
+
+class _Queue(Feed):
+    """The store's queue as a feed of the service's pool: attempts claimed as graders ask."""
+
+    def __init__(self, service: GradingService) -> None:
+        self.service = service
+
+    def waiting(self, room: int) -> list[tuple[Week, int]]:
+        weeks = []
+        for name, count in self.service._ready_weeks().items():
+            try:
+                weeks.append((self.service._week(name), count))
+            except CourseError as exc:
+                self.service._week_broken(name, exc)
+        return weeks
+
+    def take(self, week: Week) -> Job | None:
+        if self.service._broken.get(week.name, 0) > time.monotonic():
+            return None
+        attempt = self.service.store.claim([week.name])
+        return None if attempt is None else Job(self, week, self.service._submission(attempt), attempt)
+
+    def done(self, job: Job, result: SubmissionResult) -> None:
+        self.service._record(job.tag, result)
+
+    def lost(self, job: Job, why: str) -> None:
+        log.warning("attempt %s was lost with its grader (%s): queued again", job.tag.id, why)
+        self.service._give_back(job.tag)
+
+    def interrupted(self, job: Job) -> None:
+        self.service._give_back(job.tag, count_try=False)
+
+    def broken(self, week: Week, error: AutograderError) -> None:
+        self.service._week_broken(week.name, error)

@@ -172,6 +172,72 @@ def test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else(server
     assert len(site.calls) == calls
 
 
+def grader_processes() -> set[int]:
+    """The grader processes under this one, a sync's own included: the Python processes
+    multiprocessing spawned below this process, but for the syncs' runs themselves."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(text[text.rindex(")") + 2:].split()[1])
+    below, found = {os.getpid()}, True
+    while found:
+        found = False
+        for pid, parent in parents.items():
+            if parent in below and pid not in below:
+                below.add(pid)
+                found = True
+    spawned = set()
+    for pid in below - {os.getpid()}:
+        try:
+            if b"spawn_main" in (Path("/proc") / str(pid) / "cmdline").read_bytes():
+                spawned.add(pid)
+        except OSError:
+            continue
+    return spawned - {p.pid for p in multiprocessing.active_children() if p.name.startswith("autograder-sync")}
+
+
+def test_a_sync_in_serve_grades_in_the_services_own_graders(server: Any, tmp_path: Path) -> None:
+    """``serve --jobs 1`` never runs more than one grader, a sync's grading included: the
+    grader warm from a student's upload grades the hand-ins the sync pulls from Moodle."""
+    site = two_students()
+    with serving_with_syncs(server, site, tmp_path) as (_, lms):
+        app = lms.app
+        wait_until(lambda: status(app, 1).finished)  # nobody handed in yet
+        browser, page = lms.launch("s1")
+        uploaded = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT,
+                                                                      "application/x-ipynb+json")})
+        url = str(uploaded.url)
+        assert wait_until(lambda: browser.client.get(f"{url}/state").json()["state"] in ("graded", "failed")
+                          and browser.client.get(f"{url}/state").json()["state"]) == "graded"
+        warm = grader_processes()
+        assert len(warm) == 1  # the upload's grader, kept warm
+
+        seen: list[set[int]] = []
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.05):
+                seen.append(grader_processes())
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            with server.handler.lock:
+                site.hand_in(201, {"week01.ipynb": CORRECT})
+                site.hand_in(202, {"week01.ipynb": CORRECT})
+            wait_until(lambda: 201 in site.grades and 202 in site.grades)
+        finally:
+            sampling.set()
+            sampler.join()
+        synced = wait_until(lambda: (s := status(app, 1)).graded and s)
+        assert (synced.pulled, synced.graded, synced.pushed) == (2, 2, 2)
+        assert len(seen) > 20 and max(len(pids) for pids in seen) == 1
+        assert set().union(*seen) == warm  # the very grader the upload warmed
+
+
 SYNC_HEADERS = ["Assignment", "Last run", "Pulled", "Graded", "Pushed", "Skipped (changed by hand in Moodle)",
                 "Next run", "Last error"]
 
