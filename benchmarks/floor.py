@@ -8,7 +8,7 @@ bare failure reports (as the grading loop makes them: no traceback formatting), 
 the time in full garbage collections (the in-process path resets IPython's shell per
 notebook, which runs ``gc.collect()`` over the grader's whole heap: an artefact of
 measuring in-process, not work of the student's or the tests').
-Prints JSON: seconds per distinct notebook.
+Usage: ``floor.py WEEK NOTEBOOK...``. Prints JSON: seconds per distinct notebook.
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def time_notebook(args: list[str], notebook: Path) -> float:
 
 
 def main() -> None:
-    week = Course.locate(Path(__file__).resolve().parent.parent).week("week01")
+    week = Course.locate(Path(__file__).resolve().parent.parent).week(sys.argv[1])
     args = pytest_args(week.tests_dir)
-    notebooks = [Path(p) for p in sys.argv[1:]]
+    notebooks = [Path(p) for p in sys.argv[2:]]
     time_notebook(args, notebooks[0])  # warm: imports, first IPython shell
     print(json.dumps({str(nb): min(time_notebook(args, nb) for _ in range(3)) for nb in notebooks}))
 

@@ -1,7 +1,7 @@
-"""Grade a folder of week-1 notebooks with this project; write timings as JSON.
+"""Grade a folder of one week's notebooks with this project; write timings as JSON.
 
 Run as a subprocess by ``run.py`` (so its memory is measured alone):
-``python benchmarks/ours.py FOLDER OUT.json --jobs N``: ``grade_parallel`` with N grader
+``python benchmarks/ours.py FOLDER OUT.json --jobs N --week WEEK``: ``grade_parallel`` with N grader
 processes, what the CLI does for every ``--jobs`` (1 included: a grader process is what
 bounds the grader's own work).
 """
@@ -23,9 +23,10 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--week", default="week01")
     args = parser.parse_args()
     started = time.monotonic()
-    week = Course.locate(Path(__file__).resolve().parent.parent).week("week01")
+    week = Course.locate(Path(__file__).resolve().parent.parent).week(args.week)
     paths = sorted(args.folder.glob("*.ipynb"))
     submissions = (Submission(origin=str(p), key=p.stem, content=p.read_bytes()) for p in paths)
     arrivals: list[float] = []

@@ -79,6 +79,20 @@ class Remote:
         return f"<remote {self._ref.typename}>"
 
 
+class Call:
+    """``function(*args)``, to be made in the worker by ``Student.build``: an argument that
+    is itself a ``Call`` is made first and passed as the object it returns, so a whole
+    structure (``KDNode(0, 5.5, KDLeaf(a), KDLeaf(b))``) costs one request."""
+
+    __slots__ = ("function", "args")
+
+    def __init__(self, function: Remote, *args: Any) -> None:
+        if not isinstance(function, Remote):
+            raise TypeError("Call needs a remote callable, such as student.KDLeaf")
+        self.function = function
+        self.args = args
+
+
 class Student:
     """The remote view of one submission (the ``student`` fixture)."""
 
@@ -136,6 +150,25 @@ class Student:
                    if not unchanged(sent, now)]
         changed += [name for name, sent in kwargs.items() if not unchanged(sent, after_kwargs[name])]
         return value, changed
+
+    def build(self, call: Call) -> Any:
+        """Make ``call`` and every ``Call`` among its arguments (innermost first) in the
+        worker, in one request; what the outermost returns, as a call would give it.
+
+        The arguments are sent as plain data, the steps' results stay in the worker: the
+        reply is the one value, decoded like any other. An exception in any step is that
+        step's, reported as a call's would be."""
+        steps: list[dict[str, Any]] = []
+
+        def flatten(pending: Call) -> HandleRef:
+            if pending.function._generation != self._channel.generation:
+                raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
+            args = tuple(flatten(a) if isinstance(a, Call) else a for a in pending.args)
+            steps.append({"obj": pending.function._ref.id, "args": self._encode_args(args)})
+            return HandleRef(-len(steps), "step", False)  # what this step returns, for the steps after it
+
+        flatten(call)
+        return self._ask({"op": "calls", "steps": steps}, call.function)
 
     def same(self, a: Any, b: Any) -> bool:
         """Whether two remote objects are the same object in the worker (``a is b``)."""

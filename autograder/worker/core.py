@@ -173,6 +173,27 @@ class WorkerCore:
         except NotPlain:
             return {"ok": True, "value": encode(self._handle_for(value))}
 
+    def _calls(self, steps: list[dict[str, Any]]) -> Any:
+        """Make ``steps`` in order (``Student.build``): each calls a handle with arguments in
+        which ``HandleRef(-k)`` stands for what step ``k`` (from 1) returned; the value of
+        the last. One request for a structure the tests assemble from the notebook's
+        classes (a K-D tree, node by node), instead of one per node."""
+        results: list[Any] = []
+
+        def resolve(ref: HandleRef) -> Any:
+            if ref.id >= 0:
+                return self._resolve(ref)
+            if -ref.id > len(results):
+                raise LookupError(f"step {-ref.id} has not been made yet")
+            return results[-ref.id - 1]
+
+        for step in steps:
+            target = self._resolve(HandleRef(int(step["obj"]), "", False))
+            results.append(target(*decode(step.get("args", {"t": []}), resolve=resolve)))
+        if not results:
+            raise LookupError("no steps to make")
+        return results[-1]
+
     @staticmethod
     def _exception(exc: BaseException) -> dict[str, Any]:
         return {
@@ -200,6 +221,8 @@ class WorkerCore:
                 if name not in self.namespace:
                     return {"ok": False, "kind": "missing", "name": name}
                 return self._value(self.namespace[name])
+            if op == "calls":
+                return self._value(self._calls(request["steps"]))
             if op == "typename":
                 return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}
             target = self._resolve(HandleRef(int(request["obj"]), "", False))

@@ -27,10 +27,10 @@ import pytest
 from sklearn.neighbors import KDTree
 
 from autograder.i18n import _
+from autograder.testing import Call
 
 PRUNING_N = 1_000
-# Sending a tree costs a remote call per node: the k-nearest and inputs tests, which need
-# no count bounds, use smaller ones.
+# The k-nearest and inputs tests need no count bounds: smaller trees do.
 PRUNING_N_K = 500
 PRUNING_N_INPUTS = 200
 PRUNING_QUERIES = 30
@@ -38,20 +38,22 @@ PRUNING_LEAF_SIZE = 4
 
 
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
-    """Build the tree by COURSE.md's rules here, node by node in the worker; return its root."""
+    """Build the tree by COURSE.md's rules here and construct it in the worker from the
+    notebook's ``KDNode`` and ``KDLeaf`` (every node in one request); return its root."""
+    KDLeaf, KDNode = student.KDLeaf, student.KDNode
 
-    def build(indices: np.ndarray, depth: int) -> object:
+    def build(indices: np.ndarray, depth: int) -> Call:
         if len(indices) <= leaf_size:
-            return student.KDLeaf(indices)
+            return Call(KDLeaf, indices)
         dim = depth % X.shape[1]
         values = X[indices, dim]
         split = float(np.median(values))
         go_left = values < split
         if not go_left.any():
-            return student.KDLeaf(indices)
-        return student.KDNode(dim, split, build(indices[go_left], depth + 1), build(indices[~go_left], depth + 1))
+            return Call(KDLeaf, indices)
+        return Call(KDNode, dim, split, build(indices[go_left], depth + 1), build(indices[~go_left], depth + 1))
 
-    return build(np.arange(len(X), dtype=np.int64), 0)
+    return student.build(build(np.arange(len(X), dtype=np.int64), 0))
 
 
 def leaf_paths(X: np.ndarray, leaf_size: int) -> list[tuple[np.ndarray, list[tuple[int, float, bool]]]]:
