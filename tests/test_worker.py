@@ -117,6 +117,22 @@ def test_build_reports_a_steps_exception_as_a_call_would(run_notebook):
         Call(lambda: None)  # only remote callables are made in the worker
 
 
+def test_each_makes_a_loop_of_calls_in_one_request(run_notebook):
+    run, _ = run_notebook(TREE_CELL + "def scaled(x, k=1):\n    return x * k\n")
+    channel = CountingChannel(run)
+    student = Student(channel)
+    scaled, Leaf = student.scaled, student.Leaf
+    before = channel.requests
+    values = student.each([Call(scaled, np.arange(3), k=k) for k in range(4)] + [Call(Leaf, 7)])
+    assert channel.requests == before + 1
+    assert [v.tolist() for v in values[:4]] == [[0, 0, 0], [0, 1, 2], [0, 2, 4], [0, 3, 6]]
+    assert student.typename(values[4]) == "Leaf" and values[4].indices == 7  # not data: a remote object
+    assert student.each([]) == []
+    with pytest.raises(StudentCodeError) as info:  # the first exception ends the batch, as a call's would
+        student.each([Call(scaled, 1), Call(scaled, None, k=2), Call(scaled, 3)])
+    assert info.value.ename == "TypeError"
+
+
 def test_a_forward_step_reference_is_refused_by_the_worker(run_notebook):
     """A step may only use steps made before it: a request naming a later one is an error, not a crash."""
     run, student = run_notebook(TREE_CELL)

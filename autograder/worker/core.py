@@ -173,11 +173,12 @@ class WorkerCore:
         except NotPlain:
             return {"ok": True, "value": encode(self._handle_for(value))}
 
-    def _calls(self, steps: list[dict[str, Any]]) -> Any:
-        """Make ``steps`` in order (``Student.build``): each calls a handle with arguments in
-        which ``HandleRef(-k)`` stands for what step ``k`` (from 1) returned; the value of
-        the last. One request for a structure the tests assemble from the notebook's
-        classes (a K-D tree, node by node), instead of one per node."""
+    def _calls(self, steps: list[dict[str, Any]]) -> list[Any]:
+        """Make ``steps`` in order (``Student.build``, ``Student.each``): each calls a handle
+        with arguments in which ``HandleRef(-k)`` stands for what step ``k`` (from 1)
+        returned; what every step returned. One request for a structure the tests assemble
+        from the notebook's classes (a K-D tree, node by node), or for a loop of calls,
+        instead of one per node or call."""
         results: list[Any] = []
 
         def resolve(ref: HandleRef) -> Any:
@@ -189,10 +190,12 @@ class WorkerCore:
 
         for step in steps:
             target = self._resolve(HandleRef(int(step["obj"]), "", False))
-            results.append(target(*decode(step.get("args", {"t": []}), resolve=resolve)))
+            args = decode(step.get("args", {"t": []}), resolve=resolve)
+            kwargs = decode(step.get("kwargs", {"d": []}), resolve=resolve)
+            results.append(target(*args, **kwargs))
         if not results:
             raise LookupError("no steps to make")
-        return results[-1]
+        return results
 
     @staticmethod
     def _exception(exc: BaseException) -> dict[str, Any]:
@@ -222,7 +225,12 @@ class WorkerCore:
                     return {"ok": False, "kind": "missing", "name": name}
                 return self._value(self.namespace[name])
             if op == "calls":
-                return self._value(self._calls(request["steps"]))
+                made = self._calls(request["steps"])
+                wanted = request.get("results")
+                if wanted is None:
+                    return self._value(made[-1])
+                # several calls' values at once (``Student.each``): each as data or a handle
+                return {"ok": True, "value": {"t": [self._value(made[int(k) - 1])["value"] for k in wanted]}}
             if op == "typename":
                 return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}
             target = self._resolve(HandleRef(int(request["obj"]), "", False))
