@@ -16,6 +16,7 @@ from autograder.exceptions import (
     MissingName,
     NotAttempted,
     NotPlainData,
+    ProtocolError,
     StudentCodeError,
     StudentTimeout,
     WorkerCrashed,
@@ -131,6 +132,23 @@ def test_each_makes_a_loop_of_calls_in_one_request(run_notebook):
     with pytest.raises(StudentCodeError) as info:  # the first exception ends the batch, as a call's would
         student.each([Call(scaled, 1), Call(scaled, None, k=2), Call(scaled, 3)])
     assert info.value.ename == "TypeError"
+
+
+@pytest.mark.parametrize("forged", [{"t": [1]}, {"t": [1, 2, 3]}, [1, 2], {"h": [1, "list", False]}])
+def test_each_refuses_a_reply_that_is_not_one_value_per_call(run_notebook, forged):
+    """A worker the student patched answers ``each`` with any value: anything but a tuple of
+    one value per call is a protocol error, worded by the grader."""
+    run, _ = run_notebook(TREE_CELL)
+
+    class Forging(CountingChannel):
+        def request(self, message, *, timeout=None):
+            reply = super().request(message, timeout=timeout)
+            return {"ok": True, "value": forged} if message["op"] == "calls" else reply
+
+    student = Student(Forging(run))
+    leaf = student.Leaf
+    with pytest.raises(ProtocolError):
+        student.each([Call(leaf, 1), Call(leaf, 2)])
 
 
 def test_a_forward_step_reference_is_refused_by_the_worker(run_notebook):
