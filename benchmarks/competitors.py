@@ -94,8 +94,8 @@ def _code_cells(path: Path) -> list[str]:
 
 # -- nbgrader ------------------------------------------------------------------------------
 def _nbgrader_test_cell(week: str, task: int, points: float) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell(
-        STUDENT_SHIM + f"assert _run_task({str(tests_dir(week))!r}, {task}, globals()) == 0, 'a check of task {task} failed'")
+    run = f"assert _run_task({str(tests_dir(week))!r}, {task}, globals()) == 0, 'a check of task {task} failed'"
+    cell = nbformat.v4.new_code_cell(STUDENT_SHIM + run)
     cell.pop("id", None)
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": points,
                                  "grade_id": f"task{task}", "schema_version": 3}

@@ -41,16 +41,20 @@ def ours(folder: Path, jobs: int, week: str) -> dict:
     assert code == 0, f"ours.py --jobs {jobs} failed"
     data = json.loads(out.read_text())
     gaps = [b - a for a, b in zip(data["arrivals"], data["arrivals"][1:])]
-    return {"median_s": statistics.median(gaps), "wall_s": wall, "peak_mb": max(m for _, m in samples),
+    cpu = [b - a for a, b in zip(data["cpu"], data["cpu"][1:])]
+    return {"median_s": statistics.median(gaps), "cpu_s": statistics.median(cpu), "wall_s": wall,
+            "peak_mb": max(m for _, m in samples),
             "samples": samples, "arrivals": data["arrivals"], "n": len(data["arrivals"])}
 
 
-def floor(paths: list[Path], week: str) -> dict[str, float]:
-    """The floor of each fixture in the batch's mix, seconds per submission."""
+def floor(paths: list[Path], week: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The floor of each fixture in the batch's mix, wall and CPU seconds per submission."""
     kinds = {kind_of(p): p for p in paths}
     reply = subprocess.run([PYTHON, str(HERE / "floor.py"), week, *map(str, kinds.values())], capture_output=True,
                            text=True, check=True)
-    return {kind_of(Path(k)): v for k, v in json.loads(reply.stdout).items()}
+    timed = json.loads(reply.stdout)
+    return ({kind_of(Path(k)): v["wall_s"] for k, v in timed.items()},
+            {kind_of(Path(k)): v["cpu_s"] for k, v in timed.items()})
 
 
 def nbgrader(paths: list[Path], week: str) -> dict:
@@ -141,17 +145,22 @@ def measure_week(week: str, args: argparse.Namespace, skip: set[str]) -> None:
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             print(f"{name}: could not run: {exc}", file=sys.stderr)
     base = results["ours --jobs 1"]
-    per_kind = floor(paths, week)
+    per_kind, cpu_per_kind = floor(paths, week)
     the_floor = statistics.mean(per_kind[kind_of(p)] for p in paths)
+    cpu_floor = statistics.mean(cpu_per_kind[kind_of(p)] for p in paths)
     print(f"\n{week}, {args.n} submissions ({len(mix(week))}-notebook mix), {time.strftime('%Y-%m-%d %H:%M')}, "
           f"1-min load average {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} now")
-    print("others: cores kept busy by other people's processes during that run (of 2); load: 1-min load average after it")
+    print("others: cores kept busy by other people's processes during that run (of 2); "
+          "load: 1-min load average after it")
     print(f"{'grader':<22} {'subs':>6} {'median ms':>10} {'wall s':>9} {'peak MB':>9} {'vs ours':>10} {'others':>9} "
           f"{'load':>6}")
     for name, r in results.items():
         print(row(name, r, base))
     print(f"floor (student code + tests, in-process): {the_floor * 1000:.0f} ms per submission; "
           f"ours --jobs 1 overhead beyond it: {(base['median_s'] - the_floor) * 1000:.0f} ms (median gap - mean floor)")
+    print(f"CPU time (load-proof): floor {cpu_floor * 1000:.0f} ms per submission, ours --jobs 1 "
+          f"{base['cpu_s'] * 1000:.0f} ms (median, the whole process tree), overhead "
+          f"{(base['cpu_s'] - cpu_floor) * 1000:.0f} ms")
     print("floor per fixture (ms): " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in
                                                   sorted(per_kind.items(), key=lambda kv: -kv[1])))
     if args.scale:
