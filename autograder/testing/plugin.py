@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from autograder.i18n.runtime import _
 from autograder.notebook import code_cells
@@ -39,7 +39,7 @@ class ChannelSource(Protocol):
 
 
 CHANNEL_SOURCE = pytest.StashKey["ChannelSource"]()
-THREAD_LIMITS = pytest.StashKey[threadpool_limits]()
+THREAD_POOLS = pytest.StashKey[ThreadpoolController]()
 
 
 class InProcessReference:
@@ -96,18 +96,23 @@ def pytest_configure(config: pytest.Config) -> None:
     for spec in MARKERS.values():
         config.addinivalue_line("markers", spec.help)
     config.stash.setdefault(CHANNEL_SOURCE, InProcessReference(config))
-    # One thread for the tests' own numpy/scikit-learn work (the student's code in the
-    # sandbox has one already): their data is small, and OpenMP's threads wait for each
-    # other by spinning, which on shared cores (a grader per core, neighbours' load) made
-    # one KNeighborsClassifier.predict on 28 queries take 13-80 ms instead of 1 ms.
-    config.stash[THREAD_LIMITS] = threadpool_limits(limits=1)
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Give the process its thread pools back (the grader, a kernel, runs on after pytest)."""
-    limits = config.stash.get(THREAD_LIMITS, None)
-    if limits is not None:
-        limits.restore_original_limits()
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Run the test's own numpy/scikit-learn work on one thread (the student's code in the
+    sandbox has one already). Their data is small, and OpenMP's threads wait for each
+    other by spinning: on shared cores (a grader per core, other people's load) one
+    ``KNeighborsClassifier.predict`` on 28 queries took 13-110 ms instead of 1 ms.
+
+    The thread pools are found once, at the first test (the test modules have loaded
+    scikit-learn's by then; pools loaded later keep their threads); limiting them around
+    each test then costs microseconds, and the process gets its threads back after."""
+    pools = item.config.stash.get(THREAD_POOLS, None)
+    if pools is None:
+        pools = item.config.stash[THREAD_POOLS] = ThreadpoolController()
+    with pools.limit(limits=1):
+        yield
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-k`` and ``--deselect`` narrow the items
