@@ -1,7 +1,10 @@
-"""The week-1 assignment as an nbgrader course and as an otter autograder, and their runs.
+"""A week's assignment as an nbgrader course and as an otter autograder, and their runs.
 
-Both run the SAME hidden tests (``source/week01/tests``) inside the notebook's kernel, one
-pytest run per task, with ``student`` bound to the kernel's namespace: what an nbgrader or
+Both run the SAME hidden tests (``source/weekNN/tests``) inside the notebook's kernel, one
+pytest run per task (the tests whose ``task`` marker names it), with ``student`` bound to
+the kernel's namespace through the project's pytest plugin and codec in-process
+(``LocalChannel``, as our nbgrader and otter exports do: the ``seed``, ``rng`` and
+``unchanged_inputs`` fixtures of weeks 2-6 come from that plugin): what an nbgrader or
 otter author would do with these tests. Points are all-or-nothing per task there (the
 timing, not the marks, is compared). Each tool lives in its own virtualenv under
 ``benchmarks/.venvs/`` with the same numpy/scipy/scikit-learn/matplotlib as ours.
@@ -21,33 +24,44 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 VENVS = Path(__file__).resolve().parent / ".venvs"
-TESTS = ROOT / "source" / "week01" / "tests"
-TASKS = {1: ("test_week01_perceptron.py", 30), 2: ("test_week01_sklearn.py", 30)}
-PINNED = ["numpy==2.4.6", "scipy==1.17.1", "scikit-learn==1.9.1", "matplotlib==3.11.2", "pytest"]
+# the grading environment's pins and this package (its pytest plugin runs in the kernel),
+# as scripts/install-interop installs them
+SAME_AS_OURS = ["-r", str(ROOT / "requirements" / "grading.txt"), "-e", str(ROOT)]
 PACKAGES = {"nbgrader": ["nbgrader"], "otter": ["otter-grader", "ipykernel"]}  # otter does not pull in a kernel
 
 STUDENT_SHIM = f'''
 import sys as _sys
-if {str(ROOT)!r} not in _sys.path:  # the hidden tests import autograder.testing (numpy only)
+if {str(ROOT)!r} not in _sys.path:  # the hidden tests' own imports (``autograder.i18n``)
     _sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path as _Path
 import pytest as _pytest
-class _Student:
-    def __init__(self, ns): self._ns = ns
-    def __getattr__(self, name):
-        if name.startswith("__"): raise AttributeError(name)
-        try: return self._ns[name]
-        except KeyError: raise AttributeError(name) from None
-    def __contains__(self, name): return name in self._ns
-    def typename(self, obj): return type(obj).__name__
-    def same(self, a, b): return a is b
+from autograder.execution.local import LocalChannel as _LocalChannel
+from autograder.testing.hidden import pytest_args as _pytest_args, read_markers as _read_markers
+from autograder.testing.plugin import CHANNEL_SOURCE as _CHANNEL_SOURCE
 class _Bind:
-    def __init__(self, ns): self.ns = ns
-    @_pytest.fixture
-    def student(self): return _Student(self.ns)
-def _run_task(path, ns):
-    return _pytest.main([path, "-q", "-p", "no:cacheprovider", "-p", "no:autograder", "--assert=plain",
-                         "-W", "ignore", "--import-mode=importlib"], plugins=[_Bind(ns)])
+    def __init__(self, ns, task):
+        self.channel, self.task = _LocalChannel.onto(ns), task
+    def current_channel(self, item): return self.channel
+    def current_seed(self): return 0
+    @_pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config): config.stash[_CHANNEL_SOURCE] = self
+    def pytest_collection_modifyitems(self, config, items):
+        items[:] = [item for item in items if _read_markers(item).task == self.task]
+def _run_task(tests, task, ns):
+    return _pytest.main(_pytest_args(_Path(tests), capture=False), plugins=[_Bind(ns, task)])
 '''
+
+
+def tasks(week: str) -> dict[int, float]:
+    """The week's autograded tasks and their points."""
+    sys.path.insert(0, str(ROOT))
+    from autograder.course import Course
+
+    return {t.number: t.points for t in Course.locate(ROOT).week(week).tasks if not t.manual}
+
+
+def tests_dir(week: str) -> Path:
+    return ROOT / "source" / week / "tests"
 
 
 def venv(tool: str) -> Path:
@@ -56,7 +70,7 @@ def venv(tool: str) -> Path:
     stamp = VENVS / tool / ".installed"
     if not stamp.exists():
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(VENVS / tool)], check=True)
-        subprocess.run([str(bin_dir / "pip"), "install", "-q", *PACKAGES[tool], *PINNED], check=True)
+        subprocess.run([str(bin_dir / "pip"), "install", "-q", *PACKAGES[tool], *SAME_AS_OURS], check=True)
         stamp.touch()
     return bin_dir
 
@@ -79,17 +93,16 @@ def _code_cells(path: Path) -> list[str]:
 
 
 # -- nbgrader ------------------------------------------------------------------------------
-def _nbgrader_test_cell(task: int) -> nbformat.NotebookNode:
-    file, points = TASKS[task]
-    cell = nbformat.v4.new_code_cell(
-        STUDENT_SHIM + f"assert _run_task({str(TESTS / file)!r}, globals()) == 0, 'a check of task {task} failed'")
+def _nbgrader_test_cell(week: str, task: int, points: float) -> nbformat.NotebookNode:
+    run = f"assert _run_task({str(tests_dir(week))!r}, {task}, globals()) == 0, 'a check of task {task} failed'"
+    cell = nbformat.v4.new_code_cell(STUDENT_SHIM + run)
     cell.pop("id", None)
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": points,
                                  "grade_id": f"task{task}", "schema_version": 3}
     return cell
 
 
-def _nbgrader_notebook(cells: list[str]) -> nbformat.NotebookNode:
+def _nbgrader_notebook(week: str, cells: list[str]) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     for index, source in enumerate(cells):
@@ -99,53 +112,53 @@ def _nbgrader_notebook(cells: list[str]) -> nbformat.NotebookNode:
             cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False,
                                          "grade_id": f"solution{index}", "schema_version": 3}
         notebook.cells.append(cell)
-    notebook.cells += [_nbgrader_test_cell(1), _nbgrader_test_cell(2)]
+    notebook.cells += [_nbgrader_test_cell(week, task, points) for task, points in tasks(week).items()]
     notebook.nbformat_minor = 4
     return notebook
 
 
-def nbgrader_course(course: Path, submissions: list[Path]) -> None:
+def nbgrader_course(course: Path, week: str, submissions: list[Path]) -> None:
     """An nbgrader course: the reference as source, each submission under submitted/."""
     shutil.rmtree(course, ignore_errors=True)
-    (course / "source" / "week01").mkdir(parents=True)
+    (course / "source" / week).mkdir(parents=True)
     (course / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'bench'\n"
         f"c.CourseDirectory.root = {str(course)!r}\nc.ExecutePreprocessor.timeout = 120\n")
-    reference = _code_cells(ROOT / "source" / "week01" / "week01.ipynb")
-    nbformat.write(_nbgrader_notebook(reference), course / "source" / "week01" / "week01.ipynb")
+    reference = _code_cells(ROOT / "source" / week / f"{week}.ipynb")
+    nbformat.write(_nbgrader_notebook(week, reference), course / "source" / week / f"{week}.ipynb")
     for path in submissions:
-        folder = course / "submitted" / path.stem / "week01"
+        folder = course / "submitted" / path.stem / week
         folder.mkdir(parents=True)
-        nbformat.write(_nbgrader_notebook(_code_cells(path)), folder / "week01.ipynb")
+        nbformat.write(_nbgrader_notebook(week, _code_cells(path)), folder / f"{week}.ipynb")
 
 
-def nbgrader_argv(course: Path) -> tuple[list[list[str]], list[str]]:
+def nbgrader_argv(course: Path, week: str) -> tuple[list[list[str]], list[str]]:
     """Commands to prepare (generate the assignment, once) and to time (autograde all)."""
     bin_dir = venv("nbgrader")
-    prepare = [[str(bin_dir / "nbgrader"), "db", "assignment", "add", "week01"],
-               [str(bin_dir / "nbgrader"), "generate_assignment", "week01", "--force"]]
-    return prepare, [str(bin_dir / "nbgrader"), "autograde", "week01", "--force", "--create"]
+    prepare = [[str(bin_dir / "nbgrader"), "db", "assignment", "add", week],
+               [str(bin_dir / "nbgrader"), "generate_assignment", week, "--force"]]
+    return prepare, [str(bin_dir / "nbgrader"), "autograde", week, "--force", "--create"]
 
 
-def nbgrader_times(course: Path) -> list[float]:
+def nbgrader_times(course: Path, week: str) -> list[float]:
     """Per-submission seconds, from the order autograded notebooks were written."""
-    written = sorted(p.stat().st_mtime for p in (course / "autograded").glob("*/week01/week01.ipynb"))
+    written = sorted(p.stat().st_mtime for p in (course / "autograded").glob(f"*/{week}/{week}.ipynb"))
     return [b - a for a, b in zip(written, written[1:])]
 
 
 # -- otter ---------------------------------------------------------------------------------
-def otter_autograder(zip_path: Path) -> None:
+def otter_autograder(zip_path: Path, week: str) -> None:
     """An otter autograder zip: exception-based test files, one per task."""
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(zip_path, "w") as archive:
         archive.writestr("otter_config.json", json.dumps({"lang": "python"}))
         archive.writestr("requirements.txt", "")
-        for task, (file, points) in TASKS.items():
+        for task, points in tasks(week).items():
             archive.writestr(f"tests/task{task}.py", (
                 "from otter.test_files import test_case\nOK_FORMAT = False\n"
                 f"name = 'task{task}'\npoints = {points}\n" + STUDENT_SHIM +
                 f"@test_case(points={points})\ndef test_task{task}(env):\n"
-                f"    assert _run_task({str(TESTS / file)!r}, env) == 0, 'a check of task {task} failed'\n"))
+                f"    assert _run_task({str(tests_dir(week))!r}, {task}, env) == 0, 'a check of task {task} failed'\n"))
 
 
 def otter_argv(zip_path: Path, notebook: Path, out: Path) -> list[str]:

@@ -1,7 +1,7 @@
-"""Grade a folder of week-1 notebooks with this project; write timings as JSON.
+"""Grade a folder of one week's notebooks with this project; write timings as JSON.
 
 Run as a subprocess by ``run.py`` (so its memory is measured alone):
-``python benchmarks/ours.py FOLDER OUT.json --jobs N``: ``grade_parallel`` with N grader
+``python benchmarks/ours.py FOLDER OUT.json --jobs N --week WEEK``: ``grade_parallel`` with N grader
 processes, what the CLI does for every ``--jobs`` (1 included: a grader process is what
 bounds the grader's own work).
 """
@@ -13,9 +13,25 @@ import json
 import time
 from pathlib import Path
 
+import psutil
+
 from autograder.course import Course
 from autograder.grading.parallel import grade_parallel
 from autograder.submission import Submission
+
+
+def tree_cpu_seconds(root: psutil.Process) -> float:
+    """CPU seconds used so far by ``root`` and its descendants, living or reaped (a worker
+    that ended is counted in the zygote's children times): unlike wall time, hardly
+    changed by other people's load on shared cores."""
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            t = process.cpu_times()
+        except psutil.Error:
+            continue  # ended between listing and reading: its parent counts it once reaped
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 def main() -> None:
@@ -23,21 +39,24 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--week", default="week01")
     args = parser.parse_args()
     started = time.monotonic()
-    week = Course.locate(Path(__file__).resolve().parent.parent).week("week01")
+    week = Course.locate(Path(__file__).resolve().parent.parent).week(args.week)
     paths = sorted(args.folder.glob("*.ipynb"))
     submissions = (Submission(origin=str(p), key=p.stem, content=p.read_bytes()) for p in paths)
     arrivals: list[float] = []
     durations: list[float] = []
+    cpu: list[float] = []
 
     def on_result(result) -> None:
         arrivals.append(time.monotonic() - started)
         durations.append(result.duration_s)
+        cpu.append(tree_cpu_seconds(psutil.Process()))
 
     results = grade_parallel(week, submissions, jobs=args.jobs, on_result=on_result)
     args.out.write_text(json.dumps({
-        "wall_s": time.monotonic() - started, "arrivals": arrivals, "durations": durations,
+        "wall_s": time.monotonic() - started, "arrivals": arrivals, "durations": durations, "cpu": cpu,
         "scores": [r.score for r in results], "statuses": [r.status.value for r in results],
     }))
 

@@ -1,7 +1,8 @@
 """Benchmark: this project (--jobs 1, --jobs 2) against nbgrader autograde and otter run.
 
 Run by hand, never in CI:  .venv/bin/python benchmarks/run.py [--n 100] [--competitor-n N]
-[--scale 1000] [--skip nbgrader,otter]. Prints, per grader: median seconds per submission,
+[--scale 1000] [--skip nbgrader,otter] [--week weekNN | --all-weeks]. Prints, per week
+(week 1 by default) and per grader: median seconds per submission,
 total wall time, peak memory (PSS of the whole process tree) and the ratio to ours; the
 floor (the student's code and the tests' computation alone); with ``--scale`` a run of that
 many submissions with --jobs 2 and its memory sampled as the batch grows. Measuring starts
@@ -27,53 +28,58 @@ sys.path.insert(0, str(HERE))
 
 import competitors  # noqa: E402
 from memory import run_sampled  # noqa: E402
-from submissions import MIX, build  # noqa: E402
+from submissions import build, kind_of, mix  # noqa: E402
 
 WORK = HERE / ".work"
 PYTHON = str(HERE.parent / ".venv" / "bin" / "python")
 
 
-def ours(folder: Path, jobs: int) -> dict:
-    out = WORK / f"ours-{folder.name}-j{jobs}.json"
-    code, wall, samples = run_sampled([PYTHON, str(HERE / "ours.py"), str(folder), str(out), "--jobs", str(jobs)])
+def ours(folder: Path, jobs: int, week: str) -> dict:
+    out = WORK / f"ours-{week}-{folder.name}-j{jobs}.json"
+    code, wall, samples = run_sampled([PYTHON, str(HERE / "ours.py"), str(folder), str(out), "--jobs", str(jobs),
+                                       "--week", week])
     assert code == 0, f"ours.py --jobs {jobs} failed"
     data = json.loads(out.read_text())
     gaps = [b - a for a, b in zip(data["arrivals"], data["arrivals"][1:])]
-    return {"median_s": statistics.median(gaps), "wall_s": wall, "peak_mb": max(m for _, m in samples),
+    cpu = [b - a for a, b in zip(data["cpu"], data["cpu"][1:])]
+    return {"median_s": statistics.median(gaps), "mean_s": statistics.mean(gaps), "cpu_s": statistics.mean(cpu),
+            "wall_s": wall,
+            "peak_mb": max(m for _, m in samples),
             "samples": samples, "arrivals": data["arrivals"], "n": len(data["arrivals"])}
 
 
-def floor(paths: list[Path]) -> float:
-    """Mean floor over the batch's mix, seconds per submission."""
-    kinds = {p.stem.split("_", 1)[1]: p for p in paths}
-    reply = subprocess.run([PYTHON, str(HERE / "floor.py"), *map(str, kinds.values())], capture_output=True,
+def floor(paths: list[Path], week: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The floor of each fixture in the batch's mix, wall and CPU seconds per submission."""
+    kinds = {kind_of(p): p for p in paths}
+    reply = subprocess.run([PYTHON, str(HERE / "floor.py"), week, *map(str, kinds.values())], capture_output=True,
                            text=True, check=True)
-    per_kind = {Path(k).stem.split("_", 1)[1]: v for k, v in json.loads(reply.stdout).items()}
-    return statistics.mean(per_kind[p.stem.split("_", 1)[1]] for p in paths)
+    timed = json.loads(reply.stdout)
+    return ({kind_of(Path(k)): v["wall_s"] for k, v in timed.items()},
+            {kind_of(Path(k)): v["cpu_s"] for k, v in timed.items()})
 
 
-def nbgrader(paths: list[Path]) -> dict:
+def nbgrader(paths: list[Path], week: str) -> dict:
     course = WORK / "nbgrader"
-    competitors.nbgrader_course(course, paths)
-    prepare, argv = competitors.nbgrader_argv(course)
+    competitors.nbgrader_course(course, week, paths)
+    prepare, argv = competitors.nbgrader_argv(course, week)
     env = competitors.tool_env("nbgrader")
     for step in prepare:
         done = subprocess.run(step, cwd=course, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(step[1:])} exited {done.returncode}: {done.stderr[-2000:]}")
     code, wall, samples = run_sampled(argv, cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    gaps = competitors.nbgrader_times(course)
+    gaps = competitors.nbgrader_times(course, week)
     return {"median_s": statistics.median(gaps), "wall_s": wall, "peak_mb": max(m for _, m in samples),
             "n": len(paths), "exit": code}
 
 
-def otter(paths: list[Path]) -> dict:
-    zip_path = WORK / "otter" / "autograder.zip"
-    competitors.otter_autograder(zip_path)
+def otter(paths: list[Path], week: str) -> dict:
+    zip_path = WORK / "otter" / week / "autograder.zip"
+    competitors.otter_autograder(zip_path, week)
     env = competitors.tool_env("otter")
     times, peaks, started = [], [], time.monotonic()
     for path in paths:
-        out = WORK / "otter" / path.stem
+        out = WORK / "otter" / week / path.stem
         out.mkdir(parents=True, exist_ok=True)
         code, wall, samples = run_sampled(competitors.otter_argv(zip_path, path, out), env=env,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,7 +125,59 @@ def neighbours_cores(since: tuple[float, float, float]) -> float:
 def row(name: str, r: dict, base: dict) -> str:
     ratio = r["median_s"] / base["median_s"]
     return (f"{name:<22} {r['n']:>6} {r['median_s'] * 1000:>10.0f} {r['wall_s']:>9.1f} {r['peak_mb']:>9.0f} "
-            f"{ratio:>9.1f}x {r['others']:>9.2f}")
+            f"{ratio:>9.1f}x {r['others']:>9.2f} {r['load']:>6.2f}")
+
+
+def measure_week(week: str, args: argparse.Namespace, skip: set[str]) -> None:
+    """Grade ``args.n`` submissions of ``week`` with each grader, print the week's table."""
+    paths = build(WORK / week / f"n{args.n}", args.n, week)
+    theirs = paths[: args.competitor_n or args.n]
+    load_at_start = wait_for_quiet(args.quiet_load, args.patience)
+    results = {}
+    runs = [("ours --jobs 1", lambda: ours(paths[0].parent, 1, week)),
+            ("ours --jobs 2", lambda: ours(paths[0].parent, 2, week)),
+            ("nbgrader autograde", lambda: nbgrader(theirs, week)), ("otter run", lambda: otter(theirs, week))]
+    for name, run in runs:
+        if name.split()[0] in skip:
+            continue
+        try:
+            since = busy_seconds()
+            results[name] = run() | {"others": neighbours_cores(since), "load": os.getloadavg()[0]}
+        except (RuntimeError, subprocess.CalledProcessError) as exc:
+            print(f"{name}: could not run: {exc}", file=sys.stderr)
+    base = results["ours --jobs 1"]
+    per_kind, cpu_per_kind = floor(paths, week)
+    the_floor = statistics.mean(per_kind[kind_of(p)] for p in paths)
+    cpu_floor = statistics.mean(cpu_per_kind[kind_of(p)] for p in paths)
+    print(f"\n{week}, {args.n} submissions ({len(mix(week))}-notebook mix), {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"1-min load average {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} now")
+    print("others: cores kept busy by other people's processes during that run (of 2); "
+          "load: 1-min load average after it")
+    print(f"{'grader':<22} {'subs':>6} {'median ms':>10} {'wall s':>9} {'peak MB':>9} {'vs ours':>10} {'others':>9} "
+          f"{'load':>6}")
+    for name, r in results.items():
+        print(row(name, r, base))
+    # means, not medians: a week's fixtures may cost 0.2 s or 4 s (week 6), and the median
+    # of a batch would be one kind's figure
+    print(f"floor (student code + tests, in-process): {the_floor * 1000:.0f} ms per submission; "
+          f"ours --jobs 1 mean gap {base['mean_s'] * 1000:.0f} ms, overhead beyond the floor: "
+          f"{(base['mean_s'] - the_floor) * 1000:.0f} ms (mean gap - mean floor)")
+    print(f"CPU time (load-proof): floor {cpu_floor * 1000:.0f} ms per submission, ours --jobs 1 "
+          f"{base['cpu_s'] * 1000:.0f} ms (mean, the whole process tree), overhead "
+          f"{(base['cpu_s'] - cpu_floor) * 1000:.0f} ms")
+    print("floor per fixture (ms): " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in
+                                                  sorted(per_kind.items(), key=lambda kv: -kv[1])))
+    if args.scale:
+        big = build(WORK / week / f"n{args.scale}", args.scale, week)
+        since = busy_seconds()
+        r = ours(big[0].parent, 2, week)
+        print(f"\nscale: {args.scale} submissions, --jobs 2: wall {r['wall_s']:.1f} s, median gap "
+              f"{r['median_s'] * 1000:.0f} ms, peak {r['peak_mb']:.0f} MB, other processes busy "
+              f"{neighbours_cores(since):.2f} cores")
+        arrivals = r["arrivals"]
+        for t, mb in r["samples"][:: max(1, len(r["samples"]) // 12)]:
+            done = sum(1 for a in arrivals if a <= t)
+            print(f"  t={t:6.1f} s  graded {done:>5}  tree PSS {mb:7.0f} MB")
 
 
 def main() -> None:
@@ -130,45 +188,17 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated: nbgrader, otter")
     parser.add_argument("--quiet-load", type=float, default=0.7, help="wait until the 1-min load average is below this")
     parser.add_argument("--patience", type=float, default=900, help="seconds to wait for --quiet-load at most")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--week", default="week01", help="the week whose fixtures are graded (default week01)")
+    which.add_argument("--all-weeks", action="store_true", help="every week with fixtures, one table each")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
-    paths = build(WORK / f"n{args.n}", args.n)
-    theirs = paths[: args.competitor_n or args.n]
+    weeks = sorted(p.parent.name for p in (HERE.parent / "tests" / "fixtures").glob("week*/expectations.json")) \
+        if args.all_weeks else [args.week]
     for tool in {"nbgrader", "otter"} - skip:  # install before measuring, not during
         competitors.venv(tool)
-    load_at_start = wait_for_quiet(args.quiet_load, args.patience)
-    results = {}
-    runs = [("ours --jobs 1", lambda: ours(paths[0].parent, 1)), ("ours --jobs 2", lambda: ours(paths[0].parent, 2)),
-            ("nbgrader autograde", lambda: nbgrader(theirs)), ("otter run", lambda: otter(theirs))]
-    for name, run in runs:
-        if name.split()[0] in skip:
-            continue
-        try:
-            since = busy_seconds()
-            results[name] = run() | {"others": neighbours_cores(since)}
-        except (RuntimeError, subprocess.CalledProcessError) as exc:
-            print(f"{name}: could not run: {exc}", file=sys.stderr)
-    base = results["ours --jobs 1"]
-    the_floor = floor(paths)
-    print(f"\nweek 1, {args.n} submissions ({len(MIX)}-notebook mix), {time.strftime('%Y-%m-%d %H:%M')}, "
-          f"1-min load average {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} now")
-    print("others: cores kept busy by other people's processes during that run (of 2)")
-    print(f"{'grader':<22} {'subs':>6} {'median ms':>10} {'wall s':>9} {'peak MB':>9} {'vs ours':>10} {'others':>9}")
-    for name, r in results.items():
-        print(row(name, r, base))
-    print(f"floor (student code + tests, in-process): {the_floor * 1000:.0f} ms per submission; "
-          f"ours --jobs 1 overhead beyond it: {(base['median_s'] - the_floor) * 1000:.0f} ms (median gap - mean floor)")
-    if args.scale:
-        big = build(WORK / f"n{args.scale}", args.scale)
-        since = busy_seconds()
-        r = ours(big[0].parent, 2)
-        print(f"\nscale: {args.scale} submissions, --jobs 2: wall {r['wall_s']:.1f} s, median gap "
-              f"{r['median_s'] * 1000:.0f} ms, peak {r['peak_mb']:.0f} MB, other processes busy "
-              f"{neighbours_cores(since):.2f} cores")
-        arrivals = r["arrivals"]
-        for t, mb in r["samples"][:: max(1, len(r["samples"]) // 12)]:
-            done = sum(1 for a in arrivals if a <= t)
-            print(f"  t={t:6.1f} s  graded {done:>5}  tree PSS {mb:7.0f} MB")
+    for week in weeks:
+        measure_week(week, args, skip)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 ``autograder serve`` runs as its own process (https on loopback, --tls-cert) against the
 stand-in LMS of the tests (lti1p3platform, over http on loopback), registered by LTI
-Dynamic Registration with week01 added by deep linking.  S simulated students launch
-from the LMS, then U uploads (byte-unique week-1 notebooks, right and wrong mixed) are
+Dynamic Registration with the week (``--week``, week01 by default) added by deep
+linking.  S simulated students launch from the LMS, then U uploads (byte-unique notebooks
+of that week from its test fixtures, right and wrong mixed: ``submissions.py``) are
 spread evenly over T seconds.  With ``--kill`` the server is killed with SIGKILL halfway
 through and started again; uploads that meet the dead server are retried, as a student
 would.  Reported: p50/p95 seconds from upload to feedback ready and to the score arriving
@@ -11,6 +12,7 @@ at the LMS, the server's peak memory (RSS, its process tree), and uploads lost (
 but never graded) or duplicated (graded twice, or a score posted twice): both must be 0.
 
     .venv/bin/python benchmarks/service_rush.py --students 300 --uploads 1000 --seconds 180 --jobs 2 --kill
+    .venv/bin/python benchmarks/service_rush.py --week week06 --students 300 --uploads 1000 --seconds 180
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=180)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--week", default="week01", help="the week students upload to (its fixtures are the uploads)")
     parser.add_argument("--clients", type=int, default=32, help="uploads in flight at once at most")
     parser.add_argument("--kill", action="store_true", help="SIGKILL the server halfway and start it again")
     parser.add_argument("--out", type=Path, default=None, help="write the summary JSON here too")
@@ -123,7 +126,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="service-rush-"))
     certificate = make_certificate(folder)
     os.environ["REQUESTS_CA_BUNDLE"] = str(certificate[0])  # the LMS fetches the tool's JWKS over https
-    notebooks = [p.read_bytes() for p in build(folder / "notebooks", args.uploads)]
+    notebooks = [p.read_bytes() for p in build(folder / "notebooks", args.uploads, args.week)]
     state = PlatformState()
     platform_port, tool_port = free_port(), free_port()
     state.base = f"http://127.0.0.1:{platform_port}"
@@ -136,7 +139,7 @@ def main() -> None:
             "openid_configuration": f"{lms}/.well-known/openid-configuration",
             "registration_token": state.new_registration_token()})
         picker = admin.get(f"{lms}/start", params={"user": "teacher", "role": "instructor", "deep_link": "true"})
-        link = admin.submit(picker, "pick", data={"week": "week01"}).json()["created"][0]["resource_link_id"]
+        link = admin.submit(picker, "pick", data={"week": args.week}).json()["created"][0]["resource_link_id"]
 
         students: list[tuple[Browser, str]] = []   # each student's browser and the upload form's CSRF token
 
@@ -168,8 +171,8 @@ def main() -> None:
             while True:
                 sent = time.time()
                 try:
-                    reply = browser.client.post(f"{tool}/week/week01/upload", data={"csrf": csrf}, files={
-                        "notebook": (f"week01-{index}.ipynb", notebooks[index], "application/x-ipynb+json")})
+                    reply = browser.client.post(f"{tool}/week/{args.week}/upload", data={"csrf": csrf}, files={
+                        "notebook": (f"{args.week}-{index}.ipynb", notebooks[index], "application/x-ipynb+json")})
                 except httpx.TransportError:
                     retried["server down"] += 1
                     time.sleep(0.5)
@@ -226,7 +229,7 @@ def main() -> None:
             to_score.append(score["received"] - times[-1])
     stamps = Counter((s["userId"], s["timestamp"]) for s in state.scores)
     summary = {
-        "students": args.students, "uploads": args.uploads, "seconds": args.seconds, "jobs": args.jobs,
+        "week": args.week, "students": args.students, "uploads": args.uploads, "seconds": args.seconds, "jobs": args.jobs,
         "killed_and_restarted": args.kill, "accepted": len(accepted), "attempts_in_store": len(rows),
         "graded": sum(r[4] == "graded" for r in rows), "failed": sum(r[4] == "failed" for r in rows),
         "lost": len(accepted) - sum(r[4] in ("graded", "failed") for r in rows),

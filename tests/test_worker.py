@@ -16,12 +16,13 @@ from autograder.exceptions import (
     MissingName,
     NotAttempted,
     NotPlainData,
+    ProtocolError,
     StudentCodeError,
     StudentTimeout,
     WorkerCrashed,
 )
 from autograder.execution import Limits, SubmissionRun, ZygoteSlot
-from autograder.testing.student import Student
+from autograder.testing.student import Call, Student
 
 FAST = Limits(cell_timeout_s=3, call_timeout_s=2, submission_timeout_s=20, tests_timeout_s=20)
 
@@ -65,6 +66,100 @@ def test_handles_stay_in_the_worker_and_can_be_passed_back(run_notebook):
     assert student.same(fitted, model)
     assert isinstance(fitted.mean_, np.ndarray) and fitted.mean_.tolist() == [6.0, 9.0]
     assert student.combine(model, student.Model(k=4)) == 7
+
+
+TREE_CELL = """
+class Leaf:
+    def __init__(self, indices):
+        self.indices = indices
+class Node:
+    def __init__(self, dim, left, right):
+        if left is right:
+            raise ValueError('one child twice')
+        self.dim, self.left, self.right = dim, left, right
+"""
+
+
+class CountingChannel:
+    """The run's channel, counting the requests that reach the worker."""
+
+    def __init__(self, run: SubmissionRun) -> None:
+        self.run, self.requests = run, 0
+
+    @property
+    def generation(self) -> int:
+        return self.run.generation
+
+    def request(self, message, *, timeout=None):
+        self.requests += 1
+        return self.run.request(message, timeout=timeout)
+
+
+def test_build_makes_a_nested_structure_in_one_request(run_notebook):
+    run, _ = run_notebook(TREE_CELL)
+    channel = CountingChannel(run)
+    student = Student(channel)
+    Leaf, Node = student.Leaf, student.Node
+    before = channel.requests
+    root = student.build(Call(Node, 0, Call(Node, 1, Call(Leaf, np.array([0, 1])), Call(Leaf, np.array([2]))),
+                              Call(Leaf, np.array([3, 4]))))
+    assert channel.requests == before + 1  # five constructors, one request
+    assert student.typename(root) == "Node" and root.dim == 0
+    assert student.typename(root.left.right) == "Leaf" and root.left.right.indices.tolist() == [2]
+    assert root.right.indices.tolist() == [3, 4]
+
+
+def test_build_reports_a_steps_exception_as_a_call_would(run_notebook):
+    _, student = run_notebook(TREE_CELL)
+    with pytest.raises(StudentCodeError) as info:
+        student.build(Call(student.Node, 0, Call(student.Leaf, 1), Call(student.Leaf, 2), "a fourth argument"))
+    assert info.value.ename == "TypeError"
+    with pytest.raises(TypeError):
+        Call(lambda: None)  # only remote callables are made in the worker
+
+
+def test_each_makes_a_loop_of_calls_in_one_request(run_notebook):
+    run, _ = run_notebook(TREE_CELL + "def scaled(x, k=1):\n    return x * k\n")
+    channel = CountingChannel(run)
+    student = Student(channel)
+    scaled, Leaf = student.scaled, student.Leaf
+    before = channel.requests
+    values = student.each([Call(scaled, np.arange(3), k=k) for k in range(4)] + [Call(Leaf, 7)])
+    assert channel.requests == before + 1
+    assert [v.tolist() for v in values[:4]] == [[0, 0, 0], [0, 1, 2], [0, 2, 4], [0, 3, 6]]
+    assert student.typename(values[4]) == "Leaf" and values[4].indices == 7  # not data: a remote object
+    assert student.each([]) == []
+    with pytest.raises(StudentCodeError) as info:  # the first exception ends the batch, as a call's would
+        student.each([Call(scaled, 1), Call(scaled, None, k=2), Call(scaled, 3)])
+    assert info.value.ename == "TypeError"
+
+
+@pytest.mark.parametrize("forged", [{"t": [1]}, {"t": [1, 2, 3]}, [1, 2], {"h": [1, "list", False]}])
+def test_each_refuses_a_reply_that_is_not_one_value_per_call(run_notebook, forged):
+    """A worker the student patched answers ``each`` with any value: anything but a tuple of
+    one value per call is a protocol error, worded by the grader."""
+    run, _ = run_notebook(TREE_CELL)
+
+    class Forging(CountingChannel):
+        def request(self, message, *, timeout=None):
+            reply = super().request(message, timeout=timeout)
+            return {"ok": True, "value": forged} if message["op"] == "calls" else reply
+
+    student = Student(Forging(run))
+    leaf = student.Leaf
+    with pytest.raises(ProtocolError):
+        student.each([Call(leaf, 1), Call(leaf, 2)])
+
+
+def test_a_forward_step_reference_is_refused_by_the_worker(run_notebook):
+    """A step may only use steps made before it: a request naming a later one is an error, not a crash."""
+    run, student = run_notebook(TREE_CELL)
+    leaf = student.Leaf
+    reply = run.request({"op": "calls", "steps": [
+        {"obj": leaf._ref.id, "args": {"t": [{"h": [-2, "step", False]}]}},
+        {"obj": leaf._ref.id, "args": {"t": [1]}}]})
+    assert reply["ok"] is False and reply["ename"] == "LookupError"
+    assert student.Leaf(5).indices == 5  # the worker serves on
 
 
 def test_non_plain_values_are_remote_and_refuse_to_be_data(run_notebook):

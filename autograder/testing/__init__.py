@@ -12,9 +12,10 @@ from autograder.exceptions import (
     StudentTimeout,
     WorkerCrashed,
 )
-from autograder.testing.student import Remote, Student
+from autograder.testing.student import Call, Remote, Student
 
 __all__ = [
+    "Call",
     "MissingName",
     "NotAttempted",
     "NotPlainData",

@@ -79,6 +79,21 @@ class Remote:
         return f"<remote {self._ref.typename}>"
 
 
+class Call:
+    """``function(*args, **kwargs)``, to be made in the worker by ``Student.build``: an argument that
+    is itself a ``Call`` is made first and passed as the object it returns, so a whole
+    structure (``KDNode(0, 5.5, KDLeaf(a), KDLeaf(b))``) costs one request."""
+
+    __slots__ = ("function", "args", "kwargs")
+
+    def __init__(self, function: Remote, /, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(function, Remote):
+            raise TypeError("Call needs a remote callable, such as student.KDLeaf")
+        self.function = function
+        self.args = args
+        self.kwargs = kwargs
+
+
 class Student:
     """The remote view of one submission (the ``student`` fixture)."""
 
@@ -136,6 +151,44 @@ class Student:
                    if not unchanged(sent, now)]
         changed += [name for name, sent in kwargs.items() if not unchanged(sent, after_kwargs[name])]
         return value, changed
+
+    def build(self, call: Call) -> Any:
+        """Make ``call`` and every ``Call`` among its arguments (innermost first) in the
+        worker, in one request; what the outermost returns, as a call would give it.
+
+        The arguments are sent as plain data, the steps' results stay in the worker: the
+        reply is the one value, decoded like any other. An exception in any step is that
+        step's, reported as a call's would be; the call limit covers the whole build."""
+        steps: list[dict[str, Any]] = []
+        self._flatten(call, steps)
+        return self._ask({"op": "calls", "steps": steps}, call.function)
+
+    def each(self, calls: list[Call]) -> list[Any]:
+        """Make ``calls`` one after the other in the worker, in one request; their values,
+        in order, as the calls one by one would give them (``[student.knn_classify(X, y, q)
+        for q in queries]`` as one round trip). The first exception ends the batch and is
+        raised as that call's would be; the call limit covers the whole batch, so keep a
+        batch to calls that are quick each (a loop over queries, not over fits)."""
+        if not calls:
+            return []
+        steps: list[dict[str, Any]] = []
+        wanted = [self._flatten(call, steps) for call in calls]
+        values = self._ask({"op": "calls", "steps": steps, "results": wanted}, calls[0].function)
+        if type(values) is not tuple or len(values) != len(calls):
+            raise ProtocolError("the worker sent back another number of values than calls were made")
+        return list(values)
+
+    def _flatten(self, call: Call, steps: list[dict[str, Any]]) -> int:
+        """Append ``call``'s steps (its ``Call`` arguments first) to ``steps``; its step number."""
+        if call.function._generation != self._channel.generation:
+            raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
+        args = tuple(HandleRef(-self._flatten(a, steps), "step", False) if isinstance(a, Call) else a
+                     for a in call.args)
+        kwargs = {k: HandleRef(-self._flatten(a, steps), "step", False) if isinstance(a, Call) else a
+                  for k, a in call.kwargs.items()}
+        steps.append({"obj": call.function._ref.id, "args": self._encode_args(args),
+                      "kwargs": self._encode_args(kwargs)})
+        return len(steps)
 
     def same(self, a: Any, b: Any) -> bool:
         """Whether two remote objects are the same object in the worker (``a is b``)."""

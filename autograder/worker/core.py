@@ -173,6 +173,30 @@ class WorkerCore:
         except NotPlain:
             return {"ok": True, "value": encode(self._handle_for(value))}
 
+    def _calls(self, steps: list[dict[str, Any]]) -> list[Any]:
+        """Make ``steps`` in order (``Student.build``, ``Student.each``): each calls a handle
+        with arguments in which ``HandleRef(-k)`` stands for what step ``k`` (from 1)
+        returned; what every step returned. One request for a structure the tests assemble
+        from the notebook's classes (a K-D tree, node by node), or for a loop of calls,
+        instead of one per node or call."""
+        results: list[Any] = []
+
+        def resolve(ref: HandleRef) -> Any:
+            if ref.id >= 0:
+                return self._resolve(ref)
+            if -ref.id > len(results):
+                raise LookupError(f"step {-ref.id} has not been made yet")
+            return results[-ref.id - 1]
+
+        for step in steps:
+            target = self._resolve(HandleRef(int(step["obj"]), "", False))
+            args = decode(step.get("args", {"t": []}), resolve=resolve)
+            kwargs = decode(step.get("kwargs", {"d": []}), resolve=resolve)
+            results.append(target(*args, **kwargs))
+        if not results:
+            raise LookupError("no steps to make")
+        return results
+
     @staticmethod
     def _exception(exc: BaseException) -> dict[str, Any]:
         return {
@@ -200,6 +224,13 @@ class WorkerCore:
                 if name not in self.namespace:
                     return {"ok": False, "kind": "missing", "name": name}
                 return self._value(self.namespace[name])
+            if op == "calls":
+                made = self._calls(request["steps"])
+                wanted = request.get("results")
+                if wanted is None:
+                    return self._value(made[-1])
+                # several calls' values at once (``Student.each``): each as data or a handle
+                return {"ok": True, "value": {"t": [self._value(made[int(k) - 1])["value"] for k in wanted]}}
             if op == "typename":
                 return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}
             target = self._resolve(HandleRef(int(request["obj"]), "", False))

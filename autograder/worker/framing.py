@@ -29,15 +29,25 @@ def _wait(fd: int, deadline: float | None, *, write: bool) -> None:
             return
 
 
+def _due(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise FrameTimeout("deadline passed")
+
+
+# Each read or write is tried first and waited for (``select``) only when the pipe is not
+# ready (``BlockingIOError``, a non-blocking fd): a request and its reply take two system
+# calls fewer than waiting first, and every step still checks the deadline.
+
+
 def write_frame(fd: int, payload: bytes, deadline: float | None = None) -> None:
     """Write one frame; ``fd`` must be non-blocking when a deadline is given."""
     data = memoryview(HEADER.pack(len(payload)) + payload)
     while data:
-        if deadline is not None:
-            _wait(fd, deadline, write=True)
+        _due(deadline)
         try:
             n = os.write(fd, data)
         except BlockingIOError:
+            _wait(fd, deadline, write=True)
             continue
         data = data[n:]
 
@@ -45,11 +55,11 @@ def write_frame(fd: int, payload: bytes, deadline: float | None = None) -> None:
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     while n:
-        if deadline is not None:
-            _wait(fd, deadline, write=False)
+        _due(deadline)
         try:
             chunk = os.read(fd, min(n, 1 << 20))
         except BlockingIOError:
+            _wait(fd, deadline, write=False)
             continue
         if not chunk:
             raise EOFError("peer closed the pipe")

@@ -27,10 +27,10 @@ import pytest
 from sklearn.neighbors import KDTree
 
 from autograder.i18n import _
+from autograder.testing import Call
 
 PRUNING_N = 1_000
-# Sending a tree costs a remote call per node: the k-nearest and inputs tests, which need
-# no count bounds, use smaller ones.
+# The k-nearest and inputs tests need no count bounds: smaller trees do.
 PRUNING_N_K = 500
 PRUNING_N_INPUTS = 200
 PRUNING_QUERIES = 30
@@ -38,20 +38,22 @@ PRUNING_LEAF_SIZE = 4
 
 
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
-    """Build the tree by COURSE.md's rules here, node by node in the worker; return its root."""
+    """Build the tree by COURSE.md's rules here and construct it in the worker from the
+    notebook's ``KDNode`` and ``KDLeaf`` (every node in one request); return its root."""
+    KDLeaf, KDNode = student.KDLeaf, student.KDNode
 
-    def build(indices: np.ndarray, depth: int) -> object:
+    def build(indices: np.ndarray, depth: int) -> Call:
         if len(indices) <= leaf_size:
-            return student.KDLeaf(indices)
+            return Call(KDLeaf, indices)
         dim = depth % X.shape[1]
         values = X[indices, dim]
         split = float(np.median(values))
         go_left = values < split
         if not go_left.any():
-            return student.KDLeaf(indices)
-        return student.KDNode(dim, split, build(indices[go_left], depth + 1), build(indices[~go_left], depth + 1))
+            return Call(KDLeaf, indices)
+        return Call(KDNode, dim, split, build(indices[go_left], depth + 1), build(indices[~go_left], depth + 1))
 
-    return build(np.arange(len(X), dtype=np.int64), 0)
+    return student.build(build(np.arange(len(X), dtype=np.int64), 0))
 
 
 def leaf_paths(X: np.ndarray, leaf_size: int) -> list[tuple[np.ndarray, list[tuple[int, float, bool]]]]:
@@ -138,11 +140,13 @@ def test_worked_example(student, worked_example):
 @pytest.mark.points(2)
 def test_nearest_matches_sklearn_kdtree(student, float_sets):
     """nearest_neighbor finds the same distance as sklearn's KDTree on random data with duplicates (2-D and 3-D), and the smallest index among equally near copies."""
+    nearest_neighbor = student.nearest_neighbor
     for (X, queries), leaf_size in zip(float_sets, (2, 3)):
         tree = send_tree(student, X, leaf_size)
         sklearn_distances, _indices = KDTree(X).query(queries, k=1)
-        for query, sklearn_distance in zip(queries, sklearn_distances[:, 0]):
-            index, distance, _count = search_result(student.nearest_neighbor(tree, X, query), len(X))
+        answers = student.each([Call(nearest_neighbor, tree, X, query) for query in queries])
+        for query, sklearn_distance, answer in zip(queries, sklearn_distances[:, 0], answers):
+            index, distance, _count = search_result(answer, len(X))
             order, _distances = neighbour_order(X, query)
             assert math.isclose(distance, float(sklearn_distance), rel_tol=1e-9, abs_tol=1e-12), _("nearest_neighbor's distance differs from sklearn's KDTree: the search misses the nearest point (check the pruning condition)")
             assert math.isclose(distance, float(np.sqrt(((X[index] - query) ** 2).sum())), rel_tol=1e-9, abs_tol=1e-12), _("the distance returned should be the Euclidean distance from the query to the point returned")
@@ -153,13 +157,16 @@ def test_nearest_matches_sklearn_kdtree(student, float_sets):
 @pytest.mark.points(2)
 def test_ties_go_to_the_smaller_index(student, grid_sets, fixed_grid_sets):
     """On integer grid data, where distinct points in different leaves tie exactly, nearest_neighbor and k_nearest put the smaller index first."""
+    nearest_neighbor, k_nearest = student.nearest_neighbor, student.k_nearest
     for (X, queries), leaf_size in zip([*fixed_grid_sets, *grid_sets], (1, 2, 1, 2)):
         tree = send_tree(student, X, leaf_size)
-        for query in queries:
+        answers = student.each([Call(function, *arguments) for query in queries
+                                for function, arguments in ((nearest_neighbor, (tree, X, query)), (k_nearest, (tree, X, query, 6)))])
+        for query, nearest, k_answer in zip(queries, answers[::2], answers[1::2]):
             order, _distances = neighbour_order(X, query)
-            index, _distance, _count = search_result(student.nearest_neighbor(tree, X, query), len(X))
+            index, _distance, _count = search_result(nearest, len(X))
             assert index == int(order[0]), _("of several equally near points, nearest_neighbor should return the one with the smallest index (visit a far side even when its plane is exactly at the best distance)")
-            got = index_list(student.k_nearest(tree, X, query, 6), "k_nearest", 6)
+            got = index_list(k_answer, "k_nearest", 6)
             assert got == order[:6].tolist(), _("k_nearest should sort equally distant points by index, and keep the smaller indices at the k-th place")
 
 
@@ -167,13 +174,15 @@ def test_ties_go_to_the_smaller_index(student, grid_sets, fixed_grid_sets):
 @pytest.mark.points(1)
 def test_k_nearest_matches_sklearn_kdtree(student, float_sets):
     """k_nearest returns the k nearest indices sorted by distance, with the same distances as sklearn's KDTree (k = 1, 5, 12, and k >= n)."""
+    k_nearest = student.k_nearest
     for (X, queries), leaf_size in zip(float_sets, (3, 2)):
         tree = send_tree(student, X, leaf_size)
         for k in (1, 5, 12, len(X) + 3):
             kept = min(k, len(X))
             sklearn_distances, _indices = KDTree(X).query(queries[::3], k=kept)
-            for query, expected_distances in zip(queries[::3], sklearn_distances):
-                got = index_list(student.k_nearest(tree, X, query, k), "k_nearest", k)
+            answers = student.each([Call(k_nearest, tree, X, query, k) for query in queries[::3]])
+            for query, expected_distances, answer in zip(queries[::3], sklearn_distances, answers):
+                got = index_list(answer, "k_nearest", k)
                 assert len(got) == kept, _("k_nearest should return k indices (all n of them when k >= n)")
                 distances = np.sqrt(((X[got] - query) ** 2).sum(axis=1))
                 assert max(abs(a - b) for a, b in zip(distances, expected_distances)) <= 1e-9, _("k_nearest's neighbours are not the k nearest found by sklearn's KDTree, in order of distance")
@@ -224,8 +233,10 @@ def test_nearest_neighbor_prunes(student, rng):
     """nearest_neighbor prunes, measured by the grader: points moved into leaves the search must skip (their plane is farther than the nearest point of the query's own leaf) are never found, and the reported count lies between the own leaf's size and the points outside the pruned leaves."""
     X = rng.uniform(size=(PRUNING_N, 2))
     tree = send_tree(student, X, PRUNING_LEAF_SIZE)
-    for case in planted_queries(rng, X, k=1):
-        index, distance, count = search_result(student.nearest_neighbor(tree, case.X, case.query), PRUNING_N)
+    cases, nearest_neighbor = list(planted_queries(rng, X, k=1)), student.nearest_neighbor
+    answers = student.each([Call(nearest_neighbor, tree, case.X, case.query) for case in cases])
+    for case, answer in zip(cases, answers):
+        index, distance, count = search_result(answer, PRUNING_N)
         assert index not in case.moved, _("nearest_neighbor looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the best distance (the search must use the tree, not all of X)")
         assert index == case.nearest[0] and math.isclose(distance, case.distance, rel_tol=1e-9, abs_tol=1e-12), _("nearest_neighbor on a large tree should still find the nearest point")
         assert case.least <= count <= case.most, _("the third element should be the number of query-to-point distances computed: at least the query's own leaf, and none in the leaves that are pruned")
@@ -240,8 +251,10 @@ def test_k_nearest_prunes(student, rng):
     tree = send_tree(student, X, PRUNING_LEAF_SIZE)
     # k = 2: every leaf here holds at least 3 points, so the query's own leaf gives a k-th
     # best distance before anything is pruned.
-    for case in planted_queries(rng, X, k=2):
-        got = index_list(student.k_nearest(tree, case.X, case.query, 2), "k_nearest", 2)
+    cases, k_nearest = list(planted_queries(rng, X, k=2)), student.k_nearest
+    answers = student.each([Call(k_nearest, tree, case.X, case.query, 2) for case in cases])
+    for case, answer in zip(cases, answers):
+        got = index_list(answer, "k_nearest", 2)
         assert not set(got) & case.moved, _("k_nearest looked at points in leaves it should have pruned: descend to the query's leaf first, then skip a far side whose plane is farther than the k-th best distance (the search must use the tree, not all of X)")
         assert got == case.nearest, _("k_nearest on a large tree should still find the k nearest points")
 

@@ -26,6 +26,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.naive_bayes import MultinomialNB
 
 from autograder.i18n import _
+from autograder.testing import Call
 
 # The notes' spam example (three spam, five ham messages).
 SPAM = ["offer is secret", "click secret link", "secret sports link"]
@@ -75,7 +76,9 @@ def notes_scores(student, model, words: list[str], smoothing: bool) -> dict[str,
     """The notes' example scored here: the priors of the notes (3/8, 5/8) times the
     student's ``word_probability`` of each word, so that only word_probability is graded."""
     priors = {label: SPAM_LABELS.count(label) / len(SPAM_LABELS) for label in ("spam", "ham")}
-    return {label: prior * math.prod(probability(student.word_probability(model, word, label, smoothing=smoothing)) for word in words)
+    word_probability = student.word_probability
+    return {label: prior * math.prod(probability(p) for p in student.each(
+                [Call(word_probability, model, word, label, smoothing=smoothing) for word in words]))
             for label, prior in priors.items()}
 
 
@@ -153,11 +156,13 @@ def test_unsmoothed_probability_is_relative_count(student, seed):
     docs += ["Apple apple APPLE kale", "apple kale! Kale", "Tea tea rice", "rice, tea TEA"]
     labels += ["north", "north", "south", "south"]
     counts = class_counts(docs, labels)
-    model = student.train_naive_bayes(docs, labels)
+    model, word_probability = student.train_naive_bayes(docs, labels), student.word_probability
     for label, counter in counts.items():
         total = sum(counter.values())
-        for word in [*sorted(counter)[:6], "apple", "kale", "kale!", "tea", "rice,"]:
-            p = probability(student.word_probability(model, word, label, smoothing=False))
+        words = [*sorted(counter)[:6], "apple", "kale", "kale!", "tea", "rice,"]
+        answers = student.each([Call(word_probability, model, word, label, smoothing=False) for word in words])
+        for word, answer in zip(words, answers):
+            p = probability(answer)
             assert math.isclose(p, counter[word] / total, rel_tol=1e-9), _(
                 "unsmoothed word_probability is not count(word, c) / N(c) on a training set with mixed-case messages"
             )
@@ -216,11 +221,13 @@ def test_smoothed_probability_formula(student, seed):
     """Smoothed, word_probability is (count + 1) / (N(c) + V(c) + 1), for seen and unseen words alike."""
     docs, labels = random_corpus(seed=[seed, 53], class_sizes={"east": 8, "west": 6}, mixed_case=False)
     counts = class_counts(docs, labels)
-    model = student.train_naive_bayes(docs, labels)
+    model, word_probability = student.train_naive_bayes(docs, labels), student.word_probability
     for label, counter in counts.items():
         denominator = sum(counter.values()) + len(counter) + 1
-        for word in [*sorted(counter)[:5], "zucchini", *[w for w in WORDS if w not in counter][:1]]:
-            p = probability(student.word_probability(model, word, label))
+        words = [*sorted(counter)[:5], "zucchini", *[w for w in WORDS if w not in counter][:1]]
+        answers = student.each([Call(word_probability, model, word, label) for word in words])
+        for word, answer in zip(words, answers):
+            p = probability(answer)
             assert math.isclose(p, (counter[word] + 1) / denominator, rel_tol=1e-9), _(
                 "smoothed word_probability is not (count(word, c) + 1) / (N(c) + V(c) + 1)"
             )
@@ -256,10 +263,10 @@ def test_smoothed_probabilities_sum_to_one(student, seed):
     """The smoothed probabilities of a class's words plus that of the unknown word add up to 1."""
     docs, labels = random_corpus(seed=[seed, 54], class_sizes={"up": 5, "down": 5}, mixed_case=False)
     counts = class_counts(docs, labels)
-    model = student.train_naive_bayes(docs, labels)
+    model, word_probability = student.train_naive_bayes(docs, labels), student.word_probability
     for label, counter in counts.items():
-        total = sum(probability(student.word_probability(model, word, label)) for word in counter)
-        total += probability(student.word_probability(model, "neverseenword", label))
+        total = sum(probability(p) for p in student.each(
+            [Call(word_probability, model, word, label) for word in [*counter, "neverseenword"]]))
         assert math.isclose(total, 1.0, rel_tol=1e-9), _(
             "smoothed probabilities over the class's vocabulary plus the unknown word do not sum to 1"
         )
@@ -309,8 +316,10 @@ def test_log_score_adds_prior_and_word_log_probabilities(student, seed):
             words += words[:2]  # repeated words count each time
             model = student.train_naive_bayes(docs, labels)  # fresh: a test of log_scores alone
             scores = checked_scores(student.log_scores(model, " ".join(words), smoothing=smoothing), set(labels))
+            word_probability = student.word_probability
             for label in set(labels):
-                expected = empty[label] + sum(math.log(probability(student.word_probability(model, w, label, smoothing=smoothing))) for w in words)
+                expected = empty[label] + sum(math.log(probability(p)) for p in student.each(
+                    [Call(word_probability, model, w, label, smoothing=smoothing) for w in words]))
                 assert math.isclose(scores[label], expected, rel_tol=1e-9, abs_tol=1e-9), _(
                     "log_scores should be the empty message's score plus log word_probability of each word of the message, once per occurrence"
                 )
