@@ -10,8 +10,8 @@ a forked worker pays nothing for them. Imported inside the sandbox: imports noth
 from __future__ import annotations
 
 # distribution names, as pip and importlib.metadata spell them
-GRADING_LIBRARIES = ("numpy", "scipy", "scikit-learn", "matplotlib", "ipython", "pytest")
-PINNED = ("numpy", "scipy", "scikit-learn", "matplotlib")  # pinned exactly in both files
+GRADING_LIBRARIES = ("numpy", "scipy", "scikit-learn", "matplotlib", "threadpoolctl", "ipython", "pytest")
+PINNED = ("numpy", "scipy", "scikit-learn", "matplotlib", "threadpoolctl")  # pinned exactly in both files
 
 # what the course's notebooks import; matplotlib first, after the Agg backend is chosen
 PRELOADED_MODULES = (
