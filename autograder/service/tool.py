@@ -1,6 +1,7 @@
 """The LTI side of the service as one object: its keys, the platforms registered with it,
-the login states, the launch checker and the score sender, all kept under the service's
-data folder."""
+the login states, the launch checker and the score sender, kept under the service's data
+folder (the login states in ``lti.sqlite`` there, or in the service's database when it has
+one: ``Settings.database``)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ class Tool:
         self.client = client or httpx.Client(follow_redirects=False)
         self.keys = ToolKeys(settings.data / "keys")
         self.platforms = Platforms(settings.data / "platforms.json")
-        self.states = LoginStates(settings.data / "lti.sqlite")
+        self.states = LoginStates(settings.database or settings.data / "lti.sqlite")
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
         self.session_secret = _secret(settings.data / "keys" / "session.secret")

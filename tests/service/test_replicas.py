@@ -1,0 +1,88 @@
+"""The grading service on one shared database (issue 27): ``autograder serve --database URL``
+keeps its attempts, queue, score posts and login states in that database, so several
+``serve`` processes can share it.
+
+The service runs as an admin runs it (the real ``autograder serve`` process, over its own
+TLS on loopback) against the stand-in LMS built on lti1p3platform, on a real PostgreSQL
+server (the ``postgres`` fixture)."""
+
+from __future__ import annotations
+
+import signal
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.helpers import PostgresServer
+from tests.service.lms import Lms, register_and_add_week
+from tests.service.lti_platform import PlatformState, create_platform
+from tests.service.web import free_port, make_certificate, serving, wait_for_server
+
+ROOT = Path(__file__).resolve().parents[2]
+CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
+
+
+def serve_command(data: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "autograder", "serve", "--course", str(ROOT), "--data", str(data), *options]
+
+
+def test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    certificate = make_certificate(tmp_path)
+    state = PlatformState()
+    platform_port, tool_port = free_port(), free_port()
+    state.base = f"http://127.0.0.1:{platform_port}"
+    tool_url = f"https://127.0.0.1:{tool_port}"
+    data = tmp_path / "data"
+    server = subprocess.Popen(serve_command(data, "--database", url, "--public-url", tool_url, "--port",
+                                            str(tool_port), "--tls-cert", str(certificate[0]),
+                                            "--tls-key", str(certificate[1])),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with pytest.MonkeyPatch.context() as patch, serving(create_platform(state), platform_port) as platform_url:
+            patch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))  # the LMS fetches the tool's JWKS over https
+            wait_for_server(f"{tool_url}/lti/jwks", server, verify=ssl.create_default_context(cafile=str(certificate[0])))
+            # a registration code made by another process with another data folder: the login
+            # states (registration codes among them) are in the shared database, not in a file
+            other = subprocess.run(serve_command(tmp_path / "elsewhere", "--database", url, "--public-url", tool_url,
+                                                 "--registration-url"), capture_output=True, text=True, check=True)
+            lms = Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
+                      app=None)
+            register_and_add_week(lms, registration_url=other.stdout.strip())
+            browser, page = lms.launch("s-replica")
+            assert page.status_code == 200 and 'id="upload"' in page.text, page.text
+            queued = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT,
+                                                                        "application/x-ipynb+json")})
+            browser.close()
+            assert queued.status_code == 200 and "/attempt/" in str(queued.url), queued.text
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err
+    engine = create_engine(url)
+    with engine.connect() as db:
+        stored = db.execute(text('SELECT "user", week, number, content_hash FROM attempts')).all()
+        logins = db.execute(text("SELECT count(*) FROM lti_nonce")).scalar_one()
+    engine.dispose()
+    assert [(user, week, number) for user, week, number, _ in stored] == [("s-replica", "week01", 1)]
+    assert logins >= 1  # the launches' nonces, spent in the database
+    assert not (data / "gradebook.sqlite").exists() and not (data / "lti.sqlite").exists()
+    assert (data / "uploads" / stored[0][3][:2] / f"{stored[0][3]}.ipynb").read_bytes() == CORRECT
+
+
+@pytest.mark.parametrize(("database", "says"), [
+    ("service.db", "is not a database URL"),
+    ("mysql+nosuchdriver://u@h/db", "no driver for this database"),
+    ("postgresql+psycopg://nobody@/none?host=/nonexistent", "cannot open"),
+])
+def test_a_bad_database_is_one_clear_error(tmp_path: Path, database: str, says: str) -> None:
+    done = subprocess.run(serve_command(tmp_path / "data", "--database", database, "--public-url",
+                                        "https://grader.example.edu", "--port", str(free_port())),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr
