@@ -4,19 +4,26 @@ keeps its attempts, queue, score posts and login states in that database, so sev
 
 The service runs as an admin runs it (the real ``autograder serve`` process, over its own
 TLS on loopback) against the stand-in LMS built on lti1p3platform, on a real PostgreSQL
-server (the ``postgres`` fixture)."""
+server (the ``postgres`` fixture). The attempt limit holds across replicas: eight processes
+racing one student's uploads get one through."""
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
 import ssl
 import subprocess
 import sys
+from datetime import UTC, datetime
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from autograder.exceptions import AttemptRefused
+from autograder.service.policy import WeekPolicy
+from autograder.service.store import Store
 from tests.helpers import PostgresServer
 from tests.service.lms import Lms, register_and_add_week
 from tests.service.lti_platform import PlatformState, create_platform
@@ -24,6 +31,7 @@ from tests.service.web import free_port, make_certificate, serving, wait_for_ser
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
+REPLICAS = 8
 
 
 def serve_command(data: Path, *options: str) -> list[str]:
@@ -86,3 +94,41 @@ def test_a_bad_database_is_one_clear_error(tmp_path: Path, database: str, says: 
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
+
+
+def _replica_uploads(data: Path, database: str | None, number: int, start: Barrier,
+                     outcomes: multiprocessing.Queue[str]) -> None:
+    """One replica: its own store (its own connections), then the student's upload, sent
+    the moment every replica is ready."""
+    with Store(data, database=database) as store:
+        start.wait(60)
+        try:
+            store.submit(context="iss|1|course", user="ann", week="week01", content=b'{"x": %d}' % number,
+                         policy=WeekPolicy(max_attempts=1), now=datetime.now(UTC))
+            outcomes.put("accepted")
+        except AttemptRefused as refused:
+            outcomes.put(f"refused: {refused}")
+        except Exception as exc:  # what the limit must not turn into: a failed upload, not a refusal
+            outcomes.put(f"error: {exc!r}")
+
+
+def test_eight_replicas_racing_uploads_against_one_attempt_accept_exactly_one(
+        tmp_path: Path, database_url: str | None) -> None:
+    """Eight processes, each with its own ``Store`` on one database, upload the same
+    student's notebook at the same moment against ``max_attempts = 1``: one is accepted, the
+    seven others are refused saying why (none fails on the database's uniqueness check
+    instead, none slips past the limit)."""
+    data = tmp_path / "data"
+    Store(data, database=database_url).close()  # the schema, made once before the race
+    fork = multiprocessing.get_context("fork")
+    start, outcomes = fork.Barrier(REPLICAS), fork.Queue()
+    replicas = [fork.Process(target=_replica_uploads, args=(data, database_url, n, start, outcomes))
+                for n in range(REPLICAS)]
+    for replica in replicas:
+        replica.start()
+    said = sorted(outcomes.get(timeout=120) for _ in replicas)
+    for replica in replicas:
+        replica.join(30)
+    assert said[0] == "accepted" and all(s.startswith("refused: You have used all 1 attempts") for s in said[1:]), said
+    with Store(data, database=database_url) as store:
+        assert [a.number for a in store.attempts(context="iss|1|course", user="ann", week="week01")] == [1]
