@@ -6,6 +6,7 @@ one: ``Settings.database``)."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,9 @@ class Tool:
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
         self.session_secret = _secret(settings.data / "keys" / "session.secret")
+        # what ``GET /metrics`` asks for (routes/metrics.py), text to paste into a scraper's configuration
+        self.metrics_token = _secret(settings.data / "keys" / "metrics.token",
+                                     lambda: secrets.token_urlsafe(32).encode()).decode()
 
     def new_registration_url(self) -> str:
         """The one URL a Moodle admin pastes: good for one registration within a day.
@@ -39,9 +43,9 @@ class Tool:
         return f"{self.urls.register}/{self.states.new_registration_code()}"
 
 
-def _secret(path: Path) -> bytes:
-    """A random secret made once and kept beside the signing keys (0600)."""
+def _secret(path: Path, make: Callable[[], bytes] = lambda: secrets.token_bytes(32)) -> bytes:
+    """A random secret (``make``'s) made once and kept beside the signing keys (0600)."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_private(path, secrets.token_bytes(32))
+        _write_private(path, make())
     return path.read_bytes()
