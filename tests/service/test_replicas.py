@@ -10,12 +10,15 @@ racing one student's uploads get one through."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import ssl
 import subprocess
 import sys
+import threading
+import time
 from datetime import UTC, datetime
-from multiprocessing.synchronize import Barrier
+from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 
 import pytest
@@ -28,7 +31,7 @@ from autograder.service.store import Store
 from tests.helpers import PostgresServer
 from tests.service.lms import Lms, register_and_add_week
 from tests.service.lti_platform import PlatformState, create_platform
-from tests.service.web import free_port, make_certificate, serving, wait_for_server
+from tests.service.web import free_port, make_certificate, serving, wait_for_server, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
@@ -133,3 +136,41 @@ def test_eight_replicas_racing_uploads_against_one_attempt_accept_exactly_one(
     assert said[0] == "accepted" and all(s.startswith("refused: You have used all 1 attempts") for s in said[1:]), said
     with Store(data, database=database_url) as store:
         assert [a.number for a in store.attempts(context="iss|1|course", user="ann", week="week01")] == [1]
+
+
+TTL_S = 1.5  # the tests' claim lifetime: renewed every 0.5 s
+
+
+def _replica_grades(data: Path, database: str | None, claimed: Event) -> None:
+    """A replica that claims the queued attempt, then grades it forever (until killed)."""
+    with Store(data, database=database, claim_ttl_s=TTL_S) as store:
+        assert store.claim() is not None
+        claimed.set()
+        threading.Event().wait()
+
+
+def test_a_claim_expires_when_its_replica_dies_and_not_while_it_lives(
+        tmp_path: Path, database_url: str | None) -> None:
+    data = tmp_path / "data"
+    with Store(data, database=database_url, claim_ttl_s=TTL_S) as other:
+        attempt = other.submit(context="iss|1|course", user="ann", week="week01", content=b'{"x": 1}',
+                               policy=WeekPolicy(), now=datetime.now(UTC))
+        fork = multiprocessing.get_context("fork")
+        claimed = fork.Event()
+        grading = fork.Process(target=_replica_grades, args=(data, database_url, claimed))
+        grading.start()
+        try:
+            assert claimed.wait(60)
+            time.sleep(3 * TTL_S)  # the claim is twice as old as its lifetime, but renewed
+            assert other.requeue_interrupted() == 0 and other.queued_weeks() == {} and other.claim() is None
+            assert other.attempt(attempt.id).state == "grading"  # type: ignore[union-attr]
+        finally:
+            os.kill(grading.pid, signal.SIGKILL)  # as a crash would: nothing is released
+            grading.join()
+        started = time.monotonic()
+        wait_until(lambda: other.queued_weeks() == {"week01": 1}, timeout=30)
+        assert time.monotonic() - started <= 2 * TTL_S
+        again = other.claim()
+        assert again is not None and again.id == attempt.id
+    with Store(data, database=database_url, claim_ttl_s=TTL_S) as later:  # "other" stopped, its claim left
+        wait_until(lambda: later.requeue_interrupted() == 1, timeout=30)
