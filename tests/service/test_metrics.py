@@ -4,10 +4,13 @@ sends the data folder's metrics token. On SQLite and on a real PostgreSQL server
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from fastapi.testclient import TestClient
+import httpx
+from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from autograder.course import Course
@@ -17,20 +20,25 @@ from autograder.service.settings import Settings
 from autograder.service.store import Store
 from autograder.service.tool import Tool
 from tests.service.test_store import A, grade, notebook
+from tests.service.web import free_port, serving
 
 OPEN = WeekPolicy()
 
 
-def replica(data: Path, database: str | None, course: Course) -> TestClient:
-    """One replica's web app on ``database`` (its own store and connections)."""
+@contextmanager
+def replica(data: Path, database: str | None, course: Course) -> Iterator[tuple[FastAPI, str]]:
+    """One replica's web app on ``database`` (its own store and connections), served on
+    loopback: the app and its URL."""
     settings = Settings(public_url="https://grader.example.edu", data=data, database=database)
-    app = create_app(settings, course=course, store=Store(data, course, database=database), tool=Tool(settings),
-                     policy_for=lambda week: OPEN, wake=lambda: None)
-    return TestClient(app, base_url="https://testserver")
+    with Store(data, course, database=database) as store:
+        app = create_app(settings, course=course, store=store, tool=Tool(settings), policy_for=lambda week: OPEN,
+                         wake=lambda: None)
+        with serving(app, free_port()) as url:
+            yield app, url
 
 
-def scrape(client: TestClient, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    reply = client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+def scrape(url: str, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    reply = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"})
     assert reply.status_code == 200, reply.text
     assert reply.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -40,9 +48,13 @@ def scrape(client: TestClient, token: str) -> dict[tuple[str, tuple[tuple[str, s
 def test_metrics_say_the_queue_attempts_and_posts_the_same_on_every_replica(
         tmp_path: Path, database_url: str | None, course: Course) -> None:
     data = tmp_path / "data"
-    first, second = replica(data, database_url, course), replica(data, database_url, course)
-    token = (data / "keys" / "metrics.token").read_text()
-    store: Store = first.app.state.services.store  # type: ignore[attr-defined]
+    with ExitStack() as running:
+        (app, first), (_, second) = (running.enter_context(replica(data, database_url, course)) for _ in range(2))
+        check_the_same(app.state.services.store, first, second, (data / "keys" / "metrics.token").read_text())
+
+
+def check_the_same(store: Store, first: str, second: str, token: str) -> None:
+    """Attempts and posts made through ``store``; the replicas at ``first`` and ``second`` say them."""
     waited = timedelta(minutes=7)
     now = datetime.now(UTC)
     graded = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=now - waited)
@@ -72,14 +84,14 @@ def test_metrics_say_the_queue_attempts_and_posts_the_same_on_every_replica(
 
 
 def test_metrics_need_the_token(tmp_path: Path, course: Course) -> None:
-    client = replica(tmp_path / "data", None, course)
-    token = (tmp_path / "data" / "keys" / "metrics.token").read_text()
-    assert oct((tmp_path / "data" / "keys" / "metrics.token").stat().st_mode & 0o777) == "0o600"
-    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token},
-                    {"Authorization": f"Bearer {token}x"}):
-        reply = client.get("/metrics", headers=headers)
-        assert reply.status_code == 401 and "keys/metrics.token" in reply.text
-        assert "autograder_" not in reply.text
-    assert client.get("/metrics", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    with replica(tmp_path / "data", None, course) as (_, url):
+        token = (tmp_path / "data" / "keys" / "metrics.token").read_text()
+        assert oct((tmp_path / "data" / "keys" / "metrics.token").stat().st_mode & 0o777) == "0o600"
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token},
+                        {"Authorization": f"Bearer {token}x"}):
+            reply = httpx.get(f"{url}/metrics", headers=headers)
+            assert reply.status_code == 401 and "keys/metrics.token" in reply.text
+            assert "autograder_" not in reply.text
+        assert httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     # the token stays what the monitoring system was given across restarts
     assert Tool(Settings(public_url="https://grader.example.edu", data=tmp_path / "data")).metrics_token == token
