@@ -169,6 +169,7 @@ SLOW = frozenset({
     "tests/service/test_outbox.py::test_409_from_a_platform_clock_ahead_of_ours_is_sent_again_later",
     "tests/service/test_outbox.py::test_a_slow_platform_does_not_hold_up_recording_grades",
     "tests/service/test_replicas.py::test_a_bad_database_is_one_clear_error",
+    "tests/service/test_replicas.py::test_a_claim_expires_when_its_replica_dies_and_not_while_it_lives",
     "tests/service/test_replicas.py::test_eight_replicas_racing_uploads_against_one_attempt_accept_exactly_one",
     "tests/service/test_service_edge.py::test_a_body_that_stalls_is_dropped",
     "tests/service/test_service_edge.py::test_a_connection_that_never_finishes_its_head_is_closed",
