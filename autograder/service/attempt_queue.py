@@ -13,6 +13,7 @@ so two uploads at once cannot both pass it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from autograder.course import normalise_week_name
 from autograder.database import Database
@@ -28,6 +30,7 @@ from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError
 from autograder.service.policy import WeekPolicy
 
+log = logging.getLogger(__name__)
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
 CLAIM_TTL_S = 30.0  # a claim not renewed this long is its dead replica's: the attempt is queued again
 AttemptState = Literal["queued", "grading", "graded", "failed"]
@@ -153,10 +156,14 @@ class AttemptQueue:
         while not self._stop.wait(self.claim_ttl_s / 3):
             with self._held_lock:
                 held = sorted(self._held)
-            if held:
+            if not held:
+                continue
+            try:
                 with self.database.write() as db:
                     db.execute(update(attempts).where(attempts.c.id.in_(held), attempts.c.state == "grading")
                                .values(claimed_at=stamp(datetime.now(UTC))))
+            except SQLAlchemyError:  # the database away for a moment: the next round tries again
+                log.warning("could not renew the claims on attempts %s", held, exc_info=True)
 
     def queue_under_canonical_names(self) -> None:
         """Waiting attempts an older version stored under the week name as typed (``1``, ``week1``):
