@@ -382,6 +382,10 @@ def serve(
     tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="serve https directly with this "
                                                   "certificate (PEM), without a TLS proxy")] = None,
     tls_key: Annotated[Path | None, typer.Option("--tls-key", help="the certificate's private key (PEM)")] = None,
+    database: Annotated[str | None, typer.Option(
+        "--database", envvar="AUTOGRADER_DATABASE", help="one database for attempts, the queue, score posts and "
+        "logins, which several serve processes can share: postgresql+psycopg://user@host/name (default: SQLite "
+        "files in the data folder; docs/LMS.md, \"Running several replicas\")")] = None,
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
@@ -392,7 +396,10 @@ def serve(
     from autograder.service.tool import Tool
 
     found = Course.locate(course)
-    settings = Settings(public_url=public_url, data=data or found.root / "service-data",
+    if database is not None and "://" not in database:
+        raise AutograderError(f"--database {database!r} is not a database URL: write postgresql+psycopg://user@host/"
+                              "name (or sqlite:///path), or leave it out for the SQLite files in the data folder")
+    settings = Settings(public_url=public_url, data=data or found.root / "service-data", database=database,
                         upload_limit_bytes=int(upload_limit_mib * 2**20),
                         edge=EdgeLimits(**({} if max_connections is None else
                                             {"max_connections": max_connections})))

@@ -123,6 +123,7 @@ attempts = Table(
     Column("result_path", Text),
     Column("feedback_path", Text),
     Column("graded_at", Text),
+    Column("claimed_at", Text),  # while grading: when its replica last renewed the claim
     UniqueConstraint("context", "user", "week", "number"),
     Index("attempts_queue", "state", "week", "id"),
     Index("attempts_owner", "context", "user", "week"),

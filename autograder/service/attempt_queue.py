@@ -3,20 +3,26 @@ grading ends it graded or failed.
 
 Claims are safe with several processes on one database: on PostgreSQL each candidate is
 taken with ``SELECT ... FOR UPDATE SKIP LOCKED`` (a row another claimer holds is passed
-over, not waited for), on SQLite the write transaction holds the whole file. A student's
+over, not waited for), on SQLite the write transaction holds the whole file. A claim
+expires when the process holding it dies: while it lives, a thread renews its claims'
+``claimed_at`` every third of ``claim_ttl_s``; a claim not renewed for ``claim_ttl_s`` goes
+back in the queue (``requeue_interrupted``, and before ``queued_weeks`` answers). A student's
 upload checks the attempt limit under a lock on that student's week (``Database.lock``),
 so two uploads at once cannot both pass it.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from autograder.course import normalise_week_name
 from autograder.database import Database
@@ -24,7 +30,9 @@ from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError
 from autograder.service.policy import WeekPolicy
 
+log = logging.getLogger(__name__)
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
+CLAIM_TTL_S = 30.0  # a claim not renewed this long is its dead replica's: the attempt is queued again
 AttemptState = Literal["queued", "grading", "graded", "failed"]
 
 # The queue, fair across learners: a learner's attempt waits behind every other learner's
@@ -118,8 +126,44 @@ def owned_attempts(db: Connection, *, context: str, user: str, week: str) -> lis
 class AttemptQueue:
     """The ``attempts`` table: uploads, who may read them, and the grading queue."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, claim_ttl_s: float = CLAIM_TTL_S) -> None:
         self.database = database
+        self.claim_ttl_s = claim_ttl_s
+        self._held: set[int] = set()  # the attempts this process claimed and still grades
+        self._held_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def close(self) -> None:
+        """Stop renewing claims (what is still held then expires, as if this process had died)."""
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+
+    def _hold(self, attempt_id: int) -> None:
+        with self._held_lock:
+            self._held.add(attempt_id)
+            if self._renewer is None:
+                self._renewer = threading.Thread(target=self._renew, name="claim-renewer", daemon=True)
+                self._renewer.start()
+
+    def let_go(self, attempt_id: int) -> None:
+        """This process no longer grades the attempt: its claim is not renewed any more."""
+        with self._held_lock:
+            self._held.discard(attempt_id)
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.claim_ttl_s / 3):
+            with self._held_lock:
+                held = sorted(self._held)
+            if not held:
+                continue
+            try:
+                with self.database.write() as db:
+                    db.execute(update(attempts).where(attempts.c.id.in_(held), attempts.c.state == "grading")
+                               .values(claimed_at=stamp(datetime.now(UTC))))
+            except SQLAlchemyError:  # the database away for a moment: the next round tries again
+                log.warning("could not renew the claims on attempts %s", held, exc_info=True)
 
     def queue_under_canonical_names(self) -> None:
         """Waiting attempts an older version stored under the week name as typed (``1``, ``week1``):
@@ -226,12 +270,15 @@ class AttemptQueue:
                         "graded and does not count as an attempt. Tell your instructor.")))
                     continue
                 db.execute(update(attempts).where(attempts.c.id == id_)
-                           .values(state="grading", tries=attempts.c.tries + 1))
+                           .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC))))
+                self._hold(id_)
                 return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == id_)).one())
         return None
 
     def queued_weeks(self) -> dict[str, int]:
-        """How many attempts wait per week, for the runner to start graders where work is."""
+        """How many attempts wait per week, for the runner to start graders where work is
+        (claims that expired go back in the queue first)."""
+        self.requeue_interrupted()
         with self.database.read() as db:
             return {week: n for week, n in db.execute(select(attempts.c.week, func.count()).where(
                 attempts.c.state == "queued").group_by(attempts.c.week))}
@@ -242,17 +289,31 @@ class AttemptQueue:
                               .order_by(attempts.c.id).limit(1)).scalar()
 
     def requeue_interrupted(self) -> int:
-        """Put attempts left in ``grading`` by a stopped service back in the queue (at start)."""
+        """Put attempts whose claim expired (their process stopped or died: the claim was not
+        renewed for ``claim_ttl_s``) back in the queue; how many. Claims this process holds
+        and those another live process renews stay."""
+        expired = self._expired()
+        with self._held_lock:
+            expired &= ~attempts.c.id.in_(sorted(self._held))
+        with self.database.read() as db:
+            if db.execute(select(func.count()).where(expired)).scalar_one() == 0:
+                return 0  # the usual answer, without taking the write lock
         with self.database.write() as db:
-            return db.execute(update(attempts).where(attempts.c.state == "grading").values(state="queued")).rowcount
+            return db.execute(update(attempts).where(expired).values(state="queued", claimed_at=None)).rowcount
+
+    def _expired(self) -> Any:
+        """The condition of a claim not renewed for ``claim_ttl_s`` (or made before claims were)."""
+        since = stamp(datetime.now(UTC) - timedelta(seconds=self.claim_ttl_s))
+        return (attempts.c.state == "grading") & (attempts.c.claimed_at.is_(None) | (attempts.c.claimed_at < since))
 
     def release(self, attempt_id: int, *, count_try: bool) -> None:
         """Give an attempt whose grading was cut short back to the queue. ``count_try``: the
         grader died with it (it may be the cause: ``claim`` fails it after ``MAX_TRIES``);
         else the service is stopping and the try does not count."""
+        self.let_go(attempt_id)
         with self.database.write() as db:
             db.execute(update(attempts).where(attempts.c.id == attempt_id, attempts.c.state == "grading")
-                       .values(state="queued", tries=attempts.c.tries - (0 if count_try else 1)))
+                       .values(state="queued", tries=attempts.c.tries - (0 if count_try else 1), claimed_at=None))
 
     def regrade(self, *, context: str, week: str, attempt_id: int | None = None) -> int:
         """Queue graded attempts again (one, or the whole week's in this course); how many."""
@@ -265,5 +326,6 @@ class AttemptQueue:
 
     def fail(self, attempt_id: int, message: str) -> None:
         """Grading could not produce a result: the attempt is failed (it does not count)."""
+        self.let_go(attempt_id)
         with self.database.write() as db:
             db.execute(update(attempts).where(attempts.c.id == attempt_id).values(state="failed", message=message))

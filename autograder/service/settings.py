@@ -14,10 +14,13 @@ class Settings:
     """How the service is reached and what it accepts; ``autograder serve`` fills it in."""
 
     public_url: str                      # the https URL the LMS and browsers use (the proxy's)
-    data: Path                           # keys, registrations, login states
+    data: Path                           # keys, registrations, uploads, pages (and by default the databases)
     tool_name: str = "ML autograder"
     upload_limit_bytes: int = 5 * 1024 * 1024
     requests_per_minute: int = 120       # per (issuer, user), every route
     uploads_per_minute: int = 6          # per (issuer, user), on top of the course's own minimum interval
     launches_per_minute: int = 1200      # per address (a campus NAT is one address for a whole class)
     edge: EdgeLimits = field(default_factory=EdgeLimits)  # connections, timeouts, body sizes
+    # the one database for attempts, the queue, the outbox and the login states (a URL, e.g.
+    # postgresql+psycopg://...); None: SQLite files in ``data`` (gradebook.sqlite, lti.sqlite)
+    database: str | None = None

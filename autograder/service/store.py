@@ -47,7 +47,7 @@ from autograder.formats.atomic import write_bytes
 from autograder.formats.result_json import from_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.results import SubmissionResult
-from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
+from autograder.service.attempt_queue import CLAIM_TTL_S, MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
 from autograder.service.counting import CountedScore, counted, refresh_score
 from autograder.service.policy import WeekPolicy
 from autograder.service.posts import Post, Posts, PostState
@@ -61,13 +61,15 @@ class Store:
     """The service's data folder (``uploads/``, ``results/``) and its database: by default
     ``gradebook.sqlite`` in the folder, or the database URL ``database`` names."""
 
-    def __init__(self, root: Path, course: Course | None = None, *, database: str | None = None) -> None:
+    def __init__(self, root: Path, course: Course | None = None, *, database: str | None = None,
+                 claim_ttl_s: float = CLAIM_TTL_S) -> None:
         self.root = Path(root)
         self.course = course  # for feedback pages in the student's language (the week's catalogs)
         self.root.mkdir(parents=True, exist_ok=True)
         self.database = open_database(database or self.root / FILENAME)  # creates or migrates every table
         self.gradebook = Gradebook(self.database, owned=False)
-        self.users, self.queue, self.ags_posts = Users(self.database), AttemptQueue(self.database), Posts(self.database)
+        self.users, self.ags_posts = Users(self.database), Posts(self.database)
+        self.queue = AttemptQueue(self.database, claim_ttl_s=claim_ttl_s)  # claims expire after claim_ttl_s
         try:
             self.queue.queue_under_canonical_names()
         except BaseException:
@@ -87,6 +89,7 @@ class Store:
         self.retry_post = posts.retry_post
 
     def close(self) -> None:
+        self.queue.close()
         self.database.close()
 
     def __enter__(self) -> Self:
@@ -156,8 +159,9 @@ class Store:
             db.execute(update(attempts).where(attempts.c.id == attempt_id).values(
                 state="graded", score=final.score, max_score=final.max_score, pending=final.pending_points,
                 title=week_title, result_path=str(json_path), feedback_path=str(html_path),
-                graded_at=stamp(datetime.now(UTC)), message=None))
+                graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None))
             refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)
+        self.queue.let_go(attempt_id)
         return self._reread(attempt_id)
 
     def _reread(self, attempt_id: int) -> Attempt:

@@ -1,10 +1,12 @@
 """The LTI side of the service as one object: its keys, the platforms registered with it,
-the login states, the launch checker and the score sender, all kept under the service's
-data folder."""
+the login states, the launch checker and the score sender, kept under the service's data
+folder (the login states in ``lti.sqlite`` there, or in the service's database when it has
+one: ``Settings.database``)."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -23,10 +25,13 @@ class Tool:
         self.client = client or httpx.Client(follow_redirects=False)
         self.keys = ToolKeys(settings.data / "keys")
         self.platforms = Platforms(settings.data / "platforms.json")
-        self.states = LoginStates(settings.data / "lti.sqlite")
+        self.states = LoginStates(settings.database or settings.data / "lti.sqlite")
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
         self.session_secret = _secret(settings.data / "keys" / "session.secret")
+        # what ``GET /metrics`` asks for (routes/metrics.py), text to paste into a scraper's configuration
+        self.metrics_token = _secret(settings.data / "keys" / "metrics.token",
+                                     lambda: secrets.token_urlsafe(32).encode()).decode()
 
     def new_registration_url(self) -> str:
         """The one URL a Moodle admin pastes: good for one registration within a day.
@@ -38,9 +43,9 @@ class Tool:
         return f"{self.urls.register}/{self.states.new_registration_code()}"
 
 
-def _secret(path: Path) -> bytes:
-    """A random secret made once and kept beside the signing keys (0600)."""
+def _secret(path: Path, make: Callable[[], bytes] = lambda: secrets.token_bytes(32)) -> bytes:
+    """A random secret (``make``'s) made once and kept beside the signing keys (0600)."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_private(path, secrets.token_bytes(32))
+        _write_private(path, make())
     return path.read_bytes()

@@ -101,7 +101,7 @@ def tool_app(settings: Settings, course: Course, *, grading: bool) -> Iterator[A
         with service_app(settings, course, jobs=1) as app:
             yield app
         return
-    store = Store(settings.data)
+    store = Store(settings.data, database=settings.database)
     tool = Tool(settings)
     app = create_app(settings, course=course, store=store, tool=tool,
                      policy_for=lambda week: policy_for(course.root, week), wake=lambda: None)
@@ -128,11 +128,12 @@ def running_lms(folder: Path, course: Course, *, grading: bool = True,
                       app=app)
 
 
-def register_and_add_week(lms: Lms, week: str = "week01") -> httpx.Response:
-    """What an admin and an instructor do once: dynamic registration, then adding the week by deep linking."""
+def register_and_add_week(lms: Lms, week: str = "week01", *, registration_url: str | None = None) -> httpx.Response:
+    """What an admin and an instructor do once: dynamic registration (at ``registration_url``,
+    by default one the in-process tool makes), then adding the week by deep linking."""
     browser = lms.browser()
     token = lms.platform.new_registration_token()
-    page = browser.get(lms.app.state.tool.new_registration_url(), params={
+    page = browser.get(registration_url or lms.app.state.tool.new_registration_url(), params={
         "openid_configuration": f"{lms.platform_url}/.well-known/openid-configuration",
         "registration_token": token})
     assert page.status_code == 200, page.text

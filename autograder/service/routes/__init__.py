@@ -7,6 +7,7 @@
 - ``attempts``: an attempt's page, state and feedback (its learner, or the course's instructors)
 - ``instructor``: an instructor's week report, regrading, score posts, results download
 - ``marking``: marking by hand and by rubric
+- ``metrics``: the monitoring system's scrape (a bearer token from the data folder)
 
 Every route under ``/instructor/`` and ``/deep-link`` takes a ``CurrentInstructor``
 (tests/service/test_app_e2e.py holds every such route of the app to it).
@@ -14,7 +15,7 @@ Every route under ``/instructor/`` and ``/deep-link`` takes a ``CurrentInstructo
 
 from fastapi import APIRouter
 
-from autograder.service.routes import attempts, deep_link, instructor, launch, learner, marking, platform
+from autograder.service.routes import attempts, deep_link, instructor, launch, learner, marking, metrics, platform
 
 ROUTERS: tuple[APIRouter, ...] = (platform.router, launch.router, deep_link.router, learner.router,
-                                  attempts.router, instructor.router, marking.router)
+                                  attempts.router, instructor.router, marking.router, metrics.router)

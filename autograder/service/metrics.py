@@ -1,0 +1,72 @@
+"""What to watch on a running service, in Prometheus' text format: the queue (its length
+per week, the age of its oldest attempt), the attempts in each state, the score posts
+waiting and failed.
+
+Every value is read from the database at each scrape, in one read transaction, so every
+replica sharing a database reports the same numbers and a scrape of any one of them is
+the whole service's. Nothing is counted in a process's memory: a restart loses nothing
+and two replicas are not summed twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+from sqlalchemy import func, select
+
+from autograder.database import Database
+from autograder.database.tables import attempts, posts
+from autograder.service.attempt_queue import moment
+
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # text/plain; version=0.0.4, what every Prometheus scrapes
+ATTEMPT_STATES = ("queued", "grading", "graded", "failed")
+POST_STATES = ("pending", "posted", "failed", "superseded")
+
+
+class ServiceMetrics(Collector):
+    """The service's gauges, collected from ``database`` whenever they are asked for."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def collect(self) -> Iterator[Metric]:
+        with self.database.read() as db:
+            queued = db.execute(select(attempts.c.week, func.count()).where(attempts.c.state == "queued")
+                                .group_by(attempts.c.week).order_by(attempts.c.week)).all()
+            oldest = db.execute(select(func.min(attempts.c.submitted_at))
+                                .where(attempts.c.state == "queued")).scalar()
+            by_state: dict[str, int] = {state: count for state, count in db.execute(
+                select(attempts.c.state, func.count()).group_by(attempts.c.state))}
+            post_states: dict[str, int] = {state: count for state, count in db.execute(
+                select(posts.c.state, func.count()).group_by(posts.c.state))}
+        queue = GaugeMetricFamily("autograder_queued_attempts", "Attempts waiting for a grader, per week.",
+                                  labels=["week"])
+        for week, count in queued:
+            queue.add_metric([week], count)
+        yield queue
+        since = moment(oldest)
+        yield GaugeMetricFamily("autograder_oldest_queued_attempt_age_seconds",
+                                "Seconds the oldest waiting attempt has waited (0: none waits).",
+                                value=0.0 if since is None else max(0.0, (datetime.now(UTC) - since).total_seconds()))
+        states = GaugeMetricFamily("autograder_attempts", "Attempts in each state (a regrade moves a graded "
+                                   "attempt back to queued).", labels=["state"])
+        for state in ATTEMPT_STATES:
+            states.add_metric([state], by_state.get(state, 0))
+        yield states
+        sent = GaugeMetricFamily("autograder_score_posts", "AGS score posts in each state: pending (waiting to be "
+                                 "sent or retried), posted, failed (given up: an instructor retries them), "
+                                 "superseded.", labels=["state"])
+        for state in POST_STATES:
+            sent.add_metric([state], post_states.get(state, 0))
+        yield sent
+
+
+def exposition(database: Database) -> bytes:
+    """The metrics page's body: the database's gauges now, in Prometheus' text format 0.0.4."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ServiceMetrics(database))
+    return generate_latest(registry)
