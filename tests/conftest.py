@@ -17,7 +17,7 @@ from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
-from tests.helpers import PostgresServer
+from tests.helpers import PostgresServer, marker_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 WEEK01_MIX = ["correct_fresh_notebook", "wrong_no_bias", "untouched_stub", "cheat_allclose", "wrong_unfitted_ppn",
@@ -108,7 +108,8 @@ def database_url(request: pytest.FixtureRequest) -> str | None:
 # --- markers `sandbox` and `slow`, applied here for the whole suite ----------------------------
 # `make quick` runs the tests that are neither (README, "Development"); `make test` and CI run
 # every test. A key names a module ("tests/x.py": each of its tests), a test or a fixture of a
-# module ("tests/x.py::name", parameters aside), or a fixture wherever it is used ("slot").
+# module ("tests/x.py::name", parameters aside), or a fixture wherever it is used ("slot"); a key
+# that names nothing any more fails tests/test_marker_lists.py.
 # `sandbox`: the test starts bubblewrap, or uses a fixture that does: it grades through
 # `grade_parallel`, `run_batch`, the `grade`, `audit` or `moodle sync` command, a service with
 # graders, or a zygote (the session's `slot` or one of its own).
@@ -214,6 +215,7 @@ SLOW = frozenset({
     "tests/test_interop_convert.py::test_imported_tests_fail_on_a_wrong_answer",
     "tests/test_interop_convert.py::test_the_authors_headings_stay_the_task_headings",
     "tests/test_interop_convert.py::test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course",
+    "tests/test_marker_lists.py",
     "tests/test_public_checks.py::test_correct_fixture_passes_every_public_check",
     "tests/test_report.py::test_the_mean_says_how_points_awaiting_hand_marking_are_counted",
     "tests/test_report_browser.py",
@@ -223,10 +225,7 @@ SLOW = frozenset({
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        test = item.nodeid.split("[")[0]
-        module = test.split("::")[0]
-        fixtures = getattr(item, "fixturenames", ())
-        keys = {module, test, *fixtures, *(f"{module}::{name}" for name in fixtures)}
+        keys = marker_keys(item.nodeid, getattr(item, "fixturenames", ()))
         if keys & SANDBOX:
             item.add_marker(pytest.mark.sandbox)
         if keys & SLOW:
