@@ -30,7 +30,7 @@ from autograder.course import Course
 from autograder.gradebook import FILENAME
 from autograder.service.edge import EdgeLimits
 from autograder.service.sessions import SESSION_COOKIE, STATE_COOKIE
-from tests.service.lms import Lms, register_and_add_week, running_lms, unique
+from tests.service.lms import Lms, registered_lms, unique
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, forms, free_port, make_certificate, serving, wait_for_server, wait_until
 
@@ -130,21 +130,14 @@ def reply_head(sock: ssl.SSLSocket, seconds: float) -> str:
 @pytest.fixture(scope="module")
 def graded_lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
     """The whole service, grading with one warm grader (``--jobs 1``)."""
-    with running_lms(tmp_path_factory.mktemp("edge-graded"), course) as running:
-        register_and_add_week(running)
+    with registered_lms(tmp_path_factory.mktemp("edge-graded"), course) as running:
         yield running
 
 
 LIMITS = EdgeLimits(max_connections=12, header_timeout_s=2.0, body_idle_timeout_s=2.0, body_timeout_s=8.0)
 
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    """The web app alone (nothing graded), with small edge limits and rate limits to hit."""
-    with running_lms(tmp_path_factory.mktemp("edge"), course, grading=False, edge=LIMITS,
-                     requests_per_minute=8) as running:
-        register_and_add_week(running)
-        yield running
+# the ``lms`` fixture here: the web app alone (nothing graded), with small edge limits and rate limits to hit
+pytestmark = pytest.mark.lms(grading=False, edge=LIMITS, requests_per_minute=8)
 
 
 # ---- item 1: week names are normalised once, at the edge -------------------------------------
@@ -182,8 +175,7 @@ def strict_lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iter
     for name in ("source", "course.toml"):
         (root / name).symlink_to(ROOT / name)
     (root / "service.toml").write_text("[week01]\nmax_attempts = 1\nmin_interval_s = 3600\n")
-    with running_lms(folder, Course.locate(root), grading=False) as running:
-        register_and_add_week(running)
+    with registered_lms(folder, Course.locate(root), grading=False) as running:
         yield running
 
 
@@ -448,3 +440,4 @@ def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_
     finally:
         server.send_signal(signal.SIGINT)
         server.communicate(timeout=30)
+
