@@ -135,6 +135,7 @@ SANDBOX = frozenset({
     "tests/service/test_service_edge.py::test_an_upload_to_a_week_alias_is_graded_under_the_canonical_name_and_stalls_no_one",
     "tests/service/test_service_edge.py::test_one_learners_many_slow_uploads_delay_another_by_at_most_one_grading_slot",
     "tests/service/test_service_edge.py::test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads",
+    "tests/service/test_service_edge.py::test_serve_with_its_own_tls_stops_at_once_with_an_idle_keep_alive_client",
     "tests/test_audit.py::test_a_mutant_losing_points_on_another_tasks_tests_fails_until_declared",
     "tests/test_audit.py::test_a_reference_that_fails_its_own_tests_stops_the_audit",
     "tests/test_audit.py::test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent",
