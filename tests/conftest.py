@@ -17,7 +17,7 @@ from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
-from tests.helpers import PostgresServer
+from tests.helpers import PostgresServer, marker_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 WEEK01_MIX = ["correct_fresh_notebook", "wrong_no_bias", "untouched_stub", "cheat_allclose", "wrong_unfitted_ppn",
@@ -108,7 +108,8 @@ def database_url(request: pytest.FixtureRequest) -> str | None:
 # --- markers `sandbox` and `slow`, applied here for the whole suite ----------------------------
 # `make quick` runs the tests that are neither (README, "Development"); `make test` and CI run
 # every test. A key names a module ("tests/x.py": each of its tests), a test or a fixture of a
-# module ("tests/x.py::name", parameters aside), or a fixture wherever it is used ("slot").
+# module ("tests/x.py::name", parameters aside), or a fixture wherever it is used ("slot"); a key
+# that names nothing any more fails tests/test_marker_lists.py.
 # `sandbox`: the test starts bubblewrap, or uses a fixture that does: it grades through
 # `grade_parallel`, `run_batch`, the `grade`, `audit` or `moodle sync` command, a service with
 # graders, or a zygote (the session's `slot` or one of its own).
@@ -134,6 +135,7 @@ SANDBOX = frozenset({
     "tests/service/test_service_edge.py::test_an_upload_to_a_week_alias_is_graded_under_the_canonical_name_and_stalls_no_one",
     "tests/service/test_service_edge.py::test_one_learners_many_slow_uploads_delay_another_by_at_most_one_grading_slot",
     "tests/service/test_service_edge.py::test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads",
+    "tests/service/test_service_edge.py::test_serve_with_its_own_tls_stops_at_once_with_an_idle_keep_alive_client",
     "tests/test_audit.py::test_a_mutant_losing_points_on_another_tasks_tests_fails_until_declared",
     "tests/test_audit.py::test_a_reference_that_fails_its_own_tests_stops_the_audit",
     "tests/test_audit.py::test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent",
@@ -214,6 +216,7 @@ SLOW = frozenset({
     "tests/test_interop_convert.py::test_imported_tests_fail_on_a_wrong_answer",
     "tests/test_interop_convert.py::test_the_authors_headings_stay_the_task_headings",
     "tests/test_interop_convert.py::test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course",
+    "tests/test_marker_lists.py",
     "tests/test_public_checks.py::test_correct_fixture_passes_every_public_check",
     "tests/test_report.py::test_the_mean_says_how_points_awaiting_hand_marking_are_counted",
     "tests/test_report_browser.py",
@@ -223,10 +226,7 @@ SLOW = frozenset({
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        test = item.nodeid.split("[")[0]
-        module = test.split("::")[0]
-        fixtures = getattr(item, "fixturenames", ())
-        keys = {module, test, *fixtures, *(f"{module}::{name}" for name in fixtures)}
+        keys = marker_keys(item.nodeid, getattr(item, "fixturenames", ()))
         if keys & SANDBOX:
             item.add_marker(pytest.mark.sandbox)
         if keys & SLOW:

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,14 @@ from autograder.course import Course
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "AUTHORING.md"
 _BLOCK = re.compile(r"^```(\w+) (cell|file=\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def marker_keys(nodeid: str, fixtures: Iterable[str]) -> set[str]:
+    """The keys of the ``SANDBOX`` and ``SLOW`` lists (tests/conftest.py) that name a test: its
+    module, the test (parameters aside), each fixture it uses, and each as its module's."""
+    test = nodeid.split("[")[0]
+    module = test.split("::")[0]
+    return {module, test, *fixtures, *(f"{module}::{name}" for name in fixtures)}
 
 
 def throwaway_course(root: Path, week: str, cells: list[tuple[str, str]], test_file: str, tests: str) -> Course:

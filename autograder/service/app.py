@@ -11,6 +11,7 @@ body and a client's value may be is decided before any route, in edge.py.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,9 +125,13 @@ def run_service(settings: Settings, course: Course, *, host: str, port: int, job
     import uvicorn
 
     raise_open_files_limit()
+    # SIGTERM (systemd, a container stopping) stops as Ctrl-C does: uvicorn re-raises the signal
+    # once it has shut down, which would otherwise end the process before the graders and the
+    # outbox below are closed
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
         announce(app.state.tool)
         try:
             uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=settings.edge, tls=tls)).run()
-        except KeyboardInterrupt:  # SIGINT, re-raised by uvicorn once it has shut down: a clean stop
+        except KeyboardInterrupt:  # SIGINT or SIGTERM, re-raised by uvicorn once it has shut down: a clean stop
             pass

@@ -16,13 +16,14 @@ from autograder.formats.atomic import write_text
 from autograder.formats.result_json import to_dict
 from autograder.report import render_feedback
 from autograder.results import SubmissionResult
+from autograder.results_folders import service_results
 
 
 def write_pages(root: Path, course: Course | None, *, week: str, key: str, result: SubmissionResult,
                 week_title: str) -> tuple[Path, Path]:
     """Write ``result``'s JSON and feedback page (in the week's language when ``course``
     has the week's catalogs); their paths."""
-    folder = root / "results" / week
+    folder = service_results(root, week)
     folder.mkdir(parents=True, exist_ok=True)
     json_path, html_path = folder / f"{key}.json", folder / f"{key}.html"
     write_text(json_path, json.dumps(to_dict(result), ensure_ascii=False, indent=1) + "\n")

@@ -37,6 +37,7 @@ class Lms:
     certificate: Path
     app: Any
     activity_link: str = ""   # the resource link deep linking created for week01
+    registered_page: str = ""  # the tool's page that closed the registration dialog
 
     def browser(self) -> Browser:
         return Browser(self.certificate)
@@ -126,6 +127,15 @@ def running_lms(folder: Path, course: Course, *, grading: bool = True,
                 serving(app, tool_port, certificate=certificate, limits=settings.edge) as tool_url:
             yield Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
                       app=app)
+
+
+@contextmanager
+def registered_lms(folder: Path, course: Course, **options: Any) -> Iterator[Lms]:
+    """A running pair (``options`` as ``running_lms`` takes them) once the tool is registered
+    and week01 added: where every service test that goes through the LMS starts."""
+    with running_lms(folder, course, **options) as running:
+        running.registered_page = register_and_add_week(running).text
+        yield running
 
 
 def register_and_add_week(lms: Lms, week: str = "week01", *, registration_url: str | None = None) -> httpx.Response:

@@ -12,15 +12,13 @@ student's to ``STUDENT_PAGES``). Screenshots go to tests/artefacts/ (not committ
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from autograder.course import Course
 from tests.helpers import assert_accessible, axe_violations, focus_outline
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
@@ -32,13 +30,6 @@ INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instru
                     "/attempt/{attempt}")
 # A student's pages besides the upload page and the attempt page their path goes through.
 STUDENT_PAGES: tuple[str, ...] = ()
-
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("a11y"), course) as running:
-        running.registered_page = register_and_add_week(running).text  # type: ignore[attr-defined]
-        yield running
 
 
 def press_until(page: Any, frame: Any, selector: str, key: str = "Tab", limit: int = 40) -> None:
@@ -146,7 +137,7 @@ def test_the_pages_around_the_launch_pass(lms: Lms, chromium: Any) -> None:
     page.goto(f"{lms.tool_url}/week/week01")  # no session: the error page
     assert page.locator("#error").count() == 1
     found += [f"error: {v}" for v in axe_violations(page)]
-    page.set_content(lms.registered_page)  # type: ignore[attr-defined]
+    page.set_content(lms.registered_page)
     assert page.locator("#registered").count() == 1
     found += [f"registered: {v}" for v in axe_violations(page)]
     page.goto(f"{lms.platform_url}/start?user=t-a11y&role=instructor&deep_link=true")

@@ -5,24 +5,13 @@ feedback; an instructor marks a hand-graded task.  Screenshots go to tests/artef
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from autograder.course import Course
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "en" / "week01.ipynb"  # answers every task
-
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("browser"), course) as running:
-        register_and_add_week(running)
-        yield running
 
 
 def test_a_student_uploads_and_reads_the_feedback_then_the_instructor_marks(lms: Lms, chromium: Any) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,11 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from autograder.course import Course
 from autograder.service.routes import ROUTERS
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 from tests.service.web import Browser, forms, wait_until
+
+pytestmark = pytest.mark.lms(upload_limit_bytes=256 * 1024)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "week01"
 CORRECT = (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()
@@ -49,13 +50,6 @@ def instructor_routes(routes: Iterable[Any]) -> list[tuple[str, str]]:
 
 
 INSTRUCTOR_ROUTES = instructor_routes(route for router in ROUTERS for route in router.routes)
-
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("app"), course, upload_limit_bytes=256 * 1024) as running:
-        register_and_add_week(running)
-        yield running
 
 
 def upload(browser: Browser, page: httpx.Response, content: bytes, name: str = "week01.ipynb") -> httpx.Response:

@@ -4,22 +4,15 @@ Moodle's answers turned into what the outbox needs (409: do not retry; 401: new 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from autograder.course import Course
 from autograder.exceptions import ScorePostError
 from autograder.service.lti import AgsScoreSender, Platform, scores_url
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("ags"), course, grading=False) as running:
-        register_and_add_week(running)
-        yield running
+pytestmark = pytest.mark.lms(grading=False)
 
 
 def payload(user: str, score: float, moment: datetime, progress: str = "FullyGraded") -> dict[str, object]:

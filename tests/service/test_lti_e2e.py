@@ -5,7 +5,6 @@ tool must refuse (another key, expired, replayed nonce, wrong audience, unknown 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from joserfc.jwk import RSAKey
@@ -13,15 +12,10 @@ from lti1p3platform.registration import Registration
 
 from autograder.course import Course
 from autograder.service.sessions import SESSION_COOKIE, STATE_COOKIE
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 from tests.service.lti_platform import TOOL_CONFIG, new_private_key
 
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("lti"), course, grading=False) as running:
-        register_and_add_week(running)
-        yield running
+pytestmark = pytest.mark.lms(grading=False)
 
 
 def test_dynamic_registration_sends_every_value_and_keeps_the_answer(lms: Lms) -> None:

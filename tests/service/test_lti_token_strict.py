@@ -10,21 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from autograder.course import Course
 from autograder.service.outbox import Outbox
 from autograder.service.store import Store
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 from tests.service.lti_platform import COURSE
 from tests.service.test_lti_ags import lineitem, payload
 from tests.service.test_outbox import graded
 from tests.service.web import Browser, forms
 
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("token"), course, grading=False) as running:
-        register_and_add_week(running)
-        yield running
+pytestmark = pytest.mark.lms(grading=False)
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
-from autograder.course import Course
-from tests.service.lms import Lms, register_and_add_week, running_lms
+from tests.service.lms import Lms
 from tests.service.web import wait_until
 
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
@@ -41,13 +39,6 @@ def notebook(answer: str) -> bytes:
         if cell.metadata.get("autograder", {}).get("answer") == 3:
             cell.source = answer
     return nbformat.writes(nb).encode()
-
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    with running_lms(tmp_path_factory.mktemp("rubric"), course) as running:
-        register_and_add_week(running)
-        yield running
 
 
 @pytest.fixture(scope="module")

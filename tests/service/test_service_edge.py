@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,7 +31,7 @@ from autograder.course import Course
 from autograder.gradebook import FILENAME
 from autograder.service.edge import EdgeLimits
 from autograder.service.sessions import SESSION_COOKIE, STATE_COOKIE
-from tests.service.lms import Lms, register_and_add_week, running_lms, unique
+from tests.service.lms import Lms, registered_lms, unique
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, forms, free_port, make_certificate, serving, wait_for_server, wait_until
 
@@ -130,21 +131,14 @@ def reply_head(sock: ssl.SSLSocket, seconds: float) -> str:
 @pytest.fixture(scope="module")
 def graded_lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
     """The whole service, grading with one warm grader (``--jobs 1``)."""
-    with running_lms(tmp_path_factory.mktemp("edge-graded"), course) as running:
-        register_and_add_week(running)
+    with registered_lms(tmp_path_factory.mktemp("edge-graded"), course) as running:
         yield running
 
 
 LIMITS = EdgeLimits(max_connections=12, header_timeout_s=2.0, body_idle_timeout_s=2.0, body_timeout_s=8.0)
 
-
-@pytest.fixture(scope="module")
-def lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
-    """The web app alone (nothing graded), with small edge limits and rate limits to hit."""
-    with running_lms(tmp_path_factory.mktemp("edge"), course, grading=False, edge=LIMITS,
-                     requests_per_minute=8) as running:
-        register_and_add_week(running)
-        yield running
+# the ``lms`` fixture here: the web app alone (nothing graded), with small edge limits and rate limits to hit
+pytestmark = pytest.mark.lms(grading=False, edge=LIMITS, requests_per_minute=8)
 
 
 # ---- item 1: week names are normalised once, at the edge -------------------------------------
@@ -182,8 +176,7 @@ def strict_lms(tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iter
     for name in ("source", "course.toml"):
         (root / name).symlink_to(ROOT / name)
     (root / "service.toml").write_text("[week01]\nmax_attempts = 1\nmin_interval_s = 3600\n")
-    with running_lms(folder, Course.locate(root), grading=False) as running:
-        register_and_add_week(running)
+    with registered_lms(folder, Course.locate(root), grading=False) as running:
         yield running
 
 
@@ -424,20 +417,32 @@ def test_cookies_are_host_prefixed_secure_and_for_the_whole_site(lms: Lms) -> No
 
 # ---- the real `autograder serve --tls-cert`: the same edge ---------------------------------------
 
-def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_path: Path) -> None:
-    certificate = make_certificate(tmp_path)
+@contextmanager
+def serve_with_tls(folder: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], str, Path]]:
+    """The real ``autograder serve --tls-cert`` on a free port, once it answers: (the process,
+    its URL, its certificate); stopped by SIGINT at the end unless the test stopped it."""
+    certificate = make_certificate(folder)
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "autograder", "serve", "--course", str(ROOT), "--public-url", f"https://127.0.0.1:{port}",
-         "--data", str(tmp_path / "data"), "--port", str(port), "--tls-cert", str(certificate[0]),
-         "--tls-key", str(certificate[1]), "--max-connections", "4"],
+         "--data", str(folder / "data"), "--port", str(port), "--tls-cert", str(certificate[0]),
+         "--tls-key", str(certificate[1]), *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"https://127.0.0.1:{port}"
-    verify = ssl.create_default_context(cafile=str(certificate[0]))
     try:
-        wait_for_server(f"{url}/lti/jwks", server, verify=verify)
-        held = [tls_socket(url, certificate[0]) for _ in range(4)]
-        extra = tls_socket(url, certificate[0])
+        wait_for_server(f"{url}/lti/jwks", server, verify=ssl.create_default_context(cafile=str(certificate[0])))
+        yield server, url, certificate[0]
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+            server.communicate(timeout=30)
+
+
+def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_path: Path) -> None:
+    with serve_with_tls(tmp_path, "--max-connections", "4") as (_, url, certificate):
+        verify = ssl.create_default_context(cafile=str(certificate))
+        held = [tls_socket(url, certificate) for _ in range(4)]
+        extra = tls_socket(url, certificate)
         assert closed_within(extra, 1.0)  # the fifth
         held[0].sendall(b"GET /lti/jwks HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head never finished
         assert closed_within(held[0], EdgeLimits().header_timeout_s + 5)
@@ -445,6 +450,27 @@ def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_
         assert httpx.get(f"{url}/lti/jwks", verify=verify, timeout=10).status_code == 200
         for sock in held:
             sock.close()
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.communicate(timeout=30)
+
+
+def test_serve_with_its_own_tls_stops_at_once_with_an_idle_keep_alive_client(tmp_path: Path) -> None:
+    """SIGTERM with a browser's idle keep-alive connection open: uvicorn's graceful TLS close
+    waited up to 30 s for a close_notify the idle client never sends; the edge drops it."""
+    with serve_with_tls(tmp_path) as (server, url, certificate):
+        idle = tls_socket(url, certificate)
+        idle.sendall(b"GET /lti/jwks HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += idle.recv(4096)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"connection: close" not in head.lower()
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")))
+        while len(body) < length:
+            body += idle.recv(4096)
+        started = time.monotonic()  # well within the keep-alive timeout: the connection is idle, open
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)
+        stopped_s = time.monotonic() - started
+        assert stopped_s < EdgeLimits().keep_alive_s, f"serve took {stopped_s:.1f} s to stop"
+        assert server.returncode == 0, server.returncode  # closed its graders and outbox, not killed
+        idle.close()

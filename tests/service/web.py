@@ -62,7 +62,6 @@ def serving(app: Any, port: int, *, certificate: tuple[Path, Path] | None = None
     configures it (the edge's connection cap and timeouts); yields its base URL."""
     config = uvicorn_config(app, host="127.0.0.1", port=port, limits=limits or EdgeLimits(), tls=certificate,
                             proxy_headers=False, lifespan="off")
-    config.http = _dropping_idle(config.http)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -82,24 +81,6 @@ def serving(app: Any, port: int, *, certificate: tuple[Path, Path] | None = None
 
 
 STOP_S = 10.0  # a stopped test server's responses in progress must end within this
-
-
-def _dropping_idle(protocol: Any) -> Any:
-    """``protocol`` whose shutdown drops idle keep-alive connections instead of closing them.
-
-    uvicorn closes an idle connection gracefully when it stops; over TLS that waits (up to
-    30 s) for the client's close_notify, which a test's client, idle in the test's thread,
-    never sends. A connection in the middle of a request is still waited for, so a request
-    that hangs still stops the server from stopping (``serving`` then fails)."""
-
-    class DroppingIdle(protocol):
-        def shutdown(self) -> None:
-            if self.cycle is None or self.cycle.response_complete:
-                self.transport.abort()
-            else:
-                super().shutdown()
-
-    return DroppingIdle
 
 
 class _Forms(HTMLParser):

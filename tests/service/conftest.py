@@ -1,0 +1,23 @@
+"""The fixtures of the service tests (their helpers are in ``tests/service/lms.py`` and
+``tests/service/web.py``; tests/test_layout.py keeps the split)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from autograder.course import Course
+from tests.service.lms import Lms, registered_lms
+
+
+@pytest.fixture(scope="module")
+def lms(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, course: Course) -> Iterator[Lms]:
+    """The stand-in LMS and the service, registered with each other and week01 added, one pair
+    a test module. A module sets the pair's options with ``pytestmark = pytest.mark.lms(...)``
+    (the keywords of ``running_lms``: ``grading=False`` for the web app alone, ``Settings``)."""
+    marker = request.node.get_closest_marker("lms")
+    options = marker.kwargs if marker else {}
+    with registered_lms(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]), course,
+                        **options) as running:
+        yield running
