@@ -151,6 +151,54 @@ def test_each_refuses_a_reply_that_is_not_one_value_per_call(run_notebook, forge
         student.each([Call(leaf, 1), Call(leaf, 2)])
 
 
+TREE_FIELDS = {"Node": ["dim"], "Leaf": ["indices"]}
+TREE_LINKS = {"Node": ["left", "right"]}
+
+
+def test_walk_reads_a_whole_tree_in_one_request(run_notebook):
+    run, _ = run_notebook(TREE_CELL + "root = Node(0, Node(1, Leaf([0, 1]), Leaf(2)), 'not a node')\n")
+    channel = CountingChannel(run)
+    student = Student(channel)
+    root = student.root
+    before = channel.requests
+    walked = student.walk(root, TREE_FIELDS, TREE_LINKS, max_nodes=10, max_depth=5)
+    assert channel.requests == before + 1
+    assert [next(walked) for _ in range(5)] == [("Node", [0]), ("Node", [1]), ("Leaf", [[0, 1]]), ("Leaf", [2]), ("str", [])]
+
+
+def test_walk_stops_one_past_the_bounds_asked_for(run_notebook):
+    """A chain of 1000 nodes: the worker sends at most ``max_nodes + 1`` of them, none
+    deeper than ``max_depth + 1``; reading past what was sent is a protocol error."""
+    run, student = run_notebook(TREE_CELL + "root = Leaf(0)\nfor i in range(1000):\n    root = Node(i, root, Leaf(i))\n")
+    root = student.root
+    many = student.walk(root, TREE_FIELDS, TREE_LINKS, max_nodes=7, max_depth=5000)
+    assert [next(many)[0] for _ in range(8)] == ["Node"] * 8
+    with pytest.raises(ProtocolError):
+        next(many)
+    deep = student.walk(root, TREE_FIELDS, TREE_LINKS, max_nodes=100, max_depth=3)
+    # depths 0-3 walked into, the two children at depth 4 listed only; then the right leaves
+    assert [next(deep)[0] for _ in range(9)] == ["Node"] * 5 + ["Leaf"] * 4
+    with pytest.raises(ProtocolError):
+        next(deep)
+
+
+@pytest.mark.parametrize("forged", [{"t": []}, [["Node", [1]]], [{"t": ["Node", []]}], [{"t": ["Leaf", [1, 2]]}],
+                                    [{"t": ["Leaf", [1]]}] * 4])
+def test_walk_refuses_a_listing_of_another_shape(run_notebook, forged):
+    """A patched worker answers ``walk`` with anything: a listing that is not a list of at
+    most ``max_nodes + 1`` (name, values) pairs with each type's number of fields is refused."""
+    run, _ = run_notebook(TREE_CELL + "root = Leaf(0)\n")
+
+    class Forging(CountingChannel):
+        def request(self, message, *, timeout=None):
+            reply = super().request(message, timeout=timeout)
+            return {"ok": True, "value": forged} if message["op"] == "walk" else reply
+
+    student = Student(Forging(run))
+    with pytest.raises(ProtocolError):
+        student.walk(student.root, TREE_FIELDS, TREE_LINKS, max_nodes=2, max_depth=5)
+
+
 def test_a_forward_step_reference_is_refused_by_the_worker(run_notebook):
     """A step may only use steps made before it: a request naming a later one is an error, not a crash."""
     run, student = run_notebook(TREE_CELL)

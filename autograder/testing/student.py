@@ -9,6 +9,7 @@ feedback text: errors carry the name the test asked for, or a built-in exception
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -178,6 +179,33 @@ class Student:
             raise ProtocolError("the worker sent back another number of values than calls were made")
         return list(values)
 
+    def walk(self, root: Remote, fields: dict[str, list[str]], links: dict[str, list[str]], *,
+             max_nodes: int, max_depth: int) -> Iterator[tuple[str, list[Any]]]:
+        """Read the structure under ``root`` in one request: ``(type name, values)`` for each
+        object in pre-order, its ``fields[type name]`` attributes as a ``getattr`` would give
+        them, then the objects its ``links[type name]`` attributes hold, walked the same way
+        (``fields={"KDNode": ["dim", "split"], "KDLeaf": ["indices"]}, links={"KDNode":
+        ["left", "right"]}``). An object of another type comes with no values and is not
+        walked into.
+
+        The worker stops after ``max_nodes + 1`` objects and below depth ``max_depth + 1``,
+        so a test that checks it has read at most ``max_nodes`` objects and none deeper
+        than ``max_depth`` sees a structure too big or too deep without more of it being
+        sent; the codec's item limit bounds the reply. The listing is checked for shape
+        here (type names are strings, each with as many values as its type has fields);
+        an iterator that runs out early (the worker sent less than a pre-order walk
+        needs) raises ``ProtocolError``."""
+        message = {"op": "walk", "obj": root._ref.id, "fields": fields, "links": links,
+                   "max_nodes": max_nodes, "max_depth": max_depth}
+        listed = self._ask(message, root)
+        if type(listed) is not list or len(listed) > max_nodes + 1:
+            raise ProtocolError("the worker's walk is not a list of at most the nodes asked for")
+        for entry in listed:
+            if type(entry) is not tuple or len(entry) != 2 or type(entry[0]) is not str \
+                    or type(entry[1]) is not list or len(entry[1]) != len(fields.get(entry[0], [])):
+                raise ProtocolError("the worker's walk lists a node of another shape than asked for")
+        return _until_complete(listed)
+
     def _flatten(self, call: Call, steps: list[dict[str, Any]]) -> int:
         """Append ``call``'s steps (its ``Call`` arguments first) to ``steps``; its step number."""
         if call.function._generation != self._channel.generation:
@@ -230,6 +258,12 @@ class Student:
         if checked["not_implemented"]:
             raise NotAttempted(checked["ename"], checked["evalue"])
         raise StudentCodeError(checked["ename"], checked["evalue"], checked["builtin"], where=checked["where"])
+
+
+def _until_complete(listed: list[tuple[str, list[Any]]]) -> Iterator[tuple[str, list[Any]]]:
+    """``listed``, then ``ProtocolError`` for a reader that needs more of the walk."""
+    yield from listed
+    raise ProtocolError("the worker's walk ended before the structure did")
 
 
 def check_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:

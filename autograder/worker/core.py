@@ -197,6 +197,31 @@ class WorkerCore:
             raise LookupError("no steps to make")
         return results
 
+    def _walk(self, root: Any, fields: dict[str, list[str]], links: dict[str, list[str]],
+              max_nodes: int, max_depth: int) -> list[tuple[str, list[Any]]]:
+        """The structure under ``root`` as a list of ``(type name, field values)`` in
+        pre-order (``Student.walk``): each object's ``fields[type name]`` read in order,
+        then its ``links[type name]`` walked the same way, left to right. An object whose
+        type has no entry in ``fields`` is listed with no values and not walked into. The
+        walk stops after ``max_nodes + 1`` objects or below ``max_depth``: one more than
+        the grader accepts, so it sees that the structure is too big or too deep without it all being
+        sent. One request for a tree the test reads back (a K-D tree: 2n nodes) instead of
+        one per attribute."""
+        listed: list[tuple[str, list[Any]]] = []
+        pending: list[tuple[Any, int]] = [(root, 0)]
+        while pending and len(listed) <= max_nodes:
+            obj, depth = pending.pop()
+            kind = str(type(obj).__name__)[:200]
+            names = fields.get(kind)
+            if names is None:
+                listed.append((kind, []))
+                continue
+            listed.append((kind, [getattr(obj, str(name)) for name in names]))
+            if depth <= max_depth:
+                children = [getattr(obj, str(name)) for name in links.get(kind, [])]
+                pending.extend((child, depth + 1) for child in reversed(children))
+        return listed
+
     @staticmethod
     def _exception(exc: BaseException) -> dict[str, Any]:
         return {
@@ -231,6 +256,11 @@ class WorkerCore:
                     return self._value(made[-1])
                 # several calls' values at once (``Student.each``): each as data or a handle
                 return {"ok": True, "value": {"t": [self._value(made[int(k) - 1])["value"] for k in wanted]}}
+            if op == "walk":
+                listed = self._walk(self._resolve(HandleRef(int(request["obj"]), "", False)),
+                                    dict(request["fields"]), dict(request["links"]),
+                                    int(request["max_nodes"]), int(request["max_depth"]))
+                return {"ok": True, "value": encode(listed, handle_for=self._handle_for)}
             if op == "typename":
                 return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}
             target = self._resolve(HandleRef(int(request["obj"]), "", False))

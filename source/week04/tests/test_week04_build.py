@@ -1,7 +1,7 @@
 """Task 2: building the K-D tree.
 
-The tree stays in the worker; ``read_tree`` walks it attribute by attribute (one remote
-call each, about 1 ms), so structure is inspected on small trees only. Every rule of the
+The tree stays in the worker; ``read_tree`` reads it back in one request (``student.walk``),
+bounded by the number of points, so structure is inspected on small trees only. Every rule of the
 notebook's Part B is checked on the copy read back: the split dimension is depth % n_features,
 the split value is ``np.median`` of that dimension over the node's points, left holds
 values < split and right values >= split, internal nodes hold more than leaf_size points,
@@ -42,32 +42,36 @@ def read_tree(student, root: object, n: int) -> Tree:
     class names: the worker sends those as type names, and feedback drops a message that
     repeats a string the worker sent.)
 
-    What the grader fetches is bounded by ``n``, never by the tree the worker chose to
-    return: at most ``2 n`` nodes and ``n`` row indices in all, each leaf's indices
-    checked for count and type before they are widened, so a tree of many or huge
-    leaves fails here instead of filling the grader's memory."""
+    What the grader reads is bounded by ``n``, never by the tree the worker chose to
+    return: the worker's walk stops after ``2 n + 1`` nodes (one request, within the
+    codec's item limit), the grader accepts at most ``2 n`` nodes and ``n`` row indices
+    in all, each leaf's indices checked for count and type before they are widened, so a
+    tree of many or huge leaves fails here instead of filling the grader's memory."""
     budget = {"nodes": 2 * n, "indices": n}
+    walked = student.walk(root, {"KDNode": ["dim", "split"], "KDLeaf": ["indices"]}, {"KDNode": ["left", "right"]},
+                          max_nodes=2 * n, max_depth=MAX_DEPTH)
 
-    def read(node: object, depth: int) -> Tree:
+    def read(depth: int) -> Tree:
+        kind, values = next(walked)
         assert depth <= MAX_DEPTH, _("the tree is far deeper than a median split allows (does each split make progress?)")
         budget["nodes"] -= 1
         assert budget["nodes"] >= 0, _("the tree has more nodes than a tree over these points can have (every leaf should hold at least one point)")
-        kind = student.typename(node)
         assert kind in ("KDNode", "KDLeaf"), _("build_kdtree should build the tree from the node and leaf classes the notebook gives")
         if kind == "KDLeaf":
-            fetched = node.indices
+            (fetched,) = values
             assert isinstance(fetched, (list, tuple, np.ndarray)), _("a leaf's indices should be a 1-D array of integer row indices")
             assert len(fetched) <= budget["indices"], _("the leaves hold more indices in all than X has rows: every row index of X should be in exactly one leaf")
             indices = np.asarray(fetched)
             assert indices.ndim == 1 and (indices.size == 0 or np.issubdtype(indices.dtype, np.integer)), _("a leaf's indices should be a 1-D array of integer row indices")
             budget["indices"] -= indices.size
             return Leaf(indices.astype(np.int64))
-        dim, split = node.dim, node.split
+        dim, split = values
         assert isinstance(dim, int) and not isinstance(dim, bool), _("an internal node's dim should be an integer")
         assert isinstance(split, (int, float)) and not isinstance(split, bool), _("an internal node's split should be a number")
-        return Node(dim, float(split), read(node.left, depth + 1), read(node.right, depth + 1))
+        left = read(depth + 1)
+        return Node(dim, float(split), left, read(depth + 1))
 
-    return read(root, 0)
+    return read(0)
 
 
 def leaves(tree: Tree) -> list[np.ndarray]:

@@ -141,8 +141,8 @@ def test_tokenize(student):
         "one\n\ntwo\r\nthree": ["one", "two", "three"],
         "": [],
     }
-    for text, expected in cases.items():
-        tokens = student.tokenize(text)
+    tokenize = student.tokenize
+    for (text, expected), tokens in zip(cases.items(), student.each([Call(tokenize, text) for text in cases])):
         assert isinstance(tokens, list), _("tokenize returned a {type_name}; a list of words is expected").format(type_name=type(tokens).__name__)
         assert tokens == expected, _("tokenize does not give the lower-cased words split on white space")
 
@@ -190,10 +190,11 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, seed):
     docs, labels = random_corpus(seed=[seed, 55], class_sizes={"left": 4, "right": 5}, mixed_case=True)
     model = unchanged_inputs("train_naive_bayes", student.train_naive_bayes, docs=docs, labels=labels)
     counts = class_counts(docs, labels)
-    did_the_job = all(
-        math.isclose(probability(student.word_probability(model, word, label, smoothing=False)), counter[word] / sum(counter.values()), rel_tol=1e-9)
-        for label, counter in counts.items() for word in sorted(counter)[:3]
-    )
+    questions = [(word, label, counter[word] / sum(counter.values()))
+                 for label, counter in counts.items() for word in sorted(counter)[:3]]
+    answers = student.each([Call(student.word_probability, model, word, label, smoothing=False) for word, label, _p in questions])
+    did_the_job = all(math.isclose(probability(answer), right, rel_tol=1e-9)
+                      for (_word, _label, right), answer in zip(questions, answers))
     assert did_the_job, _(
         "train_naive_bayes left its inputs as they were, but this check counts only when it also counts the "
         "words: unsmoothed word_probability should be count(word, c) / N(c)"
@@ -240,17 +241,20 @@ def test_scoring_leaves_the_model_unchanged(student):
     model = student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS)
     questions = [(word, label, smoothing) for word in ("secret", "sports", "today")
                  for label in ("spam", "ham") for smoothing in (True, False)]
-    before = [probability(student.word_probability(model, *question)) for question in questions]
+    word_probability = student.word_probability
+    unseen = [Call(word_probability, model, word, label, **options) for label in ("spam", "ham")
+              for word, options in (("zucchini", {}), ("quokka", {"smoothing": False}))]
+    # before, the unseen words, after: one request, in that order
+    answers = student.each([*(Call(word_probability, model, *question) for question in questions), *unseen,
+                            *(Call(word_probability, model, *question) for question in questions)])
+    before = [probability(answer) for answer in answers[:len(questions)]]
     counts = class_counts(SPAM_DOCS, SPAM_LABELS)
     right = [(counts[label][word] + 1) / (sum(counts[label].values()) + len(counts[label]) + 1)
              for word, label, smoothing in questions if smoothing]
     assert all(math.isclose(p, q, rel_tol=1e-9) for p, q in zip(before[::2], right)), _(
         "this check counts only when word_probability also gives the smoothed probabilities right"
     )
-    for label in ("spam", "ham"):
-        student.word_probability(model, "zucchini", label)
-        student.word_probability(model, "quokka", label, smoothing=False)
-    after = [probability(student.word_probability(model, *question)) for question in questions]
+    after = [probability(answer) for answer in answers[len(questions) + len(unseen):]]
     assert after == before, _(
         "asking about unseen words changed the model: the same probabilities differ afterwards "
         "(look a word up without adding it: counts.get(word, 0); a defaultdict adds every key it is asked for)"
@@ -310,16 +314,21 @@ def test_log_score_adds_prior_and_word_log_probabilities(student, seed):
     counts = class_counts(docs, labels)
     shared = sorted(set(counts["odd"]) & set(counts["even"]))  # no class gives these probability 0
     rng = np.random.default_rng([seed, 57])
+    train, log_scores, word_probability = student.train_naive_bayes, student.log_scores, student.word_probability
+    classes = sorted(set(labels))
     for smoothing in (True, False):
         for _message in range(3):
             words = list(rng.choice(shared, size=int(rng.integers(3, 9))))
             words += words[:2]  # repeated words count each time
-            model = student.train_naive_bayes(docs, labels)  # fresh: a test of log_scores alone
-            scores = checked_scores(student.log_scores(model, " ".join(words), smoothing=smoothing), set(labels))
-            word_probability = student.word_probability
-            for label in set(labels):
-                expected = empty[label] + sum(math.log(probability(p)) for p in student.each(
-                    [Call(word_probability, model, w, label, smoothing=smoothing) for w in words]))
+            model = train(docs, labels)  # fresh: a test of log_scores alone
+            # the message's scores, then each class's word probabilities: one request
+            answers = student.each([Call(log_scores, model, " ".join(words), smoothing=smoothing),
+                                    *(Call(word_probability, model, w, label, smoothing=smoothing)
+                                      for label in classes for w in words)])
+            scores = checked_scores(answers[0], set(labels))
+            for i, label in enumerate(classes):
+                expected = empty[label] + sum(math.log(probability(p))
+                                              for p in answers[1 + i * len(words):1 + (i + 1) * len(words)])
                 assert math.isclose(scores[label], expected, rel_tol=1e-9, abs_tol=1e-9), _(
                     "log_scores should be the empty message's score plus log word_probability of each word of the message, once per occurrence"
                 )
@@ -329,10 +338,14 @@ def test_log_score_adds_prior_and_word_log_probabilities(student, seed):
 @pytest.mark.points(6)
 def test_posteriors_follow_log_scores(student):
     """predict returns the class with the largest log score and posteriors proportional to exp(log score), summing to 1."""
-    for text in ["secret is secret", "today is secret", "play sports today", "click link money"]:
-        # a fresh model for each call: what one call might add to a model is not charged here
-        label, posteriors = predicted(student.predict(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"})
-        expected = softmax(checked_scores(student.log_scores(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"}))
+    texts = ["secret is secret", "today is secret", "play sports today", "click link money"]
+    predict, log_scores, train = student.predict, student.log_scores, student.train_naive_bayes
+    # a fresh model for each call: what one call might add to a model is not charged here
+    answers = student.each([Call(method, Call(train, SPAM_DOCS, SPAM_LABELS), text)
+                            for text in texts for method in (predict, log_scores)])
+    for answer, scores in zip(answers[::2], answers[1::2]):
+        label, posteriors = predicted(answer, {"spam", "ham"})
+        expected = softmax(checked_scores(scores, {"spam", "ham"}))
         assert math.isclose(sum(posteriors.values()), 1.0, rel_tol=1e-9), _("the posteriors do not add up to 1")
         for c in expected:
             assert math.isclose(posteriors[c], expected[c], rel_tol=1e-6, abs_tol=1e-12), _(
@@ -348,10 +361,13 @@ def test_long_message_does_not_underflow(student, rng):
     # A balanced message: its posterior is neither 0 nor 1, so the normalisation itself is tested.
     balanced = " ".join(rng.permutation(["is"] * 5939 + ["today"] * 4061))
     one_sided = " ".join(["secret"] * 10_000)
-    for text in (balanced, one_sided):
-        scores = checked_scores(student.log_scores(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"})
+    predict, log_scores, train = student.predict, student.log_scores, student.train_naive_bayes
+    answers = student.each([Call(method, Call(train, SPAM_DOCS, SPAM_LABELS), text)
+                            for text in (balanced, one_sided) for method in (log_scores, predict)])
+    for answer, prediction in zip(answers[::2], answers[1::2]):
+        scores = checked_scores(answer, {"spam", "ham"})
         assert all(math.isfinite(s) for s in scores.values()), _("smoothed log scores of a long message are not finite")
-        label, posteriors = predicted(student.predict(student.train_naive_bayes(SPAM_DOCS, SPAM_LABELS), text), {"spam", "ham"})
+        label, posteriors = predicted(prediction, {"spam", "ham"})
         values = list(posteriors.values())
         assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in values), _(
             "posteriors of a 10,000-word message are not finite probabilities (underflow?)"
@@ -398,7 +414,8 @@ def test_agrees_with_multinomial_nb(student, seed):
     log_odds = np.abs(log_proba[:, 0] - log_proba[:, 1])
 
     model = student.train_naive_bayes(train_docs, train_labels)
-    labels = np.array([predicted(student.predict(model, doc), {"alpha", "beta"})[0] for doc in test_docs])
+    answers = student.each([Call(student.predict, model, doc) for doc in test_docs])
+    labels = np.array([predicted(answer, {"alpha", "beta"})[0] for answer in answers])
 
     # MultinomialNB(alpha=1) smooths with (count + 1) / (N(c) + |vocabulary|), the course
     # with (count + 1) / (N(c) + V(c) + 1). On this corpus every word occurs in both classes
