@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from tests.helpers import PostgresServer, RoundRobinProxy
-from tests.service.lms import Lms, register_and_add_week
+from tests.service.lms import Lms
 from tests.service.lti_platform import PlatformState, create_platform
-from tests.service.test_replicas import CORRECT, serve_command
+from tests.service.test_replicas import serve_command, upload_through_the_lms
 from tests.service.web import free_port, make_certificate, serving, wait_for_server, wait_until
 
 
@@ -45,13 +45,7 @@ def test_two_replicas_behind_a_load_balancer_grade_show_feedback_and_post_the_sc
                                                 "--registration-url"), capture_output=True, text=True, check=True)
             lms = Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
                       app=None)
-            register_and_add_week(lms, registration_url=code.stdout.strip())
-            browser, page = lms.launch("s-both")
-            assert page.status_code == 200 and 'id="upload"' in page.text, page.text
-            queued = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT,
-                                                                        "application/x-ipynb+json")})
-            assert queued.status_code == 200 and "/attempt/" in str(queued.url), queued.text
-            attempt = str(queued.url)
+            browser, attempt = upload_through_the_lms(lms, code.stdout.strip(), "s-both")
             pages, before = [], list(proxy.served)
             for _ in ports:  # a fresh connection each: the proxy hands them to one replica, then the other
                 with httpx.Client(verify=verify, cookies=browser.client.cookies, timeout=30) as client:
