@@ -9,12 +9,14 @@ every pytest run, as for ``tests.service``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -185,3 +187,49 @@ def _exists_user(name: str) -> bool:
     except KeyError:
         return False
     return True
+
+
+class RoundRobinProxy:
+    """A load balancer on loopback that keeps no sessions: each new TCP connection goes to
+    the next of ``backends`` (ports on 127.0.0.1) in turn, bytes passed through untouched
+    (TLS ends at the backend). ``served`` counts the connections each backend took."""
+
+    def __init__(self, backends: list[int]) -> None:
+        self.backends = backends
+        self.served = [0] * len(backends)
+        self._turn = 0
+        self._loop = asyncio.new_event_loop()
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._relay, "127.0.0.1", 0))
+        self.port: int = self._server.sockets[0].getsockname()[1]
+        self._thread = threading.Thread(target=self._loop.run_forever, name="round-robin-proxy", daemon=True)
+        self._thread.start()
+
+    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        index = self._turn % len(self.backends)
+        self._turn += 1
+        self.served[index] += 1
+        try:
+            backend_reader, backend_writer = await asyncio.open_connection("127.0.0.1", self.backends[index])
+        except OSError:
+            client_writer.close()
+            return
+        await asyncio.gather(self._pipe(client_reader, backend_writer), self._pipe(backend_reader, client_writer))
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        async def stop() -> None:
+            self._server.close()
+            await self._server.wait_closed()
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)

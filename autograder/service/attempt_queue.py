@@ -13,8 +13,6 @@ so two uploads at once cannot both pass it.
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,17 +20,15 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, func, insert, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
 
 from autograder.course import normalise_week_name
 from autograder.database import Database
 from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError
+from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer
 from autograder.service.policy import WeekPolicy
 
-log = logging.getLogger(__name__)
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
-CLAIM_TTL_S = 30.0  # a claim not renewed this long is its dead replica's: the attempt is queued again
 AttemptState = Literal["queued", "grading", "graded", "failed"]
 
 # The queue, fair across learners: a learner's attempt waits behind every other learner's
@@ -129,41 +125,20 @@ class AttemptQueue:
     def __init__(self, database: Database, *, claim_ttl_s: float = CLAIM_TTL_S) -> None:
         self.database = database
         self.claim_ttl_s = claim_ttl_s
-        self._held: set[int] = set()  # the attempts this process claimed and still grades
-        self._held_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._renewer: threading.Thread | None = None
+        self._claims = ClaimRenewer(self._renew, ttl_s=claim_ttl_s, name="claim-renewer")
 
     def close(self) -> None:
         """Stop renewing claims (what is still held then expires, as if this process had died)."""
-        self._stop.set()
-        if self._renewer is not None:
-            self._renewer.join()
-
-    def _hold(self, attempt_id: int) -> None:
-        with self._held_lock:
-            self._held.add(attempt_id)
-            if self._renewer is None:
-                self._renewer = threading.Thread(target=self._renew, name="claim-renewer", daemon=True)
-                self._renewer.start()
+        self._claims.close()
 
     def let_go(self, attempt_id: int) -> None:
         """This process no longer grades the attempt: its claim is not renewed any more."""
-        with self._held_lock:
-            self._held.discard(attempt_id)
+        self._claims.let_go(attempt_id)
 
-    def _renew(self) -> None:
-        while not self._stop.wait(self.claim_ttl_s / 3):
-            with self._held_lock:
-                held = sorted(self._held)
-            if not held:
-                continue
-            try:
-                with self.database.write() as db:
-                    db.execute(update(attempts).where(attempts.c.id.in_(held), attempts.c.state == "grading")
-                               .values(claimed_at=stamp(datetime.now(UTC))))
-            except SQLAlchemyError:  # the database away for a moment: the next round tries again
-                log.warning("could not renew the claims on attempts %s", held, exc_info=True)
+    def _renew(self, held: list[int]) -> None:
+        with self.database.write() as db:
+            db.execute(update(attempts).where(attempts.c.id.in_(held), attempts.c.state == "grading")
+                       .values(claimed_at=stamp(datetime.now(UTC))))
 
     def queue_under_canonical_names(self) -> None:
         """Waiting attempts an older version stored under the week name as typed (``1``, ``week1``):
@@ -271,7 +246,7 @@ class AttemptQueue:
                     continue
                 db.execute(update(attempts).where(attempts.c.id == id_)
                            .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC))))
-                self._hold(id_)
+                self._claims.hold(id_)
                 return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == id_)).one())
         return None
 
@@ -292,9 +267,7 @@ class AttemptQueue:
         """Put attempts whose claim expired (their process stopped or died: the claim was not
         renewed for ``claim_ttl_s``) back in the queue; how many. Claims this process holds
         and those another live process renews stay."""
-        expired = self._expired()
-        with self._held_lock:
-            expired &= ~attempts.c.id.in_(sorted(self._held))
+        expired = self._expired() & ~attempts.c.id.in_(self._claims.held())
         with self.database.read() as db:
             if db.execute(select(func.count()).where(expired)).scalar_one() == 0:
                 return 0  # the usual answer, without taking the write lock

@@ -8,9 +8,12 @@ platform that cached the old JWKS can still check what was signed just before.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +28,6 @@ KEY_BITS = 2048
 KEPT_AFTER_ROTATION = 2  # the current key and the one before it stay in the JWKS
 
 
-
-
 class ToolKeys:
     """The RSA keys in ``folder`` (one PEM file each, mode 0600) and which one signs.
 
@@ -39,7 +40,20 @@ class ToolKeys:
         self._order: list[str] = []
         self._load()
         if not self._keys:
-            self.rotate()
+            self._make_first()
+
+    def _make_first(self) -> None:
+        """The first key, made once however many processes start on this folder at once
+        (replicas sharing a data folder): the one whose ``keys.json`` lands first wins, the
+        others drop the key they made and read the winner's."""
+        key = _new_key()
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        kid = key.kid or ""
+        _write_private(self.folder / f"{kid}.pem", key.as_pem(private=True))
+        index = json.dumps({"order": [kid]}).encode()
+        if create_private_once(self.folder / "keys.json", lambda: index) != index:
+            (self.folder / f"{kid}.pem").unlink(missing_ok=True)
+        self._load()
 
     def _load(self) -> None:
         if not self.folder.exists():
@@ -60,9 +74,8 @@ class ToolKeys:
 
     def rotate(self) -> str:
         """Make a new signing key, keep the previous one published; return the new key id."""
-        key = RSAKey.generate_key(KEY_BITS, parameters={"alg": ALGORITHM, "use": "sig"}, private=True)
-        kid = f"{time.strftime('%Y%m%d%H%M%S', time.gmtime())}-{key.thumbprint()[:12]}"
-        key = RSAKey.import_key(key.as_pem(private=True), parameters={"kid": kid, "alg": ALGORITHM, "use": "sig"})
+        key = _new_key()
+        kid = key.kid or ""
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         _write_private(self.folder / f"{kid}.pem", key.as_pem(private=True))
         self._keys[kid] = key
@@ -85,6 +98,32 @@ class ToolKeys:
     def sign(self, claims: dict[str, Any]) -> str:
         """A compact JWT of ``claims`` signed by the current key (``kid`` in the header)."""
         return jwt.encode({"alg": ALGORITHM, "kid": self.current_kid}, claims, self._keys[self.current_kid])
+
+
+def _new_key() -> RSAKey:
+    """A new signing key, its id the time and its thumbprint."""
+    key = RSAKey.generate_key(KEY_BITS, parameters={"alg": ALGORITHM, "use": "sig"}, private=True)
+    kid = f"{time.strftime('%Y%m%d%H%M%S', time.gmtime())}-{key.thumbprint()[:12]}"
+    return RSAKey.import_key(key.as_pem(private=True), parameters={"kid": kid, "alg": ALGORITHM, "use": "sig"})
+
+
+def create_private_once(path: Path, make: Callable[[], bytes]) -> bytes:
+    """What ``path`` holds, made by ``make`` (mode 0600) if no process made it yet.
+
+    Several processes may start on one data folder at once (replicas on a shared volume):
+    each writes its own partial file and links it to ``path``, which fails if ``path``
+    exists, so the first link wins and every process reads that one's content."""
+    if not path.exists():
+        partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.new")
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(make())
+            with contextlib.suppress(FileExistsError):  # another process made it first: theirs is read
+                os.link(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+    return path.read_bytes()
 
 
 def _write_private(path: Path, data: bytes) -> None:

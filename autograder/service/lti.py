@@ -10,6 +10,7 @@ each step is described in docs/LMS.md, with the Moodle source files it was read 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import secrets
@@ -106,8 +107,12 @@ class Platforms:
         """Add ``platform``, or merge its deployments into the registration with the same client id.
 
         ``merge=False`` (dynamic registration) refuses a client id this issuer already has: a
-        registration made from a URL can add a platform, never rewrite one an admin relies on."""
-        with self._lock:
+        registration made from a URL can add a platform, never rewrite one an admin relies on.
+        A file lock beside the file keeps two processes sharing the data folder from losing
+        each other's registration."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, self.path.with_name(f".{self.path.name}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             rows = self.all()
             for i, known in enumerate(rows):
                 if (known.issuer, known.client_id) == (platform.issuer, platform.client_id):
@@ -120,7 +125,6 @@ class Platforms:
                     break
             else:
                 rows.append(platform)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             write_text(self.path, json.dumps([asdict(p) for p in rows], indent=2))
 
 

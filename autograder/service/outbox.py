@@ -2,9 +2,12 @@
 
 The store enqueues a post in the transaction that changes a counted score, so a score
 change is never lost; this thread sends what is due, one post at a time, apart from
-grading (a platform that is down slows nothing but itself). Before each send the post is
-marked as under way, so a process killed mid-send knows at restart that the platform may
-already hold that score.
+grading (a platform that is down slows nothing but itself). Each post is claimed in the
+database before it is sent (``Posts.claim_due``), so of several replicas on one database
+exactly one sends it, and one student's posts go one at a time, in order, whichever
+replicas send them. The claim is renewed while the send lasts and expires
+(``claims.CLAIM_TTL_S``) when the sending process dies: another then sends the post again,
+knowing the platform may already hold that score.
 
 What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on"):
 
@@ -25,16 +28,16 @@ What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any, Protocol, Self, TextIO
+from typing import Any, Protocol, Self
 
-from autograder.exceptions import GradingError, ScorePostError
+from autograder.exceptions import ScorePostError
 from autograder.service.ags import redated
+from autograder.service.claims import ClaimRenewer
 from autograder.service.store import Post, Store
 
 log = logging.getLogger(__name__)
@@ -43,11 +46,7 @@ BASE_DELAY_S = 2.0
 MAX_DELAY_S = 3600.0
 MAX_CONFLICTS = 5  # 409s in a row on the newest post before it is failed
 POLL_S = 0.5  # how often the outbox looks for posts other threads or processes enqueued
-LOCK_FILE = "outbox.lock"  # one sending outbox per data folder
 SENDERS = 4  # posts in flight at once (each to another student)
-
-
-
 
 class ScoreSender(Protocol):
     """Posts one score to a line item's scores endpoint; raises ``ScorePostError``."""
@@ -69,16 +68,10 @@ class Outbox:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._lock_file: TextIO | None = None
+        self._claims = ClaimRenewer(store.renew_post_claims, ttl_s=store.queue.claim_ttl_s,
+                                    name="autograder-outbox-claims")
 
     def __enter__(self) -> Self:
-        self._lock_file = (self.store.root / LOCK_FILE).open("a")
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock_file.close()
-            raise GradingError(f"another score outbox is running on {self.store.root}: run one per data folder "
-                               "(two would send the same posts)") from None
         self._thread = threading.Thread(target=self._run, name="autograder-outbox", daemon=True)
         self._thread.start()
         return self
@@ -89,8 +82,7 @@ class Outbox:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
-        if self._lock_file is not None:
-            self._lock_file.close()  # releases the lock
+        self._claims.close()
 
     def wake(self) -> None:
         """Look for due posts now rather than at the next poll."""
@@ -106,32 +98,32 @@ class Outbox:
             self._wake.clear()
 
     def send_due(self, now: datetime | None = None) -> int:
-        """Send every post due at ``now``; how many were tried.
+        """Claim and send every post due at ``now`` this process may send; how many were tried.
 
         Posts for different students go out side by side (``senders`` at once, so a slow
         platform answering in 300 ms still takes a deadline rush); one student's posts go
-        one after the other, oldest first, so their timestamps arrive in order."""
+        one after the other, oldest first (``claim_due`` gives at most one of each student's
+        queue at a time), so their timestamps arrive in order."""
         tried = 0
         with ThreadPoolExecutor(self.senders, thread_name_prefix="autograder-outbox-send") as pool:
             while not self._stop.is_set():
-                due = self.store.due_posts(now or datetime.now(UTC), limit=10 * self.senders)
-                if not due:
+                claimed = self.store.claim_due_posts(now or datetime.now(UTC), ttl_s=self._claims.ttl_s,
+                                                     limit=10 * self.senders)
+                if not claimed:
                     break
-                queues: dict[tuple[str, str, str], list[Post]] = {}
-                for post in due:
-                    queues.setdefault((post.context, post.user, post.lineitem), []).append(post)
-                for done in pool.map(self._send_in_order, queues.values()):
-                    tried += done
+                for post in claimed:
+                    self._claims.hold(post.id)
+                tried += sum(1 for _ in pool.map(self._send, claimed))
         return tried
 
-    def _send_in_order(self, posts: list[Post]) -> int:
-        for post in posts:
-            self._send(post)
-        return len(posts)
-
     def _send(self, post: Post) -> None:
+        try:
+            self._send_claimed(post)
+        finally:
+            self._claims.let_go(post.id)
+
+    def _send_claimed(self, post: Post) -> None:
         uncertain = post.sending_since is not None  # an earlier send of it may have arrived
-        self.store.post_sending(post.id, datetime.now(UTC))
         tries = post.tries + 1
         try:
             self.sender.post_score(post.lineitem, post.payload)

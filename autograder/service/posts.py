@@ -2,7 +2,8 @@
 each week's scores go to.
 
 A post is enqueued in the transaction that changes a counted score (``counting.py``), so
-no score change is lost; ``outbox.py`` sends them. A post's 409s in a row are counted in
+no score change is lost; ``outbox.py`` sends them, each claimed first (``claim_due``), so
+of several replicas on one database exactly one sends it. A post's 409s in a row are counted in
 its ``conflicts`` column (the outbox gives up after ``outbox.MAX_CONFLICTS``).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, exists, insert, select, update
@@ -20,6 +21,7 @@ from autograder.database import Database
 from autograder.database.tables import posts, service_lineitems, service_scores
 from autograder.service.ags import next_moment, score_payload
 from autograder.service.attempt_queue import moment, stamp
+from autograder.service.claims import CLAIM_TTL_S
 
 PostState = Literal["pending", "posted", "failed", "superseded"]
 
@@ -130,20 +132,42 @@ class Posts:
         with self.database.read() as db:
             return [_post(r) for r in db.execute(query)]
 
-    def due_posts(self, now: datetime, limit: int = 50) -> list[Post]:
-        """Pending posts whose time has come, oldest first."""
-        with self.database.read() as db:
-            return [_post(r) for r in db.execute(_SELECT.where(posts.c.state == "pending",
-                                                               posts.c.next_try_at <= stamp(now))
-                                                 .order_by(posts.c.id).limit(limit))]
+    def claim_due(self, now: datetime, *, ttl_s: float = CLAIM_TTL_S, limit: int = 50) -> list[Post]:
+        """Claim the posts due at ``now`` that this process may send, oldest first, as they were
+        before the claim (``sending_since`` set: an earlier send's outcome is unknown).
+
+        A post is claimed by stamping its ``sending_since`` (and counting the try), in one
+        write transaction; on PostgreSQL each candidate row is taken ``FOR UPDATE SKIP
+        LOCKED``, so two replicas never claim one post. A claim older than ``ttl_s`` is a
+        dead process's and may be taken over (``renew_claims`` keeps a live one's fresh).
+        Each student's posts to a line item go one at a time, in order: a post waits while
+        an earlier one of the same queue is due or claimed."""
+        since = stamp(now - timedelta(seconds=ttl_s))
+        earlier = posts.alias("earlier")
+        blocked = exists().where(
+            earlier.c.context == posts.c.context, earlier.c.user == posts.c.user,
+            earlier.c.lineitem == posts.c.lineitem, earlier.c.id < posts.c.id, earlier.c.state == "pending",
+            (earlier.c.next_try_at <= stamp(now)) | (earlier.c.sending_since >= since))
+        with self.database.write() as db:
+            due = [_post(r) for r in db.execute(
+                _SELECT.where(posts.c.state == "pending", posts.c.next_try_at <= stamp(now),
+                              posts.c.sending_since.is_(None) | (posts.c.sending_since < since), ~blocked)
+                .order_by(posts.c.id).limit(limit).with_for_update(skip_locked=True, of=posts))]
+            if due:
+                db.execute(update(posts).where(posts.c.id.in_([p.id for p in due]))
+                           .values(sending_since=stamp(now), tries=posts.c.tries + 1))
+            return due
+
+    def renew_claims(self, post_ids: list[int]) -> None:
+        """Keep this process's claims on the posts it is sending fresh (``claims.ClaimRenewer``)."""
+        with self.database.write() as db:
+            db.execute(update(posts).where(posts.c.id.in_(post_ids), posts.c.state == "pending",
+                                           posts.c.sending_since.is_not(None))
+                       .values(sending_since=stamp(datetime.now(UTC))))
 
     def _set(self, post_id: int, **values: Any) -> None:
         with self.database.write() as db:
             db.execute(update(posts).where(posts.c.id == post_id).values(**values))
-
-    def post_sending(self, post_id: int, now: datetime) -> None:
-        """Note a send is under way: if the process dies now, its outcome is unknown."""
-        self._set(post_id, sending_since=stamp(now), tries=posts.c.tries + 1)
 
     def post_done(self, post_id: int, now: datetime, note: str | None = None) -> None:
         self._set(post_id, state="posted", posted_at=stamp(now), next_try_at=None, sending_since=None,

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 IDLE_S = 600.0  # a grader with no work for this long is let go (its memory freed)
 POLL_S = 1.0  # how often the queue is looked at without a wake-up (uploads from another process)
-LOCK_FILE = "grading.lock"  # one grading service per data folder: it requeues what it finds mid-grading
+LOCK_FILE = "grading.lock"  # on SQLite, one grading service per data folder
 BROKEN_WEEK_PAUSE_S = 60.0  # a week whose hidden tests do not load is tried again after this
 
 
@@ -90,16 +90,8 @@ class GradingService:
         return self.pool.started if self.pool is not None else 0
 
     def __enter__(self) -> Self:
-        self._lock_file = (self.store.root / LOCK_FILE).open("a")
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            for handle in (self._lock_file, self._wake_read, self._wake_write):
-                handle.close()
-            if self.pool is not None:
-                self.pool.close()
-            raise GradingError(f"another grading service is running on {self.store.root}: run one per data "
-                               "folder (web workers may be many; they only submit and wake it)") from None
+        if self.store.database.dialect == "sqlite":
+            self._lock_data_folder()
         requeued = self.store.requeue_interrupted()
         if requeued:
             log.warning("%d attempt(s) were being graded when the service last stopped: queued again", requeued)
@@ -110,6 +102,22 @@ class GradingService:
         self._thread = threading.Thread(target=self._guard(target), name="autograder-grading", daemon=True)
         self._thread.start()
         return self
+
+    def _lock_data_folder(self) -> None:
+        """On SQLite, one grading service per data folder: replicas share a PostgreSQL
+        database (its claims keep their work apart), not a SQLite file, whose locks hold
+        on one machine only; a second service on the same file is refused, saying so."""
+        self._lock_file = (self.store.root / LOCK_FILE).open("a")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            for handle in (self._lock_file, self._wake_read, self._wake_write):
+                handle.close()
+            if self.pool is not None:
+                self.pool.close()
+            raise GradingError(f"another grading service is running on {self.store.root}: run one per data "
+                               "folder (web workers may be many; they only submit and wake it), or give every "
+                               "replica one PostgreSQL database with --database") from None
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

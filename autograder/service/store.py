@@ -47,7 +47,8 @@ from autograder.formats.atomic import write_bytes
 from autograder.formats.result_json import from_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.results import SubmissionResult
-from autograder.service.attempt_queue import CLAIM_TTL_S, MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
+from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
+from autograder.service.claims import CLAIM_TTL_S
 from autograder.service.counting import CountedScore, counted, refresh_score
 from autograder.service.policy import WeekPolicy
 from autograder.service.posts import Post, Posts, PostState
@@ -83,8 +84,8 @@ class Store:
         self.queue_position, self.queued_weeks = queue.queue_position, queue.queued_weeks
         self.oldest_queued_week, self.requeue_interrupted = queue.oldest_queued_week, queue.requeue_interrupted
         self.set_lineitem, self.lineitem, self.posts = posts.set_lineitem, posts.lineitem, posts.posts
-        self.due_posts, self.newer_post_exists = posts.due_posts, posts.newer_post_exists
-        self.post_sending, self.post_done, self.post_retry = posts.post_sending, posts.post_done, posts.post_retry
+        self.claim_due_posts, self.newer_post_exists = posts.claim_due, posts.newer_post_exists
+        self.renew_post_claims, self.post_done, self.post_retry = posts.renew_claims, posts.post_done, posts.post_retry
         self.post_failed, self.post_superseded = posts.post_failed, posts.post_superseded
         self.retry_post = posts.retry_post
 

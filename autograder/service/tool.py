@@ -6,12 +6,10 @@ one: ``Settings.database``)."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 
-from autograder.service.keys import ToolKeys, _write_private
+from autograder.service.keys import ToolKeys, create_private_once
 from autograder.service.lti import AgsScoreSender, JwksCache, LaunchValidator, LoginStates, Platforms, ToolUrls
 from autograder.service.settings import Settings
 
@@ -28,10 +26,12 @@ class Tool:
         self.states = LoginStates(settings.database or settings.data / "lti.sqlite")
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
-        self.session_secret = _secret(settings.data / "keys" / "session.secret")
+        # made once, read by every replica sharing the data folder (keys.create_private_once)
+        self.session_secret = create_private_once(settings.data / "keys" / "session.secret",
+                                                  lambda: secrets.token_bytes(32))
         # what ``GET /metrics`` asks for (routes/metrics.py), text to paste into a scraper's configuration
-        self.metrics_token = _secret(settings.data / "keys" / "metrics.token",
-                                     lambda: secrets.token_urlsafe(32).encode()).decode()
+        self.metrics_token = create_private_once(settings.data / "keys" / "metrics.token",
+                                                 lambda: secrets.token_urlsafe(32).encode()).decode()
 
     def new_registration_url(self) -> str:
         """The one URL a Moodle admin pastes: good for one registration within a day.
@@ -42,10 +42,3 @@ class Tool:
         history registers nothing."""
         return f"{self.urls.register}/{self.states.new_registration_code()}"
 
-
-def _secret(path: Path, make: Callable[[], bytes] = lambda: secrets.token_bytes(32)) -> bytes:
-    """A random secret (``make``'s) made once and kept beside the signing keys (0600)."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_private(path, make())
-    return path.read_bytes()

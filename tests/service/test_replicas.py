@@ -31,7 +31,7 @@ from autograder.service.store import Store
 from tests.helpers import PostgresServer
 from tests.service.lms import Lms, register_and_add_week
 from tests.service.lti_platform import PlatformState, create_platform
-from tests.service.web import free_port, make_certificate, serving, wait_for_server, wait_until
+from tests.service.web import Browser, free_port, make_certificate, serving, wait_for_server, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb").read_bytes()
@@ -40,6 +40,17 @@ REPLICAS = 8
 
 def serve_command(data: Path, *options: str) -> list[str]:
     return [sys.executable, "-m", "autograder", "serve", "--course", str(ROOT), "--data", str(data), *options]
+
+
+def upload_through_the_lms(lms: Lms, registration_url: str, user: str) -> tuple[Browser, str]:
+    """The tool registered at ``registration_url`` and week01 added, ``user`` launches and
+    uploads the correct notebook: the browser and the attempt's URL."""
+    register_and_add_week(lms, registration_url=registration_url)
+    browser, page = lms.launch(user)
+    assert page.status_code == 200 and 'id="upload"' in page.text, page.text
+    queued = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT, "application/x-ipynb+json")})
+    assert queued.status_code == 200 and "/attempt/" in str(queued.url), queued.text
+    return browser, str(queued.url)
 
 
 def test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database(
@@ -65,13 +76,7 @@ def test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database(
                                                  "--registration-url"), capture_output=True, text=True, check=True)
             lms = Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
                       app=None)
-            register_and_add_week(lms, registration_url=other.stdout.strip())
-            browser, page = lms.launch("s-replica")
-            assert page.status_code == 200 and 'id="upload"' in page.text, page.text
-            queued = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT,
-                                                                        "application/x-ipynb+json")})
-            browser.close()
-            assert queued.status_code == 200 and "/attempt/" in str(queued.url), queued.text
+            upload_through_the_lms(lms, other.stdout.strip(), "s-replica")[0].close()
     finally:
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=60)
