@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.submissions import build
+from tests.helpers import kill_alone
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, forms, free_port, make_certificate, serving
 
@@ -71,14 +72,7 @@ class Server:
     def kill(self) -> int:
         """SIGKILL the server alone; how many of its processes (graders) outlived it by 5 s."""
         assert self.process is not None
-        children = psutil.Process(self.process.pid).children(recursive=True)
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        time.sleep(5)
-        orphans = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-        for orphan in orphans:  # do not leave them to load the machine
-            orphan.kill()
-        return len(orphans)
+        return kill_alone(self.process)
 
     def stop(self) -> None:
         assert self.process is not None
