@@ -11,22 +11,17 @@ dead replica's claims expire in seconds rather than the production 30."""
 from __future__ import annotations
 
 import json
-import signal
-import ssl
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import pytest
 from sqlalchemy import create_engine, text
 
-from tests.helpers import PostgresServer, RoundRobinProxy, kill_alone
-from tests.service.lms import Lms, register_and_add_week
-from tests.service.lti_platform import PlatformState, create_platform
-from tests.service.test_replicas import CORRECT, serve_command
-from tests.service.web import Browser, free_port, make_certificate, serving, wait_for_server, wait_until
+from tests.helpers import PostgresServer, kill_alone
+from tests.service.lms import register_and_add_week
+from tests.service.test_replicas import CORRECT, replicas_behind_a_proxy
+from tests.service.web import Browser, wait_until
 
 STUDENTS = 24
 CLAIM_TTL_S = 6
@@ -57,18 +52,6 @@ def upload(browser: Browser, page: httpx.Response, index: int) -> None:
 def test_a_rush_on_two_replicas_survives_one_killed_grading_each_upload_and_posting_each_score_once(
         tmp_path: Path, postgres: PostgresServer) -> None:
     url = postgres.new_database()
-    certificate = make_certificate(tmp_path)
-    verify = ssl.create_default_context(cafile=str(certificate[0]))
-    state = PlatformState()
-    platform_port, ports = free_port(), [free_port(), free_port()]
-    state.base = f"http://127.0.0.1:{platform_port}"
-    proxy = RoundRobinProxy(ports)
-    tool_url = f"https://127.0.0.1:{proxy.port}"
-    data = tmp_path / "data"
-    replicas = [subprocess.Popen(serve_command(data, "--database", url, "--public-url", tool_url, "--port", str(port),
-                                               "--jobs", "1", "--claim-ttl", str(CLAIM_TTL_S),
-                                               "--tls-cert", str(certificate[0]), "--tls-key", str(certificate[1])),
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for port in ports]
     engine = create_engine(url)
 
     def count(query: str) -> int:
@@ -76,22 +59,16 @@ def test_a_rush_on_two_replicas_survives_one_killed_grading_each_upload_and_post
             return int(db.execute(text(query)).scalar_one())
 
     try:
-        with pytest.MonkeyPatch.context() as patch, serving(create_platform(state), platform_port) as platform_url:
-            patch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))  # the LMS fetches the tool's JWKS over https
-            for port, replica in zip(ports, replicas, strict=True):
-                wait_for_server(f"https://127.0.0.1:{port}/lti/jwks", replica, verify=verify)
-            code = subprocess.run(serve_command(data, "--database", url, "--public-url", tool_url,
-                                                "--registration-url"), capture_output=True, text=True, check=True)
-            lms = Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
-                      app=None)
-            register_and_add_week(lms, registration_url=code.stdout.strip())
+        with replicas_behind_a_proxy(tmp_path, url, "--jobs", "1", "--claim-ttl", str(CLAIM_TTL_S)) as replicas:
+            lms, state = replicas.lms, replicas.lms.platform
+            register_and_add_week(lms, registration_url=replicas.registration_url)
             students = [lms.launch(f"s{i:02d}") for i in range(STUDENTS)]
             assert all('id="upload"' in page.text for _, page in students)
             with ThreadPoolExecutor(8) as pool:
                 sent = [pool.submit(upload, browser, page, i) for i, (browser, page) in enumerate(students)]
                 # both replicas grading (one grader each, so one attempt each): the victim dies holding a claim
                 wait_until(lambda: count("SELECT count(*) FROM attempts WHERE state = 'grading'") == 2, timeout=120)
-                graders_left = kill_alone(replicas[1])
+                graders_left = kill_alone(replicas.processes[1])
                 for future in sent:
                     future.result()
             for browser, _ in students:
@@ -102,17 +79,11 @@ def test_a_rush_on_two_replicas_survives_one_killed_grading_each_upload_and_post
             wait_until(lambda: len(state.scores) >= STUDENTS, timeout=60)
             time.sleep(2)  # the outbox polls twice a second: a second send of a score would have come by now
             with engine.connect() as db:
-                attempts = db.execute(text('SELECT "user", state, score, max_score, tries, result_path FROM attempts')).all()
+                attempts = db.execute(text('SELECT "user", state, score, tries, result_path FROM attempts')).all()
                 posts = db.execute(text('SELECT "user", state FROM posts')).all()
     finally:
-        replicas[0].send_signal(signal.SIGINT)
-        _, error = replicas[0].communicate(timeout=60)
-        if replicas[1].poll() is None:
-            replicas[1].kill()
-        replicas[1].communicate(timeout=60)
-        proxy.close()
         engine.dispose()
-    assert replicas[0].returncode == 0, error
+    assert replicas.processes[0].returncode == 0, replicas.errors[0]
     users = [f"s{i:02d}" for i in range(STUDENTS)]
     # every upload recorded once and graded once, all alike (the same correct notebook)
     assert sorted(a.user for a in attempts) == users
