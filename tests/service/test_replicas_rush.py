@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import create_engine, text
 
 from tests.helpers import PostgresServer, kill_alone
@@ -97,3 +98,33 @@ def test_a_rush_on_two_replicas_survives_one_killed_grading_each_upload_and_post
     assert {s["scoreGiven"] for s in state.scores} == {attempts[0].score}
     assert {status for status, _ in state.refused_scores} <= {409}
     assert {body["userId"] for _, body in state.refused_scores} <= set(users)
+
+
+def test_two_replicas_grade_on_one_dask_cluster_each_upload_once(tmp_path: Path, postgres: PostgresServer) -> None:
+    """``serve --scheduler`` from two replicas (docs/LMS.md, the Compose file's Dask overlay):
+    each claims an attempt in the database before it sends it to the cluster, so every
+    upload is graded there once and its score posted once."""
+    distributed = pytest.importorskip("distributed")
+    url, students = postgres.new_database(), 6
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, \
+            replicas_behind_a_proxy(tmp_path, url, "--scheduler", cluster.scheduler_address) as replicas:
+        lms, state = replicas.lms, replicas.lms.platform
+        register_and_add_week(lms, registration_url=replicas.registration_url)
+        launched = [lms.launch(f"d{i}") for i in range(students)]
+        with ThreadPoolExecutor(students) as pool:
+            list(pool.map(lambda each: upload(*each), [(b, p, i) for i, (b, p) in enumerate(launched)]))
+        for browser, _ in launched:
+            browser.close()
+        wait_until(lambda: len(state.scores) >= students, timeout=240)
+        time.sleep(2)  # the outboxes poll twice a second: a second send of a score would have come by now
+        engine = create_engine(url)
+        with engine.connect() as db:
+            attempts = db.execute(text('SELECT "user", state, score, tries FROM attempts')).all()
+        engine.dispose()
+    assert all(process.returncode == 0 for process in replicas.processes), replicas.errors
+    users = [f"d{i}" for i in range(students)]
+    assert sorted(a.user for a in attempts) == users
+    assert {(a.state, a.tries) for a in attempts} == {("graded", 1)}, attempts  # each claimed once, graded once
+    assert sorted(s["userId"] for s in state.scores) == users and not state.refused_scores
+    assert {s["scoreGiven"] for s in state.scores} == {attempts[0].score}
