@@ -386,10 +386,15 @@ def serve(
         "--database", envvar="AUTOGRADER_DATABASE", help="one database for attempts, the queue, score posts and "
         "logins, which several serve processes can share: postgresql+psycopg://user@host/name (default: SQLite "
         "files in the data folder; docs/LMS.md, \"Running several replicas\")")] = None,
+    claim_ttl: Annotated[float | None, typer.Option(
+        "--claim-ttl", envvar="AUTOGRADER_CLAIM_TTL", min=3.0, help="seconds after which a dead replica's claims "
+        "(an attempt being graded, a score being sent) go to another replica (default 30); every replica on one "
+        "database must use the same value (docs/LMS.md)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
     from autograder.service.app import run_service
+    from autograder.service.claims import CLAIM_TTL_S
     from autograder.service.edge import EdgeLimits
     from autograder.service.keys import ToolKeys
     from autograder.service.settings import Settings
@@ -400,6 +405,7 @@ def serve(
         raise AutograderError(f"--database {database!r} is not a database URL: write postgresql+psycopg://user@host/"
                               "name (or sqlite:///path), or leave it out for the SQLite files in the data folder")
     settings = Settings(public_url=public_url, data=data or found.root / "service-data", database=database,
+                        claim_ttl_s=CLAIM_TTL_S if claim_ttl is None else claim_ttl,
                         upload_limit_bytes=int(upload_limit_mib * 2**20),
                         edge=EdgeLimits(**({} if max_connections is None else
                                             {"max_connections": max_connections})))

@@ -7,21 +7,26 @@ linking.  S simulated students launch from the LMS, then U uploads (byte-unique 
 of that week from its test fixtures, right and wrong mixed: ``submissions.py``) are
 spread evenly over T seconds.  With ``--kill`` the server is killed with SIGKILL halfway
 through and started again; uploads that meet the dead server are retried, as a student
-would.  Reported: p50/p95 seconds from upload to feedback ready and to the score arriving
-at the LMS, the server's peak memory (RSS, its process tree), and uploads lost (accepted
+would.  With ``--database postgresql`` the service keeps its attempts, queue and outbox in
+a throwaway PostgreSQL server (``tests.helpers.PostgresServer``) instead of its SQLite
+files, and ``--replicas N`` runs N ``serve`` processes on it and one data folder behind the
+tests' round-robin proxy (``tests.helpers.RoundRobinProxy``; ``--kill`` kills the first).
+Reported: p50/p95 seconds from upload to feedback ready and to the score arriving at the
+LMS, the servers' peak memory (RSS, their process trees, summed), and uploads lost (accepted
 but never graded) or duplicated (graded twice, or a score posted twice): both must be 0.
 
     .venv/bin/python benchmarks/service_rush.py --students 300 --uploads 1000 --seconds 180 --jobs 2 --kill
     .venv/bin/python benchmarks/service_rush.py --week week06 --students 300 --uploads 1000 --seconds 180
+    .venv/bin/python benchmarks/service_rush.py --database postgresql --replicas 2 --uploads 100 --seconds 60
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -35,11 +40,13 @@ from pathlib import Path
 
 import httpx
 import psutil
+from sqlalchemy import create_engine, text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.submissions import build
+from tests.helpers import PostgresServer, RoundRobinProxy, kill_alone
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, forms, free_port, make_certificate, serving
 
@@ -47,11 +54,13 @@ from tests.service.web import Browser, forms, free_port, make_certificate, servi
 class Server:
     """``autograder serve`` in a subprocess, startable again after a kill."""
 
-    def __init__(self, folder: Path, port: int, certificate: tuple[Path, Path], jobs: int) -> None:
+    def __init__(self, folder: Path, port: int, certificate: tuple[Path, Path], jobs: int, *, public_url: str,
+                 database: str | None, log: Path) -> None:
         self.command = [sys.executable, "-m", "autograder", "serve", "--course", str(ROOT), "--public-url",
-                        f"https://127.0.0.1:{port}", "--data", str(folder / "service"), "--port", str(port),
-                        "--jobs", str(jobs), "--tls-cert", str(certificate[0]), "--tls-key", str(certificate[1])]
-        self.port, self.certificate, self.log = port, certificate, folder / "serve.log"
+                        public_url, "--data", str(folder / "service"), "--port", str(port),
+                        "--jobs", str(jobs), "--tls-cert", str(certificate[0]), "--tls-key", str(certificate[1]),
+                        *(["--database", database] if database else [])]
+        self.port, self.certificate, self.log = port, certificate, log
         self.process: subprocess.Popen[bytes] | None = None
         self.peak_rss = 0
 
@@ -71,14 +80,7 @@ class Server:
     def kill(self) -> int:
         """SIGKILL the server alone; how many of its processes (graders) outlived it by 5 s."""
         assert self.process is not None
-        children = psutil.Process(self.process.pid).children(recursive=True)
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        time.sleep(5)
-        orphans = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-        for orphan in orphans:  # do not leave them to load the machine
-            orphan.kill()
-        return len(orphans)
+        return kill_alone(self.process)
 
     def stop(self) -> None:
         assert self.process is not None
@@ -120,20 +122,35 @@ def main() -> None:
     parser.add_argument("--week", default="week01", help="the week students upload to (its fixtures are the uploads)")
     parser.add_argument("--clients", type=int, default=32, help="uploads in flight at once at most")
     parser.add_argument("--kill", action="store_true", help="SIGKILL the server halfway and start it again")
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite",
+                        help="the service's SQLite files, or a throwaway PostgreSQL server")
+    parser.add_argument("--replicas", type=int, default=1, help="serve processes behind a round-robin proxy "
+                        "(more than one needs --database postgresql)")
     parser.add_argument("--out", type=Path, default=None, help="write the summary JSON here too")
     args = parser.parse_args()
+    if args.replicas > 1 and args.database != "postgresql":
+        parser.error("--replicas above 1 needs --database postgresql (SQLite is one replica)")
 
     folder = Path(tempfile.mkdtemp(prefix="service-rush-"))
     certificate = make_certificate(folder)
     os.environ["REQUESTS_CA_BUNDLE"] = str(certificate[0])  # the LMS fetches the tool's JWKS over https
     notebooks = [p.read_bytes() for p in build(folder / "notebooks", args.uploads, args.week)]
     state = PlatformState()
-    platform_port, tool_port = free_port(), free_port()
+    platform_port, ports = free_port(), [free_port() for _ in range(args.replicas)]
     state.base = f"http://127.0.0.1:{platform_port}"
-    server = Server(folder, tool_port, certificate, args.jobs)
-    tool = f"https://127.0.0.1:{tool_port}"
+    postgres = PostgresServer(Path(tempfile.mkdtemp(prefix="service-rush-pg-"))) if args.database == "postgresql" \
+        else None
+    if postgres:
+        atexit.register(postgres.stop)  # also when the run fails
+    database = postgres.new_database() if postgres else f"sqlite:///{folder / 'service' / 'gradebook.sqlite'}"
+    proxy = RoundRobinProxy(ports) if args.replicas > 1 else None
+    tool = f"https://127.0.0.1:{proxy.port if proxy else ports[0]}"
+    servers = [Server(folder, port, certificate, args.jobs, public_url=tool, database=database if postgres else None,
+                      log=folder / f"serve-{index}.log") for index, port in enumerate(ports)]
+    server = servers[0]  # the one --kill kills
     with serving(create_platform(state), platform_port) as lms:
-        server.start()
+        with ThreadPoolExecutor(len(servers)) as starting:
+            list(starting.map(Server.start, servers))
         admin = Browser(certificate[0])
         admin.get(registration_url(server.log), params={
             "openid_configuration": f"{lms}/.well-known/openid-configuration",
@@ -190,7 +207,8 @@ def main() -> None:
 
         def sample() -> None:
             while not sampler_stop.is_set():
-                server.sample_memory()
+                for each in servers:
+                    each.sample_memory()
                 time.sleep(0.5)
 
         threading.Thread(target=sample, daemon=True).start()
@@ -199,12 +217,12 @@ def main() -> None:
         uploaded_by = time.time()
         print(f"uploads done after {uploaded_by - start:.0f} s; waiting for grading and scores", flush=True)
 
-        database = folder / "service" / "gradebook.sqlite"
+        engine = create_engine(database)
         while True:
-            with sqlite3.connect(database) as db:
-                waiting = db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('queued', 'grading')"
-                                     ).fetchone()[0]
-                unsent = db.execute("SELECT COUNT(*) FROM posts WHERE state = 'pending'").fetchone()[0]
+            with engine.connect() as db:
+                waiting = db.execute(text("SELECT COUNT(*) FROM attempts WHERE state IN ('queued', 'grading')")
+                                     ).scalar_one()
+                unsent = db.execute(text("SELECT COUNT(*) FROM posts WHERE state = 'pending'")).scalar_one()
             if not waiting and not unsent:
                 break
             if time.time() - uploaded_by > 1800:
@@ -213,11 +231,15 @@ def main() -> None:
             time.sleep(1)
         finished = time.time()
         sampler_stop.set()
-        server.stop()
+        for each in servers:
+            each.stop()
 
-    with sqlite3.connect(database) as db:
-        rows = db.execute("SELECT user, content_hash, submitted_at, graded_at, state FROM attempts").fetchall()
-        posts = db.execute("SELECT user, payload, state FROM posts").fetchall()
+    with engine.connect() as db:
+        rows = db.execute(text('SELECT "user", content_hash, submitted_at, graded_at, state FROM attempts')).all()
+        posts = db.execute(text('SELECT "user", payload, state FROM posts')).all()
+    engine.dispose()
+    if proxy:
+        proxy.close()
     to_feedback = [datetime.fromisoformat(g).timestamp() - datetime.fromisoformat(s).timestamp()
                    for _, _, s, g, state_ in rows if g and state_ == "graded"]
     submitted = {user: sorted(datetime.fromisoformat(s).timestamp() for u, _, s, _, _ in rows if u == user)
@@ -229,7 +251,8 @@ def main() -> None:
             to_score.append(score["received"] - times[-1])
     stamps = Counter((s["userId"], s["timestamp"]) for s in state.scores)
     summary = {
-        "week": args.week, "students": args.students, "uploads": args.uploads, "seconds": args.seconds, "jobs": args.jobs,
+        "week": args.week, "students": args.students, "uploads": args.uploads, "seconds": args.seconds,
+        "jobs": args.jobs, "database": args.database, "replicas": args.replicas,
         "killed_and_restarted": args.kill, "accepted": len(accepted), "attempts_in_store": len(rows),
         "graded": sum(r[4] == "graded" for r in rows), "failed": sum(r[4] == "failed" for r in rows),
         "lost": len(accepted) - sum(r[4] in ("graded", "failed") for r in rows),
@@ -239,14 +262,14 @@ def main() -> None:
         "posts_not_posted": sum(p[2] != "posted" for p in posts),
         "upload_to_feedback_s": percentiles(to_feedback), "upload_to_score_s": percentiles(to_score),
         "drain_after_last_upload_s": round(finished - uploaded_by, 1),
-        "server_peak_rss_mib": round(server.peak_rss / 2**20), "client_retries": dict(retried),
+        "server_peak_rss_mib": round(sum(each.peak_rss for each in servers) / 2**20), "client_retries": dict(retried),
         "graders_alive_5s_after_the_kill": orphans[0] if orphans else None,
         "load_average_1min_at_end": os.getloadavg()[0],
     }
-    text = json.dumps(summary, indent=2)
-    print(text)
+    report = json.dumps(summary, indent=2)
+    print(report)
     if args.out:
-        args.out.write_text(text + "\n")
+        args.out.write_text(report + "\n")
 
 
 if __name__ == "__main__":

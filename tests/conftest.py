@@ -127,6 +127,7 @@ SANDBOX = frozenset({
     "tests/service/test_rubric_browser.py",
     "tests/service/test_replicas.py::test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database",
     "tests/service/test_replicas_e2e.py",
+    "tests/service/test_replicas_rush.py",
     "tests/service/test_runner.py::test_a_dask_cluster_grades_the_queue",
     "tests/service/test_runner.py::test_a_grader_that_dies_costs_only_a_retry_of_the_attempt_it_held",
     "tests/service/test_runner.py::test_a_hidden_check_that_makes_the_grader_work_for_ages_is_stopped_and_the_queue_goes_on",

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import psutil
 import psycopg
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -233,3 +234,22 @@ class RoundRobinProxy:
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+
+def kill_alone(process: subprocess.Popen[Any], *, grace_s: float = 5.0) -> int:
+    """SIGKILL ``process`` alone, as a crash or the OOM killer would; how many of its
+    descendants (a service's graders) were still alive ``grace_s`` later. Those are killed
+    then, so they do not load the machine; a service whose graders outlive it leaks them."""
+    children = psutil.Process(process.pid).children(recursive=True)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    time.sleep(grace_s)
+    orphans = []
+    for child in children:
+        try:
+            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                orphans.append(child)
+                child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return len(orphans)

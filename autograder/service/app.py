@@ -103,7 +103,7 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
     from autograder.service.store import Store
 
     entries = load_syncs(course, service_data=settings.data)
-    store = Store(settings.data, course, database=settings.database)
+    store = Store(settings.data, course, database=settings.database, claim_ttl_s=settings.claim_ttl_s)
     tool = Tool(settings, client)
     with Outbox(store, tool.sender) as outbox, \
             GradingService(course, store, jobs=jobs, scheduler=scheduler,

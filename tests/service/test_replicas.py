@@ -17,6 +17,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
@@ -28,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from autograder.exceptions import AttemptRefused, AutograderError
 from autograder.service.policy import WeekPolicy
 from autograder.service.store import Store
-from tests.helpers import PostgresServer
+from tests.helpers import PostgresServer, RoundRobinProxy
 from tests.service.lms import Lms, register_and_add_week
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, free_port, make_certificate, serving, wait_for_server, wait_until
@@ -51,6 +54,55 @@ def upload_through_the_lms(lms: Lms, registration_url: str, user: str) -> tuple[
     queued = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", CORRECT, "application/x-ipynb+json")})
     assert queued.status_code == 200 and "/attempt/" in str(queued.url), queued.text
     return browser, str(queued.url)
+
+
+@dataclass
+class Replicas:
+    """``serve`` processes on one database and one data folder behind a round-robin proxy,
+    the stand-in LMS they are reached from, and a one-time registration URL for it."""
+
+    lms: Lms
+    proxy: RoundRobinProxy
+    processes: list[subprocess.Popen[str]]
+    registration_url: str
+    verify: ssl.SSLContext
+    errors: list[str] = field(default_factory=list)  # each process's stderr, once stopped
+
+
+@contextmanager
+def replicas_behind_a_proxy(tmp_path: Path, database: str, *options: str, count: int = 2) -> Iterator[Replicas]:
+    """``count`` replicas started with ``options`` on ``database`` and ``tmp_path/data``; on
+    leaving, those still running are stopped as Ctrl-C stops them (``errors`` filled in)."""
+    certificate = make_certificate(tmp_path)
+    verify = ssl.create_default_context(cafile=str(certificate[0]))
+    state = PlatformState()
+    platform_port, ports = free_port(), [free_port() for _ in range(count)]
+    state.base = f"http://127.0.0.1:{platform_port}"
+    proxy = RoundRobinProxy(ports)
+    tool_url = f"https://127.0.0.1:{proxy.port}"
+    data = tmp_path / "data"  # one folder for all, as a shared volume would be
+    processes = [subprocess.Popen(serve_command(data, "--database", database, "--public-url", tool_url, "--port",
+                                                str(port), "--tls-cert", str(certificate[0]), "--tls-key",
+                                                str(certificate[1]), *options),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for port in ports]
+    errors: list[str] = []
+    try:
+        with pytest.MonkeyPatch.context() as patch, serving(create_platform(state), platform_port) as platform_url:
+            patch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))  # the LMS fetches the tool's JWKS over https
+            for port, process in zip(ports, processes, strict=True):
+                wait_for_server(f"https://127.0.0.1:{port}/lti/jwks", process, verify=verify)
+            code = subprocess.run(serve_command(data, "--database", database, "--public-url", tool_url,
+                                                "--registration-url"), capture_output=True, text=True, check=True)
+            lms = Lms(platform=state, platform_url=platform_url, tool_url=tool_url, certificate=certificate[0],
+                      app=None)
+            yield Replicas(lms=lms, proxy=proxy, processes=processes, registration_url=code.stdout.strip(),
+                           verify=verify, errors=errors)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        errors[:] = [process.communicate(timeout=60)[1] for process in processes]
+        proxy.close()
 
 
 def test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database(
