@@ -182,6 +182,22 @@ def test_walk_stops_one_past_the_bounds_asked_for(run_notebook):
         next(deep)
 
 
+def test_walk_cuts_the_value_that_goes_past_the_items_asked_for_and_ends_there(run_notebook):
+    """Leaves of 3, 4 and 2 million items against ``max_items=5``: the first leaf comes
+    whole, the second cut to 3 items (one more than the 2 left), and nothing after it is
+    sent, so a test counting indices fails on that leaf instead of on a reply too large."""
+    run, student = run_notebook(TREE_CELL + "import numpy as np\n"
+                                "root = Node(0, Leaf([0, 1, 2]), Node(1, Leaf(np.arange(4)), Leaf(np.zeros(2_000_000))))\n")
+    walked = student.walk(student.root, TREE_FIELDS, TREE_LINKS, max_nodes=10, max_depth=5, max_items=5)
+    assert next(walked) == ("Node", [0]) and next(walked) == ("Leaf", [[0, 1, 2]]) and next(walked) == ("Node", [1])
+    kind, (cut,) = next(walked)
+    assert kind == "Leaf" and cut.tolist() == [0, 1, 2]
+    with pytest.raises(ProtocolError):
+        next(walked)
+    whole = student.walk(student.root, TREE_FIELDS, {}, max_nodes=10, max_depth=5, max_items=3)
+    assert next(whole) == ("Node", [0])  # no links: the root alone, its scalar field not counted
+
+
 @pytest.mark.parametrize("forged", [{"t": []}, [["Node", [1]]], [{"t": ["Node", []]}], [{"t": ["Leaf", [1, 2]]}],
                                     [{"t": ["Leaf", [1]]}] * 4])
 def test_walk_refuses_a_listing_of_another_shape(run_notebook, forged):

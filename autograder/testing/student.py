@@ -180,7 +180,7 @@ class Student:
         return list(values)
 
     def walk(self, root: Remote, fields: dict[str, list[str]], links: dict[str, list[str]], *,
-             max_nodes: int, max_depth: int) -> Iterator[tuple[str, list[Any]]]:
+             max_nodes: int, max_depth: int, max_items: int | None = None) -> Iterator[tuple[str, list[Any]]]:
         """Read the structure under ``root`` in one request: ``(type name, values)`` for each
         object in pre-order, its ``fields[type name]`` attributes as a ``getattr`` would give
         them, then the objects its ``links[type name]`` attributes hold, walked the same way
@@ -191,12 +191,16 @@ class Student:
         The worker stops after ``max_nodes + 1`` objects and below depth ``max_depth + 1``,
         so a test that checks it has read at most ``max_nodes`` objects and none deeper
         than ``max_depth`` sees a structure too big or too deep without more of it being
-        sent; the codec's item limit bounds the reply. The listing is checked for shape
+        sent; the codec's item limit bounds the reply. With ``max_items`` the list, tuple and
+        array values may hold that many items in all: the first that would go past it comes
+        cut to one item more than was left, and the walk ends with it, so a test that
+        counts the items it has read fails on that value instead of on a reply too large
+        to send. The listing is checked for shape
         here (type names are strings, each with as many values as its type has fields);
         an iterator that runs out early (the worker sent less than a pre-order walk
         needs) raises ``ProtocolError``."""
         message = {"op": "walk", "obj": root._ref.id, "fields": fields, "links": links,
-                   "max_nodes": max_nodes, "max_depth": max_depth}
+                   "max_nodes": max_nodes, "max_depth": max_depth, "max_items": max_items}
         listed = self._ask(message, root)
         if type(listed) is not list or len(listed) > max_nodes + 1:
             raise ProtocolError("the worker's walk is not a list of at most the nodes asked for")

@@ -198,15 +198,18 @@ class WorkerCore:
         return results
 
     def _walk(self, root: Any, fields: dict[str, list[str]], links: dict[str, list[str]],
-              max_nodes: int, max_depth: int) -> list[tuple[str, list[Any]]]:
+              max_nodes: int, max_depth: int, max_items: int | None = None) -> list[tuple[str, list[Any]]]:
         """The structure under ``root`` as a list of ``(type name, field values)`` in
         pre-order (``Student.walk``): each object's ``fields[type name]`` read in order,
         then its ``links[type name]`` walked the same way, left to right. An object whose
         type has no entry in ``fields`` is listed with no values and not walked into. The
         walk stops after ``max_nodes + 1`` objects or below ``max_depth``: one more than
         the grader accepts, so it sees that the structure is too big or too deep without it all being
-        sent. One request for a tree the test reads back (a K-D tree: 2n nodes) instead of
-        one per attribute."""
+        sent. With ``max_items``, the field values that are lists, tuples or arrays may hold
+        that many items in all: the one that goes past it is sent cut to one item more than
+        was left, and the walk ends there, so the grader sees the first value too long
+        (a tree of huge leaves) and not a reply the codec must refuse. One request for a
+        tree the test reads back (a K-D tree: 2n nodes) instead of one per attribute."""
         listed: list[tuple[str, list[Any]]] = []
         pending: list[tuple[Any, int]] = [(root, 0)]
         while pending and len(listed) <= max_nodes:
@@ -216,7 +219,15 @@ class WorkerCore:
             if names is None:
                 listed.append((kind, []))
                 continue
-            listed.append((kind, [getattr(obj, str(name)) for name in names]))
+            values = [getattr(obj, str(name)) for name in names]
+            listed.append((kind, values))
+            if max_items is not None:
+                for place, value in enumerate(values):
+                    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+                        if len(value) > max_items:
+                            values[place] = value[:max_items + 1]
+                            return listed
+                        max_items -= len(value)
             if depth <= max_depth:
                 children = [getattr(obj, str(name)) for name in links.get(kind, [])]
                 pending.extend((child, depth + 1) for child in reversed(children))
@@ -259,7 +270,8 @@ class WorkerCore:
             if op == "walk":
                 listed = self._walk(self._resolve(HandleRef(int(request["obj"]), "", False)),
                                     dict(request["fields"]), dict(request["links"]),
-                                    int(request["max_nodes"]), int(request["max_depth"]))
+                                    int(request["max_nodes"]), int(request["max_depth"]),
+                                    None if request.get("max_items") is None else int(request["max_items"]))
                 return {"ok": True, "value": encode(listed, handle_for=self._handle_for)}
             if op == "typename":
                 return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}

@@ -43,13 +43,13 @@ def read_tree(student, root: object, n: int) -> Tree:
     repeats a string the worker sent.)
 
     What the grader reads is bounded by ``n``, never by the tree the worker chose to
-    return: the worker's walk stops after ``2 n + 1`` nodes (one request, within the
-    codec's item limit), the grader accepts at most ``2 n`` nodes and ``n`` row indices
+    return: the worker's walk stops after ``2 n + 1`` nodes or one index past ``n`` (one
+    request), the grader accepts at most ``2 n`` nodes and ``n`` row indices
     in all, each leaf's indices checked for count and type before they are widened, so a
     tree of many or huge leaves fails here instead of filling the grader's memory."""
     budget = {"nodes": 2 * n, "indices": n}
     walked = student.walk(root, {"KDNode": ["dim", "split"], "KDLeaf": ["indices"]}, {"KDNode": ["left", "right"]},
-                          max_nodes=2 * n, max_depth=MAX_DEPTH)
+                          max_nodes=2 * n, max_depth=MAX_DEPTH, max_items=n)
 
     def read(depth: int) -> Tree:
         kind, values = next(walked)
