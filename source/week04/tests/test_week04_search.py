@@ -38,7 +38,7 @@ PRUNING_LEAF_SIZE = 4
 
 
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
-    """Build the tree by COURSE.md's rules here and construct it in the worker from the
+    """Build the tree by the notebook's building rules here and construct it in the worker from the
     notebook's ``KDNode`` and ``KDLeaf`` (every node in one request); return its root."""
     KDLeaf, KDNode = student.KDLeaf, student.KDNode
 
