@@ -288,16 +288,16 @@ class MoodleSyncs:
         while not self._stop.wait(max(0.0, due - time.monotonic())):
             if not self._take_turn():
                 break
-            started = time.monotonic()
+            due = time.monotonic() + entry.interval_s
+            next_run = _now() + timedelta(seconds=entry.interval_s)
             try:
-                self._run(entry)
+                self._run(entry, next_run)
             except Exception as exc:  # one run's failure never ends the schedule
                 log.exception("the sync of %s failed", entry.title)
-                self._update(entry, state="waiting", finished=_now(), error=f"{type(exc).__name__}: {exc}")
+                self._update(entry, state="waiting", finished=_now(), next_run=max(next_run, _now()),
+                             error=f"{type(exc).__name__}: {exc}")
             finally:
                 self._turn.release()
-            due = started + entry.interval_s
-            self._update(entry, next_run=_now() + timedelta(seconds=max(0.0, due - time.monotonic())))
         self._update(entry, state="stopped", next_run=None)
 
     def _take_turn(self) -> bool:
@@ -310,8 +310,10 @@ class MoodleSyncs:
             return False
         return True
 
-    def _run(self, entry: SyncEntry) -> None:
-        """One sync in a child process; its outcome, or why there is none, into the status."""
+    def _run(self, entry: SyncEntry, next_run: datetime) -> None:
+        """One sync in a child process; its outcome, or why there is none, into the status
+        together with when the next run is due (``next_run``, or now if this one took longer),
+        so a page never sees a finished run without its next one."""
         self._update(entry, state="running", started=_now(), next_run=None)
         context: Any = multiprocessing.get_context(START_METHOD)
         ours, theirs = context.Pipe(duplex=True)
@@ -344,21 +346,23 @@ class MoodleSyncs:
             why = ("stopped with the service; the next start carries on" if self._stop.is_set() else
                    f"the sync process ended unexpectedly (exit code {process.exitcode}); tried again next run")
             outcome = {"error": why}
-        self._record(entry, outcome)
+        self._record(entry, outcome, next_run)
 
-    def _record(self, entry: SyncEntry, outcome: dict[str, Any]) -> None:
+    def _record(self, entry: SyncEntry, outcome: dict[str, Any], next_run: datetime) -> None:
         now = _now()
+        next_run = max(next_run, now)
         if "error" in outcome:
             log.warning("sync of %s: %s", entry.title, outcome["error"])
-            self._update(entry, state="waiting", finished=now, pulled=None, graded=None, pushed=None, unchanged=None,
-                         kept={}, left={}, notes=(), error=str(outcome["error"]))
+            self._update(entry, state="waiting", finished=now, next_run=next_run, pulled=None, graded=None,
+                         pushed=None, unchanged=None, kept={}, left={}, notes=(), error=str(outcome["error"]))
             return
         interrupted = outcome.get("interrupted")
         error = f"stopped early: {interrupted}; the next run pushes what is missing" if interrupted else None
         log.info("sync of %s: %d pulled, %d graded, %d pushed, %d kept as changed in Moodle", entry.title,
                  outcome["pulled"], outcome["graded"], outcome["pushed"], len(outcome["kept"]))
-        self._update(entry, state="waiting", finished=now, succeeded=now, pulled=outcome["pulled"],
-                     graded=outcome["graded"], pushed=outcome["pushed"], unchanged=outcome["unchanged"],
+        self._update(entry, state="waiting", finished=now, next_run=next_run, succeeded=now,
+                     pulled=outcome["pulled"], graded=outcome["graded"], pushed=outcome["pushed"],
+                     unchanged=outcome["unchanged"],
                      kept=dict(outcome["kept"]), left=dict(outcome["left"]), notes=tuple(outcome["notes"]),
                      error=error)
 
