@@ -48,9 +48,14 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
     in its language. Every page on the way: no axe violation."""
     ARTEFACTS.mkdir(exist_ok=True)
     announced = 0
+    choosers: list[Any] = []  # every file chooser a page opened, in order
     for language in LANGUAGES:
         context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
         page = lms.open_activity(context, f"s-a11y-{language}", "learner")
+        # Playwright turns Chromium's file-chooser interception on when the first listener comes,
+        # without waiting for it: listening from the start, not only around the key press, keeps a
+        # loaded machine's Space from reaching the field before the interception does.
+        page.on("filechooser", lambda opened: choosers.append(opened))
         tool = lms.tool_frame(page)
         tool.locator("#upload").wait_for()
         assert_accessible(page, f"{language} upload page", frames=lms.tool_url)
@@ -61,6 +66,7 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
         press_until(page, tool, "#notebook")
         with page.expect_file_chooser() as chooser:
             page.keyboard.press("Space")
+        assert choosers[-1] is chooser.value, "Space opened a file chooser the page did not report"
         chooser.value.set_files(str(SOLUTIONS / language / "week01.ipynb"))
         press_until(page, tool, "#upload button")
         with page.expect_event("framenavigated"):
