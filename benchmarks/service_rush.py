@@ -259,7 +259,12 @@ def main() -> None:
         "duplicated_uploads": sum(n - 1 for n in Counter(r[1] for r in rows).values() if n > 1),
         "duplicated_scores": sum(n - 1 for n in stamps.values() if n > 1),
         "scores_received": len(state.scores), "scores_refused_by_lms": len(state.refused_scores),
-        "posts_not_posted": sum(p[2] != "posted" for p in posts),
+        # A post is made when the counted score changes: with the default "best" policy an
+        # attempt that does not beat the student's best posts nothing, so scores_received
+        # matches posts_posted, not the number of attempts graded.
+        "posts_posted": sum(p[2] == "posted" for p in posts),
+        "posts_superseded": sum(p[2] == "superseded" for p in posts),
+        "posts_not_sent": sum(p[2] not in ("posted", "superseded") for p in posts),
         "upload_to_feedback_s": percentiles(to_feedback), "upload_to_score_s": percentiles(to_score),
         "drain_after_last_upload_s": round(finished - uploaded_by, 1),
         "server_peak_rss_mib": round(sum(each.peak_rss for each in servers) / 2**20), "client_retries": dict(retried),
