@@ -177,6 +177,7 @@ SLOW = frozenset({
     "tests/service/test_outbox_replicas.py",
     "tests/service/test_replicas.py::test_a_bad_database_is_one_clear_error",
     "tests/service/test_replicas.py::test_a_claim_expires_when_its_replica_dies_and_not_while_it_lives",
+    "tests/service/test_replicas.py::test_a_stalled_replica_neither_renews_its_lost_claim_nor_overwrites_the_result",
     "tests/service/test_replicas.py::test_eight_replicas_racing_uploads_against_one_attempt_accept_exactly_one",
     "tests/service/test_shared_data_folder.py",
     "tests/service/test_service_edge.py::test_a_body_that_stalls_is_dropped",

@@ -124,6 +124,7 @@ attempts = Table(
     Column("feedback_path", Text),
     Column("graded_at", Text),
     Column("claimed_at", Text),  # while grading: when its replica last renewed the claim
+    Column("claimed_by", Text),  # while grading: the claim's owner token (service/claims.py)
     UniqueConstraint("context", "user", "week", "number"),
     Index("attempts_queue", "state", "week", "id"),
     Index("attempts_owner", "context", "user", "week"),
@@ -159,6 +160,7 @@ posts = Table(
     Column("created_at", Text, nullable=False),
     Column("sending_since", Text),  # set while a send is under way: its outcome is unknown
     Column("conflicts", Integer, nullable=False, server_default="0"),  # 409s in a row on this post
+    Column("claimed_by", Text),  # while a send is under way: the claim's owner token (service/claims.py)
     Index("posts_due", "state", "next_try_at"),
     sqlite_autoincrement=True,
 )

@@ -6,26 +6,28 @@ taken with ``SELECT ... FOR UPDATE SKIP LOCKED`` (a row another claimer holds is
 over, not waited for), on SQLite the write transaction holds the whole file. A claim
 expires when the process holding it dies: while it lives, a thread renews its claims'
 ``claimed_at`` every third of ``claim_ttl_s``; a claim not renewed for ``claim_ttl_s`` goes
-back in the queue (``requeue_interrupted``, and before ``queued_weeks`` answers). A student's
-upload checks the attempt limit under a lock on that student's week (``Database.lock``),
-so two uploads at once cannot both pass it.
+back in the queue (``requeue_interrupted``, and before ``queued_weeks`` answers). Each claim
+has its owner in ``claimed_by`` (``claims.py``): the renewal, the result, a release and a
+failure only act on an attempt this process still holds, so one that stalled past the TTL
+changes nothing its successor does. A student's upload checks the attempt limit under a
+lock on that student's week (``Database.lock``), so two uploads at once cannot both pass it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Connection, func, insert, select, text, update
 
 from autograder.course import normalise_week_name
 from autograder.database import Database
 from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError
-from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer
+from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token
 from autograder.service.policy import WeekPolicy
 
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
@@ -135,10 +137,31 @@ class AttemptQueue:
         """This process no longer grades the attempt: its claim is not renewed any more."""
         self._claims.let_go(attempt_id)
 
-    def _renew(self, held: list[int]) -> None:
+    def claim_of(self, attempt_id: int) -> str | None:
+        """The token of this process's claim on the attempt; None if it holds none."""
+        return self._claims.token(attempt_id)
+
+    def owned(self, attempt_id: int, claim: str | None) -> ColumnElement[bool]:
+        """The condition of the attempt while ``claim`` holds it (None: while nobody does)."""
+        return (attempts.c.id == attempt_id) & attempts.c.claimed_by.is_not_distinct_from(claim)
+
+    def _renew(self, held: Mapping[int, str]) -> Collection[int]:
+        """Renew the claims of ``held`` (attempt id -> token) this process still has; their ids."""
         with self.database.write() as db:
-            db.execute(update(attempts).where(attempts.c.id.in_(held), attempts.c.state == "grading")
-                       .values(claimed_at=stamp(datetime.now(UTC))))
+            return db.execute(update(attempts).where(
+                attempts.c.id.in_(list(held)), attempts.c.claimed_by.in_(list(set(held.values()))),
+                attempts.c.state == "grading").values(claimed_at=stamp(datetime.now(UTC)))
+                .returning(attempts.c.id)).scalars().all()
+
+    def still_held(self, attempt_id: int) -> bool:
+        """Whether this process may write the attempt's outcome now: it still holds the claim
+        (renewed here, so the writes that follow have a whole ``claim_ttl_s`` before anyone
+        may take the attempt over), or it holds none and nobody else does either."""
+        claim = self.claim_of(attempt_id)
+        if claim is not None:
+            return attempt_id in self._renew({attempt_id: claim})
+        with self.database.read() as db:
+            return db.execute(select(attempts.c.id).where(self.owned(attempt_id, None))).first() is not None
 
     def queue_under_canonical_names(self) -> None:
         """Waiting attempts an older version stored under the week name as typed (``1``, ``week1``):
@@ -152,7 +175,8 @@ class AttemptQueue:
                 try:
                     canonical = normalise_week_name(week)
                 except CourseError:
-                    db.execute(update(attempts).where(attempts.c.id == id_).values(state="failed", message=(
+                    db.execute(update(attempts).where(attempts.c.id == id_).values(
+                        state="failed", claimed_at=None, claimed_by=None, message=(
                         f"uploaded under {week!r}, which names no week; it was not graded and does not count as "
                         "an attempt: open the week's activity from the LMS and upload it again.")))
                     continue
@@ -230,10 +254,12 @@ class AttemptQueue:
 
         An attempt whose grading already started ``MAX_TRIES`` times (each time the grader
         or the whole service died with it) is failed instead: it will not take the service
-        down again."""
+        down again. An attempt this process still works on (its claim taken over while it
+        stalled) is left to the others."""
+        held = set(self._claims.held())
         with self.database.write() as db:
             for id_, week in db.execute(_FAIR_QUEUE).all():
-                if weeks is not None and week not in weeks:
+                if (weeks is not None and week not in weeks) or id_ in held:
                     continue
                 tries = db.execute(select(attempts.c.tries).where(attempts.c.id == id_, attempts.c.state == "queued")
                                    .with_for_update(skip_locked=True)).scalar()
@@ -244,9 +270,11 @@ class AttemptQueue:
                         f"grading stopped unexpectedly {tries} times while this notebook was graded; it was not "
                         "graded and does not count as an attempt. Tell your instructor.")))
                     continue
+                token = claim_token()
                 db.execute(update(attempts).where(attempts.c.id == id_)
-                           .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC))))
-                self._claims.hold(id_)
+                           .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC)),
+                                   claimed_by=token))
+                self._claims.hold(id_, token)
                 return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == id_)).one())
         return None
 
@@ -272,21 +300,25 @@ class AttemptQueue:
             if db.execute(select(func.count()).where(expired)).scalar_one() == 0:
                 return 0  # the usual answer, without taking the write lock
         with self.database.write() as db:
-            return db.execute(update(attempts).where(expired).values(state="queued", claimed_at=None)).rowcount
+            return db.execute(update(attempts).where(expired)
+                              .values(state="queued", claimed_at=None, claimed_by=None)).rowcount
 
     def _expired(self) -> Any:
         """The condition of a claim not renewed for ``claim_ttl_s`` (or made before claims were)."""
         since = stamp(datetime.now(UTC) - timedelta(seconds=self.claim_ttl_s))
         return (attempts.c.state == "grading") & (attempts.c.claimed_at.is_(None) | (attempts.c.claimed_at < since))
 
-    def release(self, attempt_id: int, *, count_try: bool) -> None:
+    def release(self, attempt_id: int, *, count_try: bool) -> bool:
         """Give an attempt whose grading was cut short back to the queue. ``count_try``: the
         grader died with it (it may be the cause: ``claim`` fails it after ``MAX_TRIES``);
-        else the service is stopping and the try does not count."""
+        else the service is stopping and the try does not count. False if this process's
+        claim was taken over: the attempt is its new owner's, and stays as it is."""
+        claim = self.claim_of(attempt_id)
         self.let_go(attempt_id)
         with self.database.write() as db:
-            db.execute(update(attempts).where(attempts.c.id == attempt_id, attempts.c.state == "grading")
-                       .values(state="queued", tries=attempts.c.tries - (0 if count_try else 1), claimed_at=None))
+            return db.execute(update(attempts).where(self.owned(attempt_id, claim), attempts.c.state == "grading")
+                              .values(state="queued", tries=attempts.c.tries - (0 if count_try else 1),
+                                      claimed_at=None, claimed_by=None)).rowcount == 1
 
     def regrade(self, *, context: str, week: str, attempt_id: int | None = None) -> int:
         """Queue graded attempts again (one, or the whole week's in this course); how many."""
@@ -297,8 +329,11 @@ class AttemptQueue:
         with self.database.write() as db:
             return db.execute(query.values(state="queued", tries=0)).rowcount
 
-    def fail(self, attempt_id: int, message: str) -> None:
-        """Grading could not produce a result: the attempt is failed (it does not count)."""
+    def fail(self, attempt_id: int, message: str) -> bool:
+        """Grading could not produce a result: the attempt is failed (it does not count).
+        False if this process's claim was taken over: the new owner's outcome stands."""
+        claim = self.claim_of(attempt_id)
         self.let_go(attempt_id)
         with self.database.write() as db:
-            db.execute(update(attempts).where(attempts.c.id == attempt_id).values(state="failed", message=message))
+            return db.execute(update(attempts).where(self.owned(attempt_id, claim)).values(
+                state="failed", message=message, claimed_at=None, claimed_by=None)).rowcount == 1

@@ -7,7 +7,9 @@ database before it is sent (``Posts.claim_due``), so of several replicas on one 
 exactly one sends it, and one student's posts go one at a time, in order, whichever
 replicas send them. The claim is renewed while the send lasts and expires
 (``claims.CLAIM_TTL_S``) when the sending process dies: another then sends the post again,
-knowing the platform may already hold that score.
+knowing the platform may already hold that score. A send whose claim was taken over that
+way while this process stalled writes nothing of its outcome (``claims.py``): the replica
+that holds the post now finishes it, and a warning says so.
 
 What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on"):
 
@@ -32,12 +34,13 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 from autograder.exceptions import ScorePostError
 from autograder.service.ags import redated
-from autograder.service.claims import ClaimRenewer
+from autograder.service.claims import ClaimRenewer, claim_token
 from autograder.service.store import Post, Store
 
 log = logging.getLogger(__name__)
@@ -107,58 +110,59 @@ class Outbox:
         tried = 0
         with ThreadPoolExecutor(self.senders, thread_name_prefix="autograder-outbox-send") as pool:
             while not self._stop.is_set():
+                claim = claim_token()
                 claimed = self.store.claim_due_posts(now or datetime.now(UTC), ttl_s=self._claims.ttl_s,
-                                                     limit=10 * self.senders)
+                                                     limit=10 * self.senders, owner=claim)
                 if not claimed:
                     break
                 for post in claimed:
-                    self._claims.hold(post.id)
-                tried += sum(1 for _ in pool.map(self._send, claimed))
+                    self._claims.hold(post.id, claim)
+                tried += sum(1 for _ in pool.map(partial(self._send, claim=claim), claimed))
         return tried
 
-    def _send(self, post: Post) -> None:
+    def _send(self, post: Post, claim: str) -> None:
         try:
-            self._send_claimed(post)
+            if not self._send_claimed(post, claim):
+                log.warning("score post %s: another replica took it over while this one sent it (this process did "
+                            "not renew its claim for %g s); that replica's outcome stands, this one's is dropped",
+                            post.id, self._claims.ttl_s)
         finally:
             self._claims.let_go(post.id)
 
-    def _send_claimed(self, post: Post) -> None:
+    def _send_claimed(self, post: Post, claim: str) -> bool:
+        """Send the post and store the outcome; False if the claim was lost (nothing stored)."""
         uncertain = post.sending_since is not None  # an earlier send of it may have arrived
         tries = post.tries + 1
         try:
             self.sender.post_score(post.lineitem, post.payload)
         except ScorePostError as exc:
-            self._refused(post, exc, tries, uncertain)
-            return
+            return self._refused(post, claim, exc, tries, uncertain)
         except Exception as exc:  # a sender bug must not stop the outbox: kept as the reason, retried
             log.exception("score sender failed on post %s", post.id)
-            self._retry(post, f"{type(exc).__name__}: {exc}", tries)
-            return
-        self.store.post_done(post.id, datetime.now(UTC))
+            return self._retry(post, claim, f"{type(exc).__name__}: {exc}", tries)
+        return self.store.post_done(post.id, datetime.now(UTC), claim=claim)
 
-    def _refused(self, post: Post, exc: ScorePostError, tries: int, uncertain: bool) -> None:
+    def _refused(self, post: Post, claim: str, exc: ScorePostError, tries: int, uncertain: bool) -> bool:
         if exc.status == 409:
             if uncertain:
-                self.store.post_done(post.id, datetime.now(UTC), note="the platform already held this score "
-                                     "(409 after a send whose answer was lost)")
-            elif self.store.newer_post_exists(post):
-                self.store.post_superseded(post.id, "the platform holds a newer score (409); a later post "
-                                           "carries the current one")
-            elif post.conflicts + 1 >= MAX_CONFLICTS:
-                self.store.post_failed(post.id, f"the platform answered 409 {MAX_CONFLICTS} times: it holds a "
-                                       "score newer than ours (was the grade changed in the LMS, or is its clock "
-                                       f"ahead?); last answer: {exc}")
-            else:
-                now = datetime.now(UTC)
-                self.store.post_retry(post.id, f"409 conflict {post.conflicts + 1}: {exc}", now + timedelta(seconds=1),
-                                      payload=redated(post.payload, now), conflict=True)
-            return
+                return self.store.post_done(post.id, datetime.now(UTC), note="the platform already held this score "
+                                            "(409 after a send whose answer was lost)", claim=claim)
+            if self.store.newer_post_exists(post):
+                return self.store.post_superseded(post.id, "the platform holds a newer score (409); a later post "
+                                                  "carries the current one", claim=claim)
+            if post.conflicts + 1 >= MAX_CONFLICTS:
+                return self.store.post_failed(post.id, f"the platform answered 409 {MAX_CONFLICTS} times: it holds "
+                                              "a score newer than ours (was the grade changed in the LMS, or is its "
+                                              f"clock ahead?); last answer: {exc}", claim=claim)
+            now = datetime.now(UTC)
+            return self.store.post_retry(post.id, f"409 conflict {post.conflicts + 1}: {exc}",
+                                         now + timedelta(seconds=1), payload=redated(post.payload, now),
+                                         conflict=True, claim=claim)
         if exc.retryable:
-            self._retry(post, str(exc), tries)
-        else:
-            self.store.post_failed(post.id, str(exc))
+            return self._retry(post, claim, str(exc), tries)
+        return self.store.post_failed(post.id, str(exc), claim=claim)
 
-    def _retry(self, post: Post, error: str, tries: int) -> None:
+    def _retry(self, post: Post, claim: str, error: str, tries: int) -> bool:
         delay = min(self.max_delay_s, self.base_delay_s * 2 ** max(tries - 1, 0))
-        self.store.post_retry(post.id, error, datetime.now(UTC) + timedelta(seconds=delay))
+        return self.store.post_retry(post.id, error, datetime.now(UTC) + timedelta(seconds=delay), claim=claim)
 

@@ -3,14 +3,17 @@ each week's scores go to.
 
 A post is enqueued in the transaction that changes a counted score (``counting.py``), so
 no score change is lost; ``outbox.py`` sends them, each claimed first (``claim_due``), so
-of several replicas on one database exactly one sends it. A post's 409s in a row are counted in
+of several replicas on one database exactly one sends it. A claim names its owner
+(``claimed_by``, ``claims.py``): what a send's outcome writes (``post_done``, ``post_retry``,
+``post_failed``, ``post_superseded``) and its renewals act only while the sender still holds
+the post, and say False when it was taken over. A post's 409s in a row are counted in
 its ``conflicts`` column (the outbox gives up after ``outbox.MAX_CONFLICTS``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -21,7 +24,7 @@ from autograder.database import Database
 from autograder.database.tables import posts, service_lineitems, service_scores
 from autograder.service.ags import next_moment, score_payload
 from autograder.service.attempt_queue import moment, stamp
-from autograder.service.claims import CLAIM_TTL_S
+from autograder.service.claims import CLAIM_TTL_S, claim_token
 
 PostState = Literal["pending", "posted", "failed", "superseded"]
 
@@ -132,13 +135,16 @@ class Posts:
         with self.database.read() as db:
             return [_post(r) for r in db.execute(query)]
 
-    def claim_due(self, now: datetime, *, ttl_s: float = CLAIM_TTL_S, limit: int = 50) -> list[Post]:
+    def claim_due(self, now: datetime, *, ttl_s: float = CLAIM_TTL_S, limit: int = 50,
+                  owner: str | None = None) -> list[Post]:
         """Claim the posts due at ``now`` that this process may send, oldest first, as they were
         before the claim (``sending_since`` set: an earlier send's outcome is unknown).
+        ``owner`` is the claim's token (``claims.claim_token``), which the caller passes to
+        the step that ends the send; by default a fresh one nobody holds (a send cut off).
 
-        A post is claimed by stamping its ``sending_since`` (and counting the try), in one
-        write transaction; on PostgreSQL each candidate row is taken ``FOR UPDATE SKIP
-        LOCKED``, so two replicas never claim one post. A claim older than ``ttl_s`` is a
+        A post is claimed by stamping its ``sending_since`` and ``claimed_by`` (and counting
+        the try), in one write transaction; on PostgreSQL each candidate row is taken ``FOR
+        UPDATE SKIP LOCKED``, so two replicas never claim one post. A claim older than ``ttl_s`` is a
         dead process's and may be taken over (``renew_claims`` keeps a live one's fresh).
         Each student's posts to a line item go one at a time, in order: a post waits while
         an earlier one of the same queue is due or claimed."""
@@ -155,35 +161,48 @@ class Posts:
                 .order_by(posts.c.id).limit(limit).with_for_update(skip_locked=True, of=posts))]
             if due:
                 db.execute(update(posts).where(posts.c.id.in_([p.id for p in due]))
-                           .values(sending_since=stamp(now), tries=posts.c.tries + 1))
+                           .values(sending_since=stamp(now), tries=posts.c.tries + 1,
+                                   claimed_by=owner or claim_token()))
             return due
 
-    def renew_claims(self, post_ids: list[int]) -> None:
-        """Keep this process's claims on the posts it is sending fresh (``claims.ClaimRenewer``)."""
+    def renew_claims(self, held: Mapping[int, str]) -> Collection[int]:
+        """Keep this process's claims on the posts it is sending fresh (``claims.ClaimRenewer``):
+        of ``held`` (post id -> token), those still this process's; their ids."""
         with self.database.write() as db:
-            db.execute(update(posts).where(posts.c.id.in_(post_ids), posts.c.state == "pending",
-                                           posts.c.sending_since.is_not(None))
-                       .values(sending_since=stamp(datetime.now(UTC))))
+            return db.execute(update(posts).where(
+                posts.c.id.in_(list(held)), posts.c.claimed_by.in_(list(set(held.values()))),
+                posts.c.state == "pending").values(sending_since=stamp(datetime.now(UTC)))
+                .returning(posts.c.id)).scalars().all()
 
-    def _set(self, post_id: int, **values: Any) -> None:
+    @staticmethod
+    def _held(post_id: int, claim: str | None) -> tuple[Any, ...]:
+        """The post while ``claim`` holds it (None: while nobody does), still to be sent."""
+        return posts.c.id == post_id, posts.c.state == "pending", posts.c.claimed_by.is_not_distinct_from(claim)
+
+    def _set(self, post_id: int, claim: str | None, **values: Any) -> bool:
         with self.database.write() as db:
-            db.execute(update(posts).where(posts.c.id == post_id).values(**values))
+            return db.execute(update(posts).where(*self._held(post_id, claim))
+                              .values(claimed_by=None, **values)).rowcount == 1
 
-    def post_done(self, post_id: int, now: datetime, note: str | None = None) -> None:
-        self._set(post_id, state="posted", posted_at=stamp(now), next_try_at=None, sending_since=None,
-                  last_error=note)
+    # The steps that end a send: ``claim`` is the token the post was claimed with. Each
+    # returns False, changing nothing, if the claim was taken over (another replica sends it).
+
+    def post_done(self, post_id: int, now: datetime, note: str | None = None, *, claim: str | None = None) -> bool:
+        return self._set(post_id, claim, state="posted", posted_at=stamp(now), next_try_at=None, sending_since=None,
+                         last_error=note)
 
     def post_retry(self, post_id: int, error: str, at: datetime, payload: dict[str, Any] | None = None, *,
-                   conflict: bool = False) -> None:
+                   conflict: bool = False, claim: str | None = None) -> bool:
         """Try again at ``at`` (with a new ``payload``, e.g. a later timestamp after a 409);
         ``conflict``: this answer was a 409 (counted), else the count of 409s in a row ends."""
         with self.database.write() as db:
             context, user, week = db.execute(select(posts.c.context, posts.c.user, posts.c.week)
                                              .where(posts.c.id == post_id)).one()
             lock_scores(self.database, db, context, week)
-            db.execute(update(posts).where(posts.c.id == post_id).values(
-                next_try_at=stamp(at), last_error=error, sending_since=None,
-                conflicts=posts.c.conflicts + 1 if conflict else 0))
+            if db.execute(update(posts).where(*self._held(post_id, claim)).values(
+                    next_try_at=stamp(at), last_error=error, sending_since=None, claimed_by=None,
+                    conflicts=posts.c.conflicts + 1 if conflict else 0)).rowcount != 1:
+                return False
             if payload is not None:
                 db.execute(update(posts).where(posts.c.id == post_id).values(payload=json.dumps(payload)))
                 dated = stamp(moment(payload["timestamp"]) or datetime.now(UTC))
@@ -192,12 +211,13 @@ class Posts:
                 if dated > (last or ""):
                     db.execute(update(service_scores).where(*_score_of(context, user, week))
                                .values(last_timestamp=dated))
+            return True
 
-    def post_failed(self, post_id: int, error: str) -> None:
-        self._set(post_id, state="failed", next_try_at=None, sending_since=None, last_error=error)
+    def post_failed(self, post_id: int, error: str, *, claim: str | None = None) -> bool:
+        return self._set(post_id, claim, state="failed", next_try_at=None, sending_since=None, last_error=error)
 
-    def post_superseded(self, post_id: int, why: str) -> None:
-        self._set(post_id, state="superseded", next_try_at=None, sending_since=None, last_error=why)
+    def post_superseded(self, post_id: int, why: str, *, claim: str | None = None) -> bool:
+        return self._set(post_id, claim, state="superseded", next_try_at=None, sending_since=None, last_error=why)
 
     def retry_post(self, post_id: int, *, context: str) -> bool:
         """An instructor's "send again" for a failed post of their course; False if there is none."""

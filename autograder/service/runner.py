@@ -19,6 +19,8 @@ are built on instead:
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
 page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
 that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
+One whose claim another replica took over while this one stalled (``claims.py``) is that
+replica's: this one's result, release or failure is dropped, with a warning saying so.
 """
 
 from __future__ import annotations
@@ -195,8 +197,12 @@ class GradingService:
             updated = self.store.record_result(attempt.id, result, week_title=week.label())
         except Exception as exc:
             log.exception("could not record the result of attempt %s", attempt.id)
-            self.store.fail(attempt.id, f"the result could not be stored ({type(exc).__name__}); it was not "
-                                        "graded and does not count as an attempt. Tell your instructor.")
+            if not self.store.fail(attempt.id, f"the result could not be stored ({type(exc).__name__}); it was "
+                                               "not graded and does not count as an attempt. Tell your instructor."):
+                self._taken_over(attempt, "failure")
+            return
+        if updated is None:
+            self._taken_over(attempt, "result")
             return
         if self.on_graded is not None:
             try:
@@ -206,7 +212,14 @@ class GradingService:
 
     def _give_back(self, attempt: Attempt, *, count_try: bool = True) -> None:
         self._submissions.pop(attempt.id, None)
-        self.store.release(attempt.id, count_try=count_try)
+        if not self.store.release(attempt.id, count_try=count_try):
+            self._taken_over(attempt, "release to the queue")
+
+    def _taken_over(self, attempt: Attempt, dropped: str) -> None:
+        """Say that the attempt's claim was lost: ``dropped`` (this process's outcome) is not written."""
+        log.warning("attempt %s: another replica took it over while this one held it (this process did not renew "
+                    "its claim for %g s); that replica's outcome stands and this one's %s is dropped",
+                    attempt.id, self.store.queue.claim_ttl_s, dropped)
 
     def _week_broken(self, week: str, error: BaseException) -> None:
         log.error("grading %s stopped: %s (queued attempts wait; tried again in %g s)", week, error,

@@ -139,15 +139,25 @@ class Store:
         """The seed an earlier grading of this very attempt drew, so a regrade reproduces it."""
         return self.gradebook.recorded_seed(attempt.week, attempt.key, submission_sha256=attempt.content_hash)
 
-    def record_result(self, attempt_id: int, result: SubmissionResult, *, week_title: str) -> Attempt:
+    def record_result(self, attempt_id: int, result: SubmissionResult, *, week_title: str) -> Attempt | None:
         """Store a graded attempt: gradebook result, JSON and feedback page, then in one
         transaction the attempt's score and, if the counted score changed, its AGS post.
 
+        Only while this process still holds the attempt's claim: None, writing nothing, if
+        another replica took the attempt over (this process stalled past the claim's
+        lifetime); that replica's result stands, even if a regrade queued the attempt since.
+        The claim is checked and renewed before anything is written (``still_held``: the
+        writes then have a whole claim lifetime) and the attempt's row is written under it.
+
         Marks given to the same student's earlier attempts carry over to this one where
         the answer is the same text (the gradebook ties each mark to its answer)."""
+        claim = self.queue.claim_of(attempt_id)
         attempt = self.attempt(attempt_id)
         if attempt is None:
             raise GradebookError(f"no attempt {attempt_id} in {self.database.where}")
+        if not self.queue.still_held(attempt_id):
+            self.queue.let_go(attempt_id)
+            return None
         result.key, result.week = attempt.key, attempt.week
         self.gradebook.record(result)
         self._carry_marks(attempt, result)
@@ -157,13 +167,14 @@ class Store:
         json_path, html_path = write_pages(self.root, self.course, week=attempt.week, key=attempt.key, result=final,
                                            week_title=week_title)
         with self.database.write() as db:
-            db.execute(update(attempts).where(attempts.c.id == attempt_id).values(
+            stored = db.execute(update(attempts).where(self.queue.owned(attempt_id, claim)).values(
                 state="graded", score=final.score, max_score=final.max_score, pending=final.pending_points,
                 title=week_title, result_path=str(json_path), feedback_path=str(html_path),
-                graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None))
-            refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)
+                graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None, claimed_by=None)).rowcount == 1
+            if stored:
+                refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)
         self.queue.let_go(attempt_id)
-        return self._reread(attempt_id)
+        return self._reread(attempt_id) if stored else None
 
     def _reread(self, attempt_id: int) -> Attempt:
         updated = self.attempt(attempt_id)

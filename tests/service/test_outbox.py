@@ -4,10 +4,12 @@ The store under it runs on SQLite and on PostgreSQL (the ``database_url`` fixtur
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,3 +197,59 @@ def test_students_posts_go_side_by_side_and_each_students_in_order(store: Store,
     assert [a.sent for a in endpoint.state.accepted if a.user == "ann"] == [8.0, 12.0]  # in order, newest last
     assert endpoint.state.grades["ann"] == 12.0 and len(endpoint.state.accepted) == 7
 
+
+
+def test_a_post_taken_over_after_its_claim_expired_is_finished_by_its_new_owner_alone(
+        tmp_path: Path, database_url: str | None) -> None:
+    """Replica ``a`` claims a post and stalls past the claim's lifetime; replica ``b`` takes it
+    over. ``a``'s retry does not reset ``b``'s live claim (so no third replica sends the post
+    again), ``a``'s renewal does not refresh it, and ``a``'s done and failure change nothing:
+    ``b``'s outcome stands."""
+    database = database_url or f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    with Store(tmp_path / "a", database=database) as a, Store(tmp_path / "b", database=database) as b:
+        a.set_lineitem(CONTEXT, "week01", "https://moodle.example/mod/lti/services.php/2/lineitem")
+        graded(a, "ann", 8)
+        now = datetime.now(UTC)
+        [mine] = a.claim_due_posts(now, owner="replica-a")
+        later = now + timedelta(seconds=CLAIM_TTL_S + 1)
+        [taken] = b.claim_due_posts(later, owner="replica-b")
+        assert taken.id == mine.id
+        assert not a.post_retry(mine.id, "the platform answered 503", now + timedelta(seconds=2), claim="replica-a")
+        assert list(a.renew_post_claims({mine.id: "replica-a"})) == []
+        post = b.posts(context=CONTEXT)[0]
+        assert (post.state, post.sending_since, post.tries, post.last_error) == ("pending", later, 2, None)
+        assert b.claim_due_posts(later + timedelta(seconds=3), owner="replica-c") == []  # b's claim lives
+        assert b.post_done(mine.id, later, claim="replica-b")
+        assert not a.post_done(mine.id, now, claim="replica-a")
+        assert not a.post_failed(mine.id, "the platform answered 400", claim="replica-a")
+        post = b.posts(context=CONTEXT)[0]
+        assert (post.state, post.posted_at, post.last_error, post.next_try_at) == ("posted", later, None, None)
+
+
+def test_an_outbox_whose_send_was_taken_over_leaves_the_new_owners_outcome_and_says_so(
+        tmp_path: Path, endpoint: ScoreEndpoint, database_url: str | None, caplog: pytest.LogCaptureFixture) -> None:
+    """While replica ``a``'s send is on its way, ``a`` stalls past its claim and replica ``b``'s
+    outbox takes the post over, sends it (the platform stores it) and marks it posted. ``a``'s
+    send then gets a 409 (the platform holds that timestamp), which would have it send the
+    score again with a later one: the post is ``b``'s now, so ``a`` writes nothing and logs
+    that another replica took it over."""
+    database = database_url or f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    with Store(tmp_path / "a", database=database) as a, Store(tmp_path / "b", database=database) as b:
+        a.set_lineitem(CONTEXT, "week01", endpoint.lineitem)
+        graded(a, "ann", 8)
+        other = Outbox(b, HttpSender())  # sends when told (its own thread would take the post at once)
+        [before] = a.posts(context=CONTEXT)
+
+        class Stalling:
+            """``a``'s sender: ``a`` stalls before its request goes out, and ``b`` takes the post over."""
+
+            def post_score(self, lineitem: str, payload: dict[str, Any]) -> None:
+                assert other.send_due(after_the_claim_expired()) == 1
+                HttpSender().post_score(lineitem, payload)
+
+        with caplog.at_level(logging.WARNING, logger="autograder.service.outbox"):
+            assert Outbox(a, Stalling()).send_due() == 1
+        [post] = a.posts(context=CONTEXT)
+        assert (post.state, post.last_error, post.conflicts, post.payload) == ("posted", None, 0, before.payload)
+    assert endpoint.state.answers == [200, 409] and len(endpoint.state.accepted) == 1
+    assert f"score post {post.id}: another replica took it over" in caplog.text

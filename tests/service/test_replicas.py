@@ -25,15 +25,17 @@ from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, AutograderError
 from autograder.service.policy import WeekPolicy
 from autograder.service.store import Store
 from tests.helpers import PostgresServer, RoundRobinProxy
 from tests.service.lms import Lms, register_and_add_week
 from tests.service.lti_platform import PlatformState, create_platform
+from tests.service.test_store import result
 from tests.service.web import Browser, free_port, make_certificate, serving, wait_for_server, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,3 +233,56 @@ def test_a_claim_expires_when_its_replica_dies_and_not_while_it_lives(
         assert again is not None and again.id == attempt.id
     with Store(data, database=database_url, claim_ttl_s=TTL_S) as later:  # "other" stopped, its claim left
         wait_until(lambda: later.requeue_interrupted() == 1, timeout=30)
+
+
+def _replica_that_stalls(data: Path, database: str | None, claimed: Event, finish: Event,
+                         outcome: multiprocessing.Queue[str]) -> None:
+    """Replica a: claims the queued attempt, stops (as SIGSTOP, a long GC pause or a partition
+    stops a process) before its first renewal, and once woken and told to, records 1 point."""
+    with Store(data, database=database, claim_ttl_s=TTL_S) as store:
+        attempt = store.claim()
+        assert attempt is not None
+        claimed.set()
+        os.kill(os.getpid(), signal.SIGSTOP)  # the renewer sleeps its first third of TTL_S: it holds no lock
+        finish.wait(120)
+        recorded = store.record_result(attempt.id, result(1), week_title="week01")
+        outcome.put("dropped" if recorded is None else f"recorded {recorded.score:g}")
+
+
+def claimed_at(store: Store, attempt_id: int) -> str | None:
+    with store.database.read() as db:
+        return db.execute(select(attempts.c.claimed_at).where(attempts.c.id == attempt_id)).scalar()
+
+
+def test_a_stalled_replica_neither_renews_its_lost_claim_nor_overwrites_the_result(
+        tmp_path: Path, database_url: str | None) -> None:
+    """Replica a stalls (SIGSTOP) with an attempt claimed; replica b takes it over once the
+    claim expires, then stalls in turn (its renewals stop). When a wakes, its renewer runs
+    again but does not refresh b's claim (which would keep b's claim alive forever), and its
+    result is dropped; b's result is the one recorded."""
+    data = tmp_path / "data"
+    with Store(data, database=database_url, claim_ttl_s=TTL_S) as b:
+        attempt = b.submit(context="iss|1|course", user="ann", week="week01", content=b'{"x": 1}',
+                           policy=WeekPolicy(), now=datetime.now(UTC))
+        fork = multiprocessing.get_context("fork")
+        claimed, finish, outcome = fork.Event(), fork.Event(), fork.Queue()
+        a = fork.Process(target=_replica_that_stalls, args=(data, database_url, claimed, finish, outcome))
+        a.start()
+        try:
+            assert claimed.wait(60)
+            wait_until(lambda: b.requeue_interrupted() == 1, timeout=30)
+            taken = b.claim()
+            assert taken is not None and taken.id == attempt.id
+            b.queue.close()  # b stalls too: nothing renews its claim from now on
+            stamped = claimed_at(b, attempt.id)
+            os.kill(a.pid, signal.SIGCONT)
+            time.sleep(2 * TTL_S)  # a's renewer runs every TTL_S / 3
+            assert claimed_at(b, attempt.id) == stamped
+            finish.set()
+            assert outcome.get(timeout=60) == "dropped"
+        finally:
+            os.kill(a.pid, signal.SIGCONT)
+            finish.set()
+            a.join(60)
+        recorded = b.record_result(attempt.id, result(9), week_title="week01")
+        assert recorded is not None and (recorded.state, recorded.score) == ("graded", 9)

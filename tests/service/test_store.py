@@ -8,14 +8,18 @@ import json
 import shutil
 import sqlite3
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import insert, select, update
 
-from autograder.database.migrate import SQLITE_USER_VERSION
-from autograder.database.tables import attempts
+from autograder.database import Database
+from autograder.database.migrate import MIGRATIONS, SQLITE_USER_VERSION
+from autograder.database.tables import attempts, posts
 from autograder.exceptions import AttemptRefused, CourseError, GradebookError, PolicyError
 from autograder.gradebook import FILENAME
 from autograder.moodle_ws.sync_state import SyncState
@@ -216,6 +220,41 @@ def test_an_attempt_that_keeps_killing_its_grader_is_failed_not_retried_forever(
     assert store.requeue_interrupted() == 0 and store.attempt(again.id).state == "queued"  # type: ignore[union-attr]
 
 
+def test_an_attempt_taken_over_after_its_claim_expired_keeps_its_new_owners_outcome(
+        tmp_path: Path, database_url: str | None) -> None:
+    """Replica ``a`` claims four attempts and stalls past the claims' lifetime (its renewals
+    stop); replica ``b`` takes them over. What ``a`` does on waking changes nothing: its result
+    while ``b`` grades, its release, its failure, and its result after ``b``'s result and a
+    regrade; ``b``'s results are the ones recorded, shown and posted."""
+    ttl = 0.5
+    with Store(tmp_path, database=database_url, claim_ttl_s=ttl) as a, \
+            Store(tmp_path, database=database_url, claim_ttl_s=ttl) as b:
+        a.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
+        ann, bob, cat, dan = (a.submit(context=A, user=user, week="week01", content=notebook(user), policy=OPEN,
+                                       now=T0) for user in ("ann", "bob", "cat", "dan"))
+        assert [a.claim() is not None for _ in range(4)] == [True] * 4
+        a.queue.close()  # a stalls: its claims are not renewed any more
+        time.sleep(1.5 * ttl)
+        assert b.requeue_interrupted() == 4
+        assert sorted(taken.id for taken in (b.claim(), b.claim(), b.claim(), b.claim()) if taken) == \
+            [ann.id, bob.id, cat.id, dan.id]
+        assert a.record_result(ann.id, result(1), week_title="week01") is None  # while b grades it
+        assert not a.release(bob.id, count_try=True)
+        assert not a.fail(cat.id, "the grader broke")
+        assert {x.state for x in (b.attempt(i) for i in (ann.id, bob.id, cat.id, dan.id)) if x} == {"grading"}
+        for attempt, auto in ((ann, 9), (bob, 8), (cat, 7), (dan, 6)):
+            recorded = b.record_result(attempt.id, result(auto), week_title="week01")
+            assert recorded is not None and recorded.score == auto
+        assert b.regrade(context=A, week="week01", attempt_id=dan.id) == 1
+        assert a.record_result(dan.id, result(1), week_title="week01") is None  # after b's result and a regrade
+        assert b.attempt(dan.id).state == "queued"  # type: ignore[union-attr]
+        kept = b.gradebook.lookup("week01", dan.key, submission_sha256="h", tests_sha256="t", grader_version="v")
+        assert kept is not None and kept.score == 6  # b's result, not a's
+        assert [x.score for x in (b.attempt(i) for i in (ann.id, bob.id, cat.id)) if x] == [9, 8, 7]
+        assert {p.user: p.payload["scoreGiven"] for p in b.posts(context=A)} == {"ann": 9, "bob": 8, "cat": 7,
+                                                                                "dan": 6}
+
+
 # --- counted scores and their posts -----------------------------------------------------------------
 
 
@@ -389,6 +428,36 @@ def test_a_data_folder_written_before_the_database_module_is_adopted_with_everyt
     with sqlite3.connect(tmp_path / FILENAME) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_USER_VERSION  # older versions refuse it
         assert db.execute("SELECT name FROM sqlite_master WHERE name = 'service_meta'").fetchall() == []
+
+
+def test_claims_made_before_claims_had_owners_are_left_alone_until_they_expire(
+        tmp_path: Path, database_url: str | None) -> None:
+    """A database at revision 0003 with an attempt being graded and a post being sent: the
+    migration gives both claims an owner no process holds, so a process holding no claim
+    cannot finish them, and they are taken over once they expire."""
+    database = Database.connect(database_url or tmp_path / FILENAME)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    long_ago = "2026-09-10T12:00:00.000000+00:00"
+    with database.write() as db:
+        config.attributes["connection"] = db
+        command.upgrade(config, "0003")
+        db.execute(insert(attempts).values(context=A, user="ann", week="week01", number=1, content_hash="h",
+                                           submitted_at=long_ago, state="grading", penalty=0, counted_mode="best",
+                                           tries=1, claimed_at=long_ago))
+        db.execute(insert(posts).values(context=A, user="ann", week="week01", lineitem="https://m/l/1",
+                                        payload="{}", state="pending", tries=1, next_try_at=long_ago,
+                                        created_at=long_ago, sending_since=long_ago))
+    database.close()
+    with Store(tmp_path, database=database_url) as store:
+        with store.database.read() as db:
+            owners = {db.execute(select(attempts.c.claimed_by)).scalar_one(),
+                      db.execute(select(posts.c.claimed_by)).scalar_one()}
+        assert len(owners) == 1 and None not in owners  # one owner for both, which no process holds
+        [post] = store.posts(context=A)
+        assert not store.fail(1, "x") and not store.post_failed(post.id, "x")
+        assert store.requeue_interrupted() == 1 and store.attempt(1).state == "queued"  # type: ignore[union-attr]
+        assert [p.id for p in store.claim_due_posts(datetime.now(UTC))] == [post.id]
 
 
 def test_a_mark_and_a_regrade_writing_one_attempts_pages_at_once_both_land_whole(store: Store) -> None:
