@@ -441,6 +441,7 @@ def test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires(
         with replica(course, location, interval_s) as other:
             time.sleep(2 * TTL_S)  # the lease is older than its lifetime, but renewed
             assert runs(site) == 0 and other.statuses()[0].state == "running"
+            assert not [p for p in multiprocessing.active_children() if p.name.startswith("autograder-sync")]
             os.kill(dying.pid, signal.SIGKILL)  # as a crash would: nothing is released
             dying.join()
             orphaned = wait_until(lambda: (s := other.statuses()[0]).state == "waiting" and s, timeout=30)
