@@ -5,6 +5,8 @@ stand-in LMS (tests/service/lms.py) and the stand-in Moodle (conftest.py). With 
 run, a hand-in placed in "Moodle" is pulled, graded and pushed back; a second entry with a
 wrong token shows its error on the instructor's page while LTI uploads go on; stopping the
 service stops the syncs, a run under way included. Bad entries stop `serve` from starting.
+Replicas' syncs on one database (SQLite and PostgreSQL) make each due run once, keep one
+schedule and show one status, and a dead replica's run is taken over once its lease expires.
 The instructor's page with the sync table filled meets WCAG 2.1 AA in chromium
 (docs/ACCESSIBILITY.md).
 """
