@@ -388,8 +388,8 @@ def serve(
         "files in the data folder; docs/LMS.md, \"Running several replicas\")")] = None,
     claim_ttl: Annotated[float | None, typer.Option(
         "--claim-ttl", envvar="AUTOGRADER_CLAIM_TTL", min=3.0, help="seconds after which a dead replica's claims "
-        "(an attempt being graded, a score being sent) go to another replica (default 30); every replica on one "
-        "database must use the same value (docs/LMS.md)")] = None,
+        "(an attempt being graded, a score being sent, a scheduled sync's run) go to another replica (default 30); "
+        "every replica on one database must use the same value (docs/LMS.md)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""

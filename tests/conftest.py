@@ -170,6 +170,8 @@ SANDBOX = frozenset({
     "tests/test_single_test_week.py",
 })
 SLOW = frozenset({
+    "tests/moodle_ws/test_sync_in_serve.py::test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires",
+    "tests/moodle_ws/test_sync_in_serve.py::test_replicas_on_one_database_run_a_due_sync_once_and_show_one_status",
     "tests/moodle_ws/test_sync_in_serve.py::test_serve_does_not_start_with_a_bad_sync_entry",
     "tests/service/test_app_serve.py::test_serve_starts_serves_the_registration_values_and_stops",
     "tests/service/test_outbox.py::test_409_from_a_platform_clock_ahead_of_ours_is_sent_again_later",

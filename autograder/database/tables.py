@@ -165,6 +165,22 @@ posts = Table(
     sqlite_autoincrement=True,
 )
 
+service_syncs = Table(  # one row per [[sync]] assignment, shared by the replicas (service/sync_leases.py)
+    "service_syncs", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("site", Text, nullable=False),  # the Moodle site's address, as moodle_sync's
+    Column("assignment", BigInteger, nullable=False),  # mod_assign instance id
+    Column("owner", Text),  # the replica whose run holds the lease; None: nobody runs it
+    Column("claimed_at", Text),  # when the owner last renewed its lease
+    Column("started", Text),  # the run under way, or the last one
+    Column("finished", Text),
+    Column("next_run", Text),  # None: never run, due at once
+    Column("succeeded", Text),  # the last run that went through
+    Column("report", Text),  # JSON: the last run's counts; None before the first or when it failed
+    Column("error", Text),  # the last run's problem in words
+    UniqueConstraint("site", "assignment"),
+)
+
 # --- autograder moodle sync (autograder.moodle_ws.sync_state) --------------------------------------
 
 moodle_sync = Table(

@@ -108,7 +108,8 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
     with Outbox(store, tool.sender) as outbox, \
             GradingService(course, store, jobs=jobs, scheduler=scheduler,
                            on_graded=lambda _: outbox.wake()) as service, \
-            MoodleSyncs(entries, course, pool=service.pool, scheduler=scheduler) as syncs:
+            MoodleSyncs(entries, course, store.database, claim_ttl_s=settings.claim_ttl_s, pool=service.pool,
+                        scheduler=scheduler) as syncs:
         app = create_app(settings, course=course, store=store, tool=tool,
                          policy_for=lambda week: policy_for(course.root, week), wake=service.wake,
                          scores_changed=outbox.wake, warm=service.warm, syncs=syncs.statuses)

@@ -20,18 +20,27 @@ starting, with a message naming the entry and the fix.
 
 Each entry has a thread that runs one sync at a time in a child process: a child that
 crashes or is stopped takes nothing of the service with it. The sync is built to be cut
-anywhere (``sync_state``): stopping the service ends a run under way and the next start
-carries on. A run grades in the service's own grader pool (``grading.relay``: the child
-hands its batch to the service over a pipe; the service's uploads go first), so ``serve
---jobs N`` never runs more than N graders and a sync reuses their warm graders; with
-``--scheduler`` it grades on that cluster. Its results folder and gradebook
-are the sync's own (results/WEEK-moodle-ID, as from the command line), not the service's
-data folder: the service's attempts and the Moodle users never mix in a report.
+anywhere (``sync_state``): stopping the service ends a run under way and the next run
+carries on. Replicas of the service on one database (``serve --database``) each have these
+threads, and each run is taken by one of them through the database (``sync_leases``: a
+lease per synced assignment, renewed while the run lasts, with the schedule and the last
+run beside it): a due run is made once, by whichever replica takes it first, the next one
+is due ``interval_s`` after it on every replica's clock, and a replica that dies mid-run
+leaves a lease that expires, after which another replica runs the entry at its next turn.
+
+A run grades in the service's own grader pool (``grading.relay``: the child hands its
+batch to the service over a pipe; the service's uploads go first), so ``serve --jobs N``
+never runs more than N graders and a sync reuses their warm graders; with ``--scheduler``
+it grades on that cluster. Its results folder and gradebook are the sync's own
+(results/WEEK-moodle-ID, as from the command line), not the service's data folder: the
+service's attempts and the Moodle users never mix in a report. Replicas must all see that
+folder (a shared volume, as the data folder): what was pushed is remembered there, and a
+replica with a folder of its own would take its peers' pushes for grades changed by hand.
 
 An error in a run (Moodle refusing the token, the network, anything) is recorded and the
 next run tries again; it never stops the service. ``SyncStatus`` is what the instructor's
 page shows: the last run, what it pulled, graded, pushed and left alone, the next run, and
-the last error in words.
+the last error in words, read from the database, so the same on every replica.
 """
 
 from __future__ import annotations
@@ -41,8 +50,7 @@ import logging
 import multiprocessing
 import signal
 import threading
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -50,15 +58,19 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from sqlalchemy.exc import SQLAlchemyError
 
 from autograder.course import Course
+from autograder.database import Database
 from autograder.exceptions import AutograderError, PolicyError
 from autograder.grading.grader_process import START_METHOD
 from autograder.grading.pool import GraderPool
 from autograder.grading.relay import Relay, RelayedGraders
 from autograder.i18n.runtime import N_, _
 from autograder.results_folders import moodle_results
+from autograder.service.claims import CLAIM_TTL_S
 from autograder.service.policy import FILENAME, SYNC_KEY
+from autograder.service.sync_leases import SyncLeases, SyncRecord
 from autograder.settings import Table, load, refuse, toml_value
 
 log = logging.getLogger(__name__)
@@ -66,6 +78,7 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 10.0  # as `autograder moodle sync --watch`: Moodle is asked at most this often
 STOP_GRACE_S = 10.0  # a run told to stop (the service is stopping) is killed after this
+LOOK_AGAIN_S = 1.0  # after another replica took a run first
 
 
 @dataclass(frozen=True)
@@ -246,27 +259,40 @@ def load_syncs(course: Course, *, service_data: Path | None = None) -> list[Sync
 class MoodleSyncs:
     """The entries' threads, from ``__enter__`` to ``__exit__`` (a context manager).
 
-    ``pool`` and ``scheduler`` are the service's: what one run grades in (with neither, a run
-    grades in one grader process of its own)."""
+    ``database`` is the service's: each entry's lease, schedule and last run are there
+    (``sync_leases``), so of the replicas sharing it one at a time runs an entry, and
+    ``claim_ttl_s`` is how long a dead replica's lease lasts. ``pool`` and ``scheduler`` are
+    the service's: what one run grades in (with neither, a run grades in one grader process
+    of its own)."""
 
-    def __init__(self, entries: list[SyncEntry], course: Course, *, pool: GraderPool | None = None,
+    def __init__(self, entries: list[SyncEntry], course: Course, database: Database, *,
+                 claim_ttl_s: float = CLAIM_TTL_S, pool: GraderPool | None = None,
                  scheduler: str | None = None) -> None:
         self.course = course
         self.pool = pool
         self.scheduler = scheduler
-        self._statuses = {entry.number: SyncStatus(entry=entry) for entry in entries}
+        self._entries = {entry.number: entry for entry in entries}
+        self._leases = SyncLeases(database, ttl_s=claim_ttl_s)
+        self._rows: dict[int, int] = {}  # entry number -> its row in service_syncs
+        self._stopped: set[int] = set()  # the entries whose thread has ended (the service is stopping)
         self._stop = threading.Event()
-        self._turn = threading.Lock()  # one sync at a time
+        self._turn = threading.Lock()  # one sync at a time in this process
         self._threads: list[threading.Thread] = []
 
     def statuses(self) -> list[SyncStatus]:
-        """Each entry's status now, in service.toml's order."""
-        return [self._statuses[number] for number in sorted(self._statuses)]
+        """Each entry's status now, in service.toml's order: as the database has it, so the
+        same on every replica (but for "stopped", which is this process's own)."""
+        records = self._leases.records(list(self._rows.values())) if self._rows else {}
+        now = _now()
+        return [_status(entry, records.get(self._rows.get(number, -1)), stopped=number in self._stopped,
+                        ttl_s=self._leases.ttl_s, now=now)
+                for number, entry in sorted(self._entries.items())]
 
     def __enter__(self) -> Self:
-        for status in self.statuses():
-            entry = status.entry
-            thread = threading.Thread(target=self._loop, args=(entry,), daemon=True,
+        for number, entry in sorted(self._entries.items()):
+            self._rows[number] = self._leases.register(entry.url, entry.assignment)
+        for number, entry in sorted(self._entries.items()):
+            thread = threading.Thread(target=self._loop, args=(entry, self._rows[number]), daemon=True,
                                       name=f"autograder-sync-{entry.week}-{entry.assignment}")
             thread.start()
             self._threads.append(thread)
@@ -278,27 +304,29 @@ class MoodleSyncs:
         self._stop.set()
         for thread in self._threads:
             thread.join()
+        self._leases.close()
 
-    def _update(self, entry: SyncEntry, **changes: Any) -> None:
-        """Replace the entry's status (one assignment, so a page never sees half of it)."""
-        self._statuses[entry.number] = replace(self._statuses[entry.number], **changes)
-
-    def _loop(self, entry: SyncEntry) -> None:
-        due = time.monotonic()  # the first run at once: hand-ins made while the service was down
-        while not self._stop.wait(max(0.0, due - time.monotonic())):
-            if not self._take_turn():
-                break
-            due = time.monotonic() + entry.interval_s
-            next_run = _now() + timedelta(seconds=entry.interval_s)
+    def _loop(self, entry: SyncEntry, row_id: int) -> None:
+        delay = 0.0  # the first look at once: a run due (or never made: hand-ins made while no service ran) starts
+        while not self._stop.wait(delay):
             try:
-                self._run(entry, next_run)
-            except Exception as exc:  # one run's failure never ends the schedule
-                log.exception("the sync of %s failed", entry.title)
-                self._update(entry, state="waiting", finished=_now(), next_run=max(next_run, _now()),
-                             error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self._turn.release()
-        self._update(entry, state="stopped", next_run=None)
+                record = self._leases.records([row_id])[row_id]
+                now = _now()
+                delay = max(0.0, (record.due(self._leases.ttl_s, now) - now).total_seconds())
+                if delay > 0:
+                    continue
+                if not self._take_turn():
+                    break
+                try:
+                    ran = self._take_run(entry, row_id)
+                finally:
+                    self._turn.release()
+                delay = 0.0 if ran else LOOK_AGAIN_S  # not ours: another replica took it first
+            except SQLAlchemyError:  # the database away for a moment: never the end of the schedule
+                log.warning("the schedule of the sync of %s could not be read or written; looking again in %g s",
+                            entry.title, self._leases.ttl_s / 3, exc_info=True)
+                delay = self._leases.ttl_s / 3
+        self._stopped.add(entry.number)
 
     def _take_turn(self) -> bool:
         """Wait for the other entries' runs; False (without the turn) once the service stops."""
@@ -310,11 +338,23 @@ class MoodleSyncs:
             return False
         return True
 
-    def _run(self, entry: SyncEntry, next_run: datetime) -> None:
-        """One sync in a child process; its outcome, or why there is none, into the status
-        together with when the next run is due (``next_run``, or now if this one took longer),
-        so a page never sees a finished run without its next one."""
-        self._update(entry, state="running", started=_now(), next_run=None)
+    def _take_run(self, entry: SyncEntry, row_id: int) -> bool:
+        """Run the entry if this replica takes its lease (False: another holds it, or ran it
+        meanwhile); the outcome, or why there is none, recorded with the next run due."""
+        now = _now()
+        next_run = now + timedelta(seconds=entry.interval_s)
+        if not self._leases.take(row_id, now=now, next_run=next_run):
+            return False
+        try:
+            outcome = self._run(entry)
+        except Exception as exc:  # one run's failure never ends the schedule
+            log.exception("the sync of %s failed", entry.title)
+            outcome = {"error": f"{type(exc).__name__}: {exc}"}
+        self._record(entry, row_id, outcome, next_run)
+        return True
+
+    def _run(self, entry: SyncEntry) -> dict[str, Any]:
+        """One sync in a child process: its outcome, or why there is none."""
         context: Any = multiprocessing.get_context(START_METHOD)
         ours, theirs = context.Pipe(duplex=True)
         relay = None if self.pool is None else Relay(ours, self.course.week)
@@ -343,28 +383,53 @@ class MoodleSyncs:
             ours.close()
             _end(process, stopping=outcome is None)
         if outcome is None:
-            why = ("stopped with the service; the next start carries on" if self._stop.is_set() else
+            why = ("stopped with the service that ran it; the next run carries on" if self._stop.is_set() else
                    f"the sync process ended unexpectedly (exit code {process.exitcode}); tried again next run")
             outcome = {"error": why}
-        self._record(entry, outcome, next_run)
+        return outcome
 
-    def _record(self, entry: SyncEntry, outcome: dict[str, Any], next_run: datetime) -> None:
+    def _record(self, entry: SyncEntry, row_id: int, outcome: dict[str, Any], next_run: datetime) -> None:
+        """The run's outcome into the database together with when the next run is due
+        (``next_run``, or now if this one took longer), so a page never sees a finished run
+        without its next one."""
         now = _now()
-        next_run = max(next_run, now)
+        report: dict[str, Any] | None = None
+        error: str | None
         if "error" in outcome:
             log.warning("sync of %s: %s", entry.title, outcome["error"])
-            self._update(entry, state="waiting", finished=now, next_run=next_run, pulled=None, graded=None,
-                         pushed=None, unchanged=None, kept={}, left={}, notes=(), error=str(outcome["error"]))
-            return
-        interrupted = outcome.get("interrupted")
-        error = f"stopped early: {interrupted}; the next run pushes what is missing" if interrupted else None
-        log.info("sync of %s: %d pulled, %d graded, %d pushed, %d kept as changed in Moodle", entry.title,
-                 outcome["pulled"], outcome["graded"], outcome["pushed"], len(outcome["kept"]))
-        self._update(entry, state="waiting", finished=now, next_run=next_run, succeeded=now,
-                     pulled=outcome["pulled"], graded=outcome["graded"], pushed=outcome["pushed"],
-                     unchanged=outcome["unchanged"],
-                     kept=dict(outcome["kept"]), left=dict(outcome["left"]), notes=tuple(outcome["notes"]),
-                     error=error)
+            error = str(outcome["error"])
+        else:
+            interrupted = outcome.get("interrupted")
+            error = f"stopped early: {interrupted}; the next run pushes what is missing" if interrupted else None
+            log.info("sync of %s: %d pulled, %d graded, %d pushed, %d kept as changed in Moodle", entry.title,
+                     outcome["pulled"], outcome["graded"], outcome["pushed"], len(outcome["kept"]))
+            report = {key: outcome[key] for key in REPORTED}
+        if not self._leases.finish(row_id, now=now, next_run=max(next_run, now), report=report, error=error):
+            log.warning("the sync of %s outlived its lease (its renewals failed) and another replica took it "
+                        "over: this run's outcome is not recorded", entry.title)
+
+
+REPORTED = ("pulled", "graded", "pushed", "unchanged", "kept", "left", "notes")  # what a status shows of a run
+
+
+def _status(entry: SyncEntry, record: SyncRecord | None, *, stopped: bool, ttl_s: float,
+            now: datetime) -> SyncStatus:
+    """What the instructor's page shows of an entry whose row is ``record`` (None: not made yet)."""
+    if record is None:
+        return SyncStatus(entry=entry, state="stopped" if stopped else "waiting")
+    report = record.report or {}
+    running = record.live(ttl_s, now)
+    error = record.error
+    if record.owner is not None and not running and record.started is not None:
+        error = (f"the run started {record.started:%Y-%m-%d %H:%M} UTC on {record.owner} never finished (that "
+                 "replica stopped or lost the database); the next run carries on")
+    return SyncStatus(
+        entry=entry, state="stopped" if stopped else "running" if running else "waiting",
+        started=record.started, finished=record.finished, succeeded=record.succeeded,
+        next_run=None if stopped or running else record.due(ttl_s, now) if record.next_run else None,
+        pulled=report.get("pulled"), graded=report.get("graded"), pushed=report.get("pushed"),
+        unchanged=report.get("unchanged"), kept=dict(report.get("kept", {})), left=dict(report.get("left", {})),
+        notes=tuple(report.get("notes", ())), error=error)
 
 
 def _child(entry: SyncEntry, course_root: Path, relayed: bool, scheduler: str | None, conn: Connection) -> None:

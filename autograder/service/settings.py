@@ -25,6 +25,6 @@ class Settings:
     # the one database for attempts, the queue, the outbox and the login states (a URL, e.g.
     # postgresql+psycopg://...); None: SQLite files in ``data`` (gradebook.sqlite, lti.sqlite)
     database: str | None = None
-    # how long a dead replica's claims (attempts, score posts) last before another takes them;
+    # how long a dead replica's claims (attempts, score posts, sync leases) last before another takes them;
     # every replica on one database must use the same value (tests shorten it: docs/LMS.md)
     claim_ttl_s: float = CLAIM_TTL_S

@@ -5,6 +5,8 @@ stand-in LMS (tests/service/lms.py) and the stand-in Moodle (conftest.py). With 
 run, a hand-in placed in "Moodle" is pulled, graded and pushed back; a second entry with a
 wrong token shows its error on the instructor's page while LTI uploads go on; stopping the
 service stops the syncs, a run under way included. Bad entries stop `serve` from starting.
+Replicas' syncs on one database (SQLite and PostgreSQL) make each due run once, keep one
+schedule and show one status, and a dead replica's run is taken over once its lease expires.
 The instructor's page with the sync table filled meets WCAG 2.1 AA in chromium
 (docs/ACCESSIBILITY.md).
 """
@@ -14,12 +16,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +33,12 @@ import nbformat
 import pytest
 
 from autograder.course import Course
+from autograder.database import open_database
 from autograder.exceptions import PolicyError
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.service.moodle_sync import MoodleSyncs, SyncStatus, load_syncs
 from autograder.service.policy import policy_for
+from autograder.service.sync_leases import SyncLeases
 from tests.helpers import assert_accessible
 from tests.moodle_ws.conftest import TEACHER, Site
 from tests.service.lms import Lms, register_and_add_week, running_lms
@@ -348,5 +356,102 @@ def test_serve_does_not_start_with_a_bad_sync_entry(tmp_path: Path) -> None:
 def test_no_sync_entries_no_threads(tmp_path: Path) -> None:
     course = a_course(tmp_path, "[week01]\nmax_attempts = 2\n")
     assert load_syncs(course) == []
-    with MoodleSyncs([], course) as syncs:
-        assert syncs.statuses() == []
+    database = open_database(tmp_path / "service.sqlite")
+    try:
+        with MoodleSyncs([], course, database) as syncs:
+            assert syncs.statuses() == []
+            assert not [t for t in threading.enumerate() if t.name.startswith("autograder-sync")]
+    finally:
+        database.close()
+
+
+# --- replicas on one database (issue 27): each run taken by one of them -----------------------------
+
+TTL_S = 1.5  # the tests' lease lifetime: renewed every 0.5 s
+
+
+def one_entry(url: str) -> str:
+    return f'[[sync]]\nweek = "week01"\nurl = "{url}"\nassignment = 7\ntoken_file = "moodle-token"\ninterval_s = 3600\n'
+
+
+def runs(site: Site) -> int:
+    """The runs the stand-in Moodle saw: each run starts by reading the assignment."""
+    return site.calls.count("mod_assign_get_assignments")
+
+
+@contextmanager
+def replica(course: Course, location: Path | str, interval_s: float | None = None) -> Iterator[MoodleSyncs]:
+    """The syncs of one replica of the service on the database at ``location`` (``interval_s``:
+    the entries' interval, shorter than service.toml allows, so a test waits less)."""
+    entries = load_syncs(course)
+    if interval_s is not None:
+        entries = [replace(entry, interval_s=interval_s) for entry in entries]
+    database = open_database(location)
+    try:
+        with MoodleSyncs(entries, course, database, claim_ttl_s=TTL_S) as syncs:
+            yield syncs
+    finally:
+        database.close()
+
+
+def test_replicas_on_one_database_run_a_due_sync_once_and_show_one_status(
+        server: Any, tmp_path: Path, database_url: str | None) -> None:
+    """Two replicas starting together with the same schedule run the sync due at their start
+    once, not once each; a third starting after that run waits for the next run the database
+    recorded instead of running on its own clock; all three show the same status."""
+    site = server.use(two_students())
+    course = a_course(tmp_path / "course", one_entry(server.url))
+    token_file(course.root / "moodle-token", server.token)
+    location = database_url or tmp_path / "service.sqlite"
+    with replica(course, location) as first, replica(course, location) as second:
+        done = wait_until(lambda: (s := first.statuses()[0]).finished and s)
+        assert done.state == "waiting" and done.error is None and done.pulled == 0
+        assert done.started is not None and done.next_run == done.started + timedelta(seconds=3600)
+        assert second.statuses() == [done]
+        with replica(course, location) as third:
+            time.sleep(3)  # its first look, at once, finds the next run an hour away
+            assert third.statuses() == second.statuses() == [done]
+    assert runs(site) == 1
+
+
+def _replica_holds_the_lease(location: Path | str, site_url: str, interval_s: float, taken: Event) -> None:
+    """A replica that took the sync's run, as ``MoodleSyncs`` takes it, and runs it until killed."""
+    leases = SyncLeases(open_database(location), ttl_s=TTL_S)
+    now = datetime.now(UTC)
+    assert leases.take(leases.register(site_url, 7), now=now, next_run=now + timedelta(seconds=interval_s))
+    taken.set()
+    threading.Event().wait()
+
+
+def test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires(
+        server: Any, tmp_path: Path, database_url: str | None) -> None:
+    """While the replica running the sync lives (its lease renewed), another does not run it
+    and shows it running; once that replica is killed and its lease has expired, the other
+    says the run never finished and runs the entry at its next turn, once."""
+    site = server.use(two_students())
+    course = a_course(tmp_path / "course", one_entry(server.url))
+    token_file(course.root / "moodle-token", server.token)
+    location = database_url or tmp_path / "service.sqlite"
+    interval_s = 8.0
+    fork = multiprocessing.get_context("fork")
+    taken = fork.Event()
+    started = time.monotonic()
+    dying = fork.Process(target=_replica_holds_the_lease, args=(location, server.url, interval_s, taken))
+    dying.start()
+    try:
+        assert taken.wait(60)
+        with replica(course, location, interval_s) as other:
+            time.sleep(2 * TTL_S)  # the lease is older than its lifetime, but renewed
+            assert runs(site) == 0 and other.statuses()[0].state == "running"
+            assert not [p for p in multiprocessing.active_children() if p.name.startswith("autograder-sync")]
+            os.kill(dying.pid, signal.SIGKILL)  # as a crash would: nothing is released
+            dying.join()
+            orphaned = wait_until(lambda: (s := other.statuses()[0]).state == "waiting" and s, timeout=30)
+            assert "never finished" in str(orphaned.error) and orphaned.finished is None
+            done = wait_until(lambda: (s := other.statuses()[0]).finished and s, timeout=60)
+            assert time.monotonic() - started >= interval_s  # at its next turn, not at once
+            assert done.error is None and done.pulled == 0 and runs(site) == 1
+    finally:
+        if dying.is_alive():
+            os.kill(dying.pid, signal.SIGKILL)
+            dying.join()
