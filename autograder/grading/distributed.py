@@ -2,7 +2,8 @@
 
 Every Dask worker process keeps one ``grading.pool.GraderPool`` (``WorkerGraders``): as
 many grader processes as the worker has threads, started by the first task that needs
-one and kept warm across tasks and batches, so hidden tests are collected and a zygote is
+one and kept warm across tasks and batches (one idle for ``IDLE_S`` is let go, its memory
+freed), so hidden tests are collected and a zygote is
 started once per grader, not once per task, and a task costs what a submission costs
 locally. A task hands its submission to the pool and waits for its result. The pool grades
 it in the same bounded grader process as ``--jobs``: the grader's memory limit
@@ -42,7 +43,6 @@ batch, as it does locally.
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import os
 import threading
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from distributed import Client
 
 MIN_IN_FLIGHT = 64  # tasks handed to the scheduler ahead of results (bounds client memory)
+IDLE_S = 600.0  # a Dask worker's grader with no task for this long is let go (a week no longer graded)
 
 
 class GraderLost(Exception):
@@ -79,8 +80,7 @@ class WorkerGraders(Feed):
     waiting for it: each task is one ``Job`` whose ``tag`` is the future the task waits on."""
 
     def __init__(self, limits: Limits, jobs: int) -> None:
-        # a grader idle between tasks is kept (warm for the next one), unless another week needs its slot
-        self.pool = GraderPool(jobs, limits, idle_s=math.inf, name="autograder-dask-grader")
+        self.pool = GraderPool(jobs, limits, idle_s=IDLE_S, name="autograder-dask-grader")
         self.graded = 0
         self._lock = threading.Lock()
         self._queued: deque[Job] = deque()  # waiting for a grader, oldest first
@@ -148,7 +148,7 @@ class WorkerGraders(Feed):
 
     def _run(self) -> None:
         try:
-            self.pool.run(until=lambda: False)
+            self.pool.run(until=lambda: False, poll_s=IDLE_S / 10)  # the wake-ups that let idle graders go
             failure: BaseException = GradingError("the Dask worker's grader pool ended")
         except BaseException as exc:  # noqa: BLE001 - handed to every waiting task, which re-raises it
             failure = exc
