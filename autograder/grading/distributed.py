@@ -1,18 +1,19 @@
 """``--scheduler tcp://HOST:PORT``: grade a batch on a Dask cluster, one task per submission.
 
 Every Dask worker process keeps one ``grading.pool.GraderPool`` (``WorkerGraders``): as
-many grader processes as the worker has threads, started by the first task that needs
-one and kept warm across tasks and batches (one idle for ``IDLE_S`` is let go, its memory
+many grader processes as the worker has threads, started by the first task that needs one
+and kept warm across tasks and batches (one idle for ``IDLE_S`` is let go, its memory
 freed), so hidden tests are collected and a zygote is started once per grader, not once
 per task, and a task costs what a submission costs locally. A task hands its submission
 to the pool and waits for its result. The pool grades it in the same bounded grader
 process as ``--jobs``: the grader's memory limit (``grader_memory_bytes``), and each
-step's wall and CPU budgets enforced from the Dask worker process, the grader's parent. So the pool's rule when a grader dies
-(``grading.pool``) holds on the cluster too: killed by a budget, the task returns that
-submission's ``error`` result naming the check (never graded again); any other death
-fails the task with ``GraderLost`` (``grade_on_cluster`` gives that submission an ``error``
-result, the service takes the attempt back, counting a try); a fresh grader carries on.
-A hostile hidden test never stalls a Dask worker, nor takes it down by its memory.
+step's wall and CPU budgets enforced from the Dask worker process, the grader's parent.
+So the pool's rule when a grader dies (``grading.pool``) holds on the cluster too: killed
+by a budget, the task returns that submission's ``error`` result naming the check (never
+graded again); any other death fails the task with ``GraderLost`` (``grade_on_cluster``
+gives that submission an ``error`` result, the service takes the attempt back, counting a
+try); a fresh grader carries on. A hostile hidden test never stalls a Dask worker, nor
+takes it down by its memory.
 
 Grader processes are started as locally (``grader_process.START_METHOD``, "spawn"), from
 a worker process that Dask's nanny started as *daemonic* (``distributed.worker.daemon``,
