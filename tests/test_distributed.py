@@ -1,5 +1,5 @@
 """``--scheduler``: a batch graded on a real Dask cluster (worker processes) gives the local
-results, in order, and each worker process keeps one warm session across tasks and batches."""
+results, in order, and each worker process keeps its grader process warm across tasks and batches."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from autograder.course import Course
 
 distributed = pytest.importorskip("distributed")
 
-from autograder.grading.distributed import grade_on_cluster, warm_sessions  # noqa: E402
+from autograder.grading.distributed import grade_on_cluster, warm_graders  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def client():
         yield client
 
 
-def test_a_cluster_grades_like_a_local_run_and_keeps_its_sessions_warm(course: Course, client, week01_mix,
+def test_a_cluster_grades_like_a_local_run_and_keeps_its_graders_warm(course: Course, client, week01_mix,
                                                                         week01_mix_local, as_comparable):
     week = course.week("week01")
     local = week01_mix_local
@@ -29,7 +29,8 @@ def test_a_cluster_grades_like_a_local_run_and_keeps_its_sessions_warm(course: C
     assert sorted(arrived) == sorted(r["key"] for r in local)
     second = grade_on_cluster(week, week01_mix, scheduler=client.scheduler.address)
     assert as_comparable(second) == local
-    sessions = [s for found in client.run(warm_sessions).values() for s in found]
-    # one session per worker process that graded, each grading many tasks of both batches
-    assert len({s["pid"] for s in sessions}) == len(sessions) >= 1
-    assert sum(s["graded"] for s in sessions) == 2 * len(local)
+    pools = [p for found in client.run(warm_graders).values() for p in found]
+    # one pool per worker process that graded, whose one grader process graded its tasks of both batches
+    assert len({p["pid"] for p in pools}) == len(pools) >= 1
+    assert [(p["jobs"], p["started"]) for p in pools] == [(1, 1)] * len(pools)
+    assert sum(p["graded"] for p in pools) == 2 * len(local)

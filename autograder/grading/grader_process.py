@@ -6,6 +6,10 @@ the process that started it (``autograder.grading.pool``) for the next submissio
 whenever it is ready, over a pipe. Processes are started with "spawn": the grader holds
 threads (a worker's output drain), which a fork would copy half-way.
 
+A grader process ends with the process that started it (``end_with_parent``), however that
+one dies: a grader deep in a hidden test's work would otherwise go on as an orphan, with
+nobody left to enforce its budgets.
+
 What a grader process sends back is JSON text (``result_json.to_dict``), never a pickle:
 the pool unpickles nothing a grading process wrote. It also says what step it starts
 (``autograder.grading.watch``), so the pool can stop it when a step runs past its budget.
@@ -13,9 +17,12 @@ the pool unpickles nothing a grading process wrote. It also says what step it st
 
 from __future__ import annotations
 
+import ctypes
 import json
+import multiprocessing
 import os
 import resource
+import signal
 from collections import deque
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
@@ -34,6 +41,7 @@ START_METHOD: Final = "spawn"
 # --jobs 2: a grader peaks at ~255 MB VmData, ~160 MB resident (and grades the same at 1024).
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
 GRADER_MEMORY_MB = 2048
+PR_SET_PDEATHSIG: Final = 1  # <linux/prctl.h>
 
 
 def send_json(conn: Connection, message: dict[str, Any]) -> None:
@@ -72,12 +80,26 @@ def limit_memory(limit: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
+def end_with_parent() -> None:
+    """Have the kernel kill this process when its parent dies. A grader waiting on its pipe
+    would end by itself (end of file), but one busy in a hidden test never reads the pipe.
+    The kernel sends it when the *thread* that started this process ends: a pool's
+    ``run`` thread, which is the thread that stops its graders too (``GraderPool.close``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(1)  # the parent died before the line above: nobody to grade for
+
+
 def serve(week: Week, limits: Limits, conn: Connection, memory: int | None = None) -> None:
     """Body of one grader process: one ``grade()`` over submissions pulled from the parent.
 
     The zygote it starts inherits the limit, so it is never set below what the sandbox
     grants a zygote and its worker (``memory_mb + zygote_mb``): the worker's own limits
     stay the ones ``Limits`` asks for."""
+    end_with_parent()
     if memory is not None:
         memory = max(memory, (limits.memory_mb + limits.zygote_mb) << 20)
     limit_memory(memory)

@@ -1,7 +1,8 @@
 """Where a batch is graded: the one choice every batch makes (``autograder grade``, the
 Moodle sync, the audit).
 
-- ``--scheduler``: on a Dask cluster (``grading.distributed``);
+- ``--scheduler``: on a Dask cluster (``grading.distributed``), in a pool of grader
+  processes in each Dask worker process, bounded as below;
 - a pool given (``graders``): in it, as a sync inside ``autograder serve`` grades in the
   service's own pool, so ``serve --jobs N`` never runs more than N graders;
 - otherwise in a ``GraderPool`` of the batch's own with ``jobs`` grader processes, 1

@@ -1,5 +1,5 @@
 """One pool of grader processes on this machine: what the batch, the audit, the service and
-its Moodle syncs all grade in.
+its Moodle syncs all grade in, and every Dask worker process (``grading.distributed``).
 
 A pool runs at most ``jobs`` grader processes (``grader_process.serve``), each one
 long-lived ``grade()`` of one week: hidden tests collected once, a warm sandbox zygote.

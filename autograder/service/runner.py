@@ -13,8 +13,10 @@ are built on instead:
   back to the queue, counting a try (the store fails it after ``MAX_TRIES``); one held
   when the service stops goes back without counting a try.
 - ``scheduler`` (Dask): each attempt is one ``grading.distributed.grade_task``, graded in
-  the worker process's warm session of its week; at most two tasks per worker thread are
-  in flight, the rest waits in the store's queue.
+  the worker process's pool of warm grader processes, under the same rule: a check past
+  its budget gives an ``error`` result; a grader lost otherwise (``GraderLost``) or a lost
+  task puts the attempt back in the queue, counting a try. At most two tasks per worker
+  thread are in flight, the rest waits in the store's queue.
 
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
 page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
