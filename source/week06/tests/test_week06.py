@@ -227,13 +227,19 @@ def test_objective_regulariser(student, rng):
 # ---------------------------------------------------------------- task 3: fitting
 #
 # Full-batch subgradient descent with a fixed step does not land exactly on the minimum; on
-# these data sets the reference ends within 1e-3 of scikit-learn's optimum. A tolerance of
+# the fixed sets of the two optimum tests every one of the reference's last 100 iterates is
+# within 1e-3 of scikit-learn's optimum (8e-4 at most), so a correct fit whose iterates part
+# from the reference's late (another order of summation) ends within it too. A tolerance of
 # 3e-3 (about 1 % of the objective) leaves room for correct variants (<= 1 instead of < 1
 # at the kink, keeping the best iterate), while a fit of a different objective (lam instead
-# of lam / 2 in the gradient, a regularised theta0) or a gradient summed instead of
-# averaged ends at least 6e-3 above it on one of the sets, and gradient ascent diverges.
-# That margin was measured on these fixed sets, so the two optimum tests keep them; every
-# other test draws its data from the test's ``seed`` (fresh per submission).
+# of lam / 2 in the gradient, a regularised theta0, no theta0 at all) or a gradient summed
+# instead of averaged ends at least 1.8e-2 above it on one of the offset sets (lam instead
+# of lam / 2: 9e-3 to 1.8e-2 on each), and gradient ascent diverges. That margin was
+# measured on these fixed sets with these step counts, so the two optimum tests keep them;
+# every other test draws its data from the test's ``seed`` (fresh per submission). The sets
+# are small (50 or 60 points) and the offset sets' lam large enough for 400 steps to settle:
+# the student's fit_hinge on the tests' data is most of what grading week 6 costs, and a
+# per-example loop pays for every point of every step.
 #
 # What the task teaches is the subgradient step, so the tests of the steps themselves (the
 # first one, n_iter of them with the eta asked for) carry most of its points: a fit_hinge
@@ -258,7 +264,9 @@ def is_the_asked_for_run(theta: np.ndarray, theta0: float, X: np.ndarray, y: np.
 @pytest.mark.call_timeout(20)
 def test_fit_with_defaults_reaches_optimum(student):
     """With its default arguments, fit_hinge reaches the minimum of the objective (lam = 0.01) on centred data."""
-    X, y = blobs(60, [(-1, -1), (1, 1)], 1.2)
+    # as defaults, 200 steps, eta = 0.01 or lam = 0.1 end more than 3e-3 above the minimum here, and so does
+    # a fit that never moves theta0 (1.5e-2)
+    X, y = blobs(75, [(-1, -1), (1, 1)], 1.2, n=60)
     theta, theta0 = fitted(student, X, y)
     gap = objective(theta, theta0, X, y, 0.01) - optimal_objective(X, y, 0.01)
     assert gap <= OBJECTIVE_TOLERANCE, _("the objective reached is clearly above scikit-learn's minimum")
@@ -311,12 +319,12 @@ def subgradient_iterates(X: np.ndarray, y: np.ndarray, lam: float, eta: float, n
 def test_fit_reaches_optimum_with_offset(student):
     """fit_hinge reaches the minimum of the objective on data far from the origin, where theta0 matters."""
     cases = [
-        (blobs(61, [(0, 0), (2, 0.5)], 1.0, n=150), 0.1),
-        (blobs(62, [(2, 3), (4, 5)], 1.0, n=150), 0.1),
-        (blobs(63, [(1, 0, 2), (2, 1, 3)], 1.0, n=150), 0.05),
+        (blobs(61, [(0, 0), (2, 0.5)], 1.0, n=60), 0.1),
+        (blobs(64, [(2, 2), (4, 3)], 1.0, n=50), 0.3),
+        (blobs(84, [(1, 0, 2), (2, 1, 3)], 1.0, n=50), 0.3),
     ]
     for (X, y), lam in cases:
-        theta, theta0 = fitted(student, X, y, lam=lam, eta=0.1, n_iter=2000)
+        theta, theta0 = fitted(student, X, y, lam=lam, eta=0.1, n_iter=400)
         gap = objective(theta, theta0, X, y, lam) - optimal_objective(X, y, lam)
         assert gap <= OBJECTIVE_TOLERANCE, _("the objective reached is clearly above scikit-learn's minimum")
 
@@ -340,8 +348,9 @@ def test_leaves_its_inputs_unchanged_fit(unchanged_inputs, student, seed):
 @pytest.mark.call_timeout(20)
 def test_larger_lam_gives_wider_margin(student, seed):
     """A larger lam gives a larger margin 1 / ||theta||."""
-    X, y = blobs(seed, [(-1, -1), (1, 1)], 1.2)
-    margins = [1.0 / np.linalg.norm(fitted(student, X, y, lam=lam)[0]) for lam in (0.003, 0.03, 0.3)]
+    # lam ten times apart from 0.01: on 50 points the margins at 0.003 and 0.03 can be within 0.1 %
+    X, y = blobs(seed, [(-1, -1), (1, 1)], 1.2, n=50)
+    margins = [1.0 / np.linalg.norm(fitted(student, X, y, lam=lam, eta=0.1, n_iter=200)[0]) for lam in (0.01, 0.1, 1.0)]
     assert margins[0] < margins[1] < margins[2], _("the margin 1 / ||theta|| does not grow with lam")
 
 
@@ -349,8 +358,8 @@ def test_larger_lam_gives_wider_margin(student, seed):
 @pytest.mark.points(2)
 def test_fit_separates_separable_data(student, seed):
     """On well-separated clouds, the fitted classifier gets every training point right."""
-    X, y = blobs(seed, [(-4, -4), (4, 4)], 1.0)  # 5.7 sd from the boundary: separable for every seed
-    theta, theta0 = fitted(student, X, y)
+    X, y = blobs(seed, [(-4, -4), (4, 4)], 1.0, n=50)  # 5.7 sd from the boundary: separable for every seed
+    theta, theta0 = fitted(student, X, y, n_iter=100)
     assert np.all(np.where(X @ theta + theta0 >= 0, 1.0, -1.0) == y), _(
         "the fitted classifier misclassifies training points of well-separated data"
     )
