@@ -149,6 +149,7 @@ SANDBOX = frozenset({
     "tests/test_cli.py::test_manual_marks_merge_into_totals_worksheet_and_survive_regrade",
     "tests/test_cli.py::test_merge_manual_finds_the_batch_its_sheet_came_from",
     "tests/test_distributed_bounds.py",
+    "tests/test_distributed.py",
     "tests/test_forged_replies.py::test_a_hostile_worker_chooses_no_word_of_what_anyone_reads",
     "tests/test_forged_replies_in_the_sandbox.py",
     "tests/test_fuzz_inputs.py::test_a_batch_drawn_by_hypothesis_ends_with_one_result_each",
