@@ -241,6 +241,12 @@ class WorkerDied(RuntimeError):
     """The worker process ended (crash, ``os._exit``, memory limit, signal)."""
 
 
+class GraderLost(Exception):
+    """A Dask task's grader process died while it held the task's submission (not for a budget):
+    the task fails with this, and whoever submitted it settles the submission (an ``error``
+    result in a batch, the attempt back in the service's queue)."""
+
+
 class NotPlain(Exception):
     """Raised while encoding: the value is not plain data (the worker then sends a handle)."""
 

@@ -53,7 +53,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from autograder.course import Week
-from autograder.exceptions import AutograderError, CourseError, GradingError
+from autograder.exceptions import AutograderError, CourseError, GraderLost, GradingError
 from autograder.execution import Limits
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.grading.judge import lost_result
@@ -67,12 +67,6 @@ if TYPE_CHECKING:
 
 MIN_IN_FLIGHT = 64  # tasks handed to the scheduler ahead of results (bounds client memory)
 IDLE_S = 600.0  # a Dask worker's grader with no task for this long is let go (a week no longer graded)
-
-
-class GraderLost(Exception):
-    """A task's grader process died while it held the task's submission (not for a budget):
-    the task fails with this, and whoever submitted it settles the submission (an ``error``
-    result in a batch, the attempt back in the service's queue)."""
 
 
 class WorkerGraders(Feed):
