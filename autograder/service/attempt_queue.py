@@ -27,7 +27,7 @@ from autograder.course import normalise_week_name
 from autograder.database import Database
 from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError
-from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token
+from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token, still_held
 from autograder.service.policy import WeekPolicy
 
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
@@ -149,7 +149,7 @@ class AttemptQueue:
         """Renew the claims of ``held`` (attempt id -> token) this process still has; their ids."""
         with self.database.write() as db:
             return db.execute(update(attempts).where(
-                attempts.c.id.in_(list(held)), attempts.c.claimed_by.in_(list(set(held.values()))),
+                still_held(attempts.c.id, attempts.c.claimed_by, held),
                 attempts.c.state == "grading").values(claimed_at=stamp(datetime.now(UTC)))
                 .returning(attempts.c.id)).scalars().all()
 

@@ -24,6 +24,7 @@ import secrets
 import threading
 from collections.abc import Callable, Collection, Mapping
 
+from sqlalchemy import ColumnElement, and_
 from sqlalchemy.exc import SQLAlchemyError
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,14 @@ CLAIM_TTL_S = 30.0  # a claim not renewed this long is its dead replica's: anoth
 def claim_token() -> str:
     """A fresh owner token for one claim (random: no two claims, in any replica, share one)."""
     return secrets.token_hex(16)
+
+
+def still_held(ids: ColumnElement[int], owners: ColumnElement[str | None],
+               held: Mapping[int, str]) -> ColumnElement[bool]:
+    """The rows of ``held`` (row id -> token) whose owner column still holds one of this
+    process's tokens: what a ``ClaimRenewer``'s ``renew`` may refresh (tokens are random,
+    so a row another replica took over carries none of them)."""
+    return and_(ids.in_(list(held)), owners.in_(list(set(held.values()))))
 
 
 class ClaimRenewer:

@@ -24,7 +24,7 @@ from autograder.database import Database
 from autograder.database.tables import posts, service_lineitems, service_scores
 from autograder.service.ags import next_moment, score_payload
 from autograder.service.attempt_queue import moment, stamp
-from autograder.service.claims import CLAIM_TTL_S, claim_token
+from autograder.service.claims import CLAIM_TTL_S, claim_token, still_held
 
 PostState = Literal["pending", "posted", "failed", "superseded"]
 
@@ -170,7 +170,7 @@ class Posts:
         of ``held`` (post id -> token), those still this process's; their ids."""
         with self.database.write() as db:
             return db.execute(update(posts).where(
-                posts.c.id.in_(list(held)), posts.c.claimed_by.in_(list(set(held.values()))),
+                still_held(posts.c.id, posts.c.claimed_by, held),
                 posts.c.state == "pending").values(sending_since=stamp(datetime.now(UTC)))
                 .returning(posts.c.id)).scalars().all()
 

@@ -47,7 +47,7 @@ from sqlalchemy import Row, select, update
 from autograder.database import Database
 from autograder.database.tables import service_syncs
 from autograder.service.attempt_queue import moment, stamp
-from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token
+from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token, still_held
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class SyncLeases:
         """Renew the leases of ``held`` (row id -> token) still this process's; their ids."""
         with self.database.write() as db:
             return db.execute(update(service_syncs).where(
-                service_syncs.c.id.in_(list(held)), service_syncs.c.owner.in_(list(set(held.values()))))
+                still_held(service_syncs.c.id, service_syncs.c.owner, held))
                 .values(claimed_at=stamp(datetime.now(UTC))).returning(service_syncs.c.id)).scalars().all()
 
 
