@@ -69,3 +69,28 @@ def test_a_week_that_cannot_be_graded_fails_the_relayed_batch_with_its_error(tmp
     course = Course(tmp_path)
     with lent(course) as (graders, _), pytest.raises(CourseError, match="grading week01 stopped"):
         graders.grade(course.week("week01"), week01_mix[:2])
+
+
+def test_an_error_raised_by_on_result_reaches_the_caller_and_the_graders_stop(course: Course, week01_mix):
+    """An ``OSError`` from the caller's own callback (a results folder that cannot be written)
+    is the caller's to see: the pool once took it for its grader's pipe closing and waited
+    for ever on a grader that was alive and waiting for work."""
+    pool = GraderPool(1, idle_s=60)
+
+    def on_result(_result: object) -> None:
+        raise PermissionError("results folder not writable")
+
+    done: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pool.grade(course.week("week01"), week01_mix[:2], on_result)
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            done.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    pool.close()
+    assert not thread.is_alive(), "the pool hung after on_result raised"
+    assert len(done) == 1 and isinstance(done[0], PermissionError)

@@ -313,13 +313,17 @@ class GraderPool:
             grader.process.kill()
 
     def _drain(self, grader: _Grader) -> bool:
-        """Handle every message waiting from ``grader``; False once its end of the pipe closed."""
-        try:
-            while grader.conn.poll():
-                self._handle(grader, json.loads(grader.conn.recv_bytes()))
-        except (EOFError, OSError):
-            return False
-        return True
+        """Handle every message waiting from ``grader``; False once its end of the pipe closed.
+        Only the pipe's own errors mean that: an error raised while handling a message (a
+        caller's ``on_result`` failing) is the caller's, and goes up to it."""
+        while True:
+            try:
+                if not grader.conn.poll():
+                    return True
+                message = json.loads(grader.conn.recv_bytes())
+            except (EOFError, OSError):
+                return False
+            self._handle(grader, message)
 
     def _ended(self, grader: _Grader) -> None:
         """``grader``'s process is gone: settle what it held (the module's rule)."""
