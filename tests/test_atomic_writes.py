@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.formats.atomic import atomic_path, write_text
+from autograder.formats.atomic import atomic_path, create_once, write_text
 from autograder.formats.points import format_points
 
 
@@ -25,6 +25,14 @@ def test_a_finished_write_replaces_the_file_and_keeps_line_endings(tmp_path: Pat
     write_text(target, "a,b\r\n1,2\r\n")
     assert target.read_bytes() == b"a,b\r\n1,2\r\n"
     assert [p.name for p in tmp_path.iterdir()] == ["sheet.csv"]
+
+
+def test_a_file_made_once_keeps_the_first_content_its_mode_and_no_partial(tmp_path: Path) -> None:
+    target = tmp_path / "secret"
+    assert create_once(target, lambda: b"first", mode=0o600) == b"first"
+    assert create_once(target, lambda: b"second", mode=0o600) == b"first"
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["secret"]
 
 
 @pytest.mark.parametrize(("value", "decimal", "text"),

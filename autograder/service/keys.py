@@ -8,10 +8,8 @@ platform that cached the old JWKS can still check what was signed just before.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +19,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from autograder.exceptions import KeysError
-from autograder.formats.atomic import atomic_path
+from autograder.formats.atomic import atomic_path, create_once
 
 ALGORITHM = "RS256"
 KEY_BITS = 2048
@@ -108,22 +106,9 @@ def _new_key() -> RSAKey:
 
 
 def create_private_once(path: Path, make: Callable[[], bytes]) -> bytes:
-    """What ``path`` holds, made by ``make`` (mode 0600) if no process made it yet.
-
-    Several processes may start on one data folder at once (replicas on a shared volume):
-    each writes its own partial file and links it to ``path``, which fails if ``path``
-    exists, so the first link wins and every process reads that one's content."""
-    if not path.exists():
-        partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.new")
-        try:
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(make())
-            with contextlib.suppress(FileExistsError):  # another process made it first: theirs is read
-                os.link(partial, path)
-        finally:
-            partial.unlink(missing_ok=True)
-    return path.read_bytes()
+    """What ``path`` holds, made by ``make`` (mode 0600) if no process made it yet: the
+    first of several processes starting on one data folder wins (``atomic.create_once``)."""
+    return create_once(path, make, mode=0o600)
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -89,7 +89,7 @@ def test_the_score_arrives_at_the_lms_pending_manual_marking(lms: Lms, graded: d
     assert score["gradingProgress"] == "PendingManual" and score["activityProgress"] == "Completed"
     assert score["scoreMaximum"] == 100 and score["scoreGiven"] == graded["state"]["score"]
     assert score["stored"] is None  # Moodle writes no value while grading is not FullyGraded
-    assert score["timestamp"].endswith("Z") or "+00:00" in score["timestamp"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", score["timestamp"])  # UTC, to the millisecond
 
 
 def test_the_instructor_marks_and_the_fully_graded_score_follows(lms: Lms, graded: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from alembic import command
@@ -24,6 +25,7 @@ from autograder.exceptions import AttemptRefused, CourseError, GradebookError, P
 from autograder.gradebook import FILENAME
 from autograder.moodle_ws.sync_state import SyncState
 from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.service import lti
 from autograder.service.lti import LoginStates
 from autograder.service.policy import WeekPolicy, load_policies, policy_for
 from autograder.service.store import MAX_TRIES, Store
@@ -396,11 +398,13 @@ def test_the_store_refuses_a_week_name_that_is_not_canonical(store: Store) -> No
         store.submit(context=A, user="ann", week="1", content=notebook("x"), policy=OPEN, now=T0)
 
 
-def test_a_data_folder_written_before_the_database_module_is_adopted_with_everything_in_it(tmp_path: Path) -> None:
+def test_a_data_folder_written_before_the_database_module_is_adopted_with_everything_in_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``tests/fixtures/legacy_data`` was written by the code before ``autograder.database``
     (gradebook ``user_version`` 3, the service's ``service_meta`` row, the sync's table, the
     LTI file): ann's attempt graded and marked by rubric, bob's waiting, a post retried
-    after two 409s, a sync row, a login and a line item's owner."""
+    after two 409s, a sync row, a login and a line item's owner. The login states are read
+    an hour after the fixture was written: a nonce is forgotten a day after its use."""
     legacy = Path(__file__).resolve().parent.parent / "fixtures" / "legacy_data"
     for name in ("gradebook.sqlite", "lti.sqlite"):
         shutil.copy(legacy / name, tmp_path / name)
@@ -421,6 +425,9 @@ def test_a_data_folder_written_before_the_database_module_is_adopted_with_everyt
     with SyncState(tmp_path / FILENAME, site="https://m", assignment=7, week="week01") as state:
         synced = state.users()[101]
         assert (synced.downloaded, synced.pushed, synced.pushed_grader, synced.pushed_grade) == (1700000000, "sig", 2, 8.0)
+    with sqlite3.connect(legacy / "lti.sqlite") as db:
+        written = db.execute("SELECT used FROM lti_nonce WHERE nonce = 'nonce-1'").fetchone()[0]
+    monkeypatch.setattr(lti, "time", SimpleNamespace(time=lambda: written + 3600))
     states = LoginStates(tmp_path / "lti.sqlite")
     assert states.lineitem_owner("https://moodle.example/lineitem/1") == ("https://moodle.example", "client-1")
     assert not states.use_nonce("https://moodle.example", "nonce-1")  # used before the upgrade: still used
