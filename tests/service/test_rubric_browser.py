@@ -102,12 +102,16 @@ def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everyt
     tool.locator("#new-item-3-points").wait_for()
     assert tool.locator("html").get_attribute("lang") == "en"
 
-    for points, comment in ITEMS:  # three items, typed and submitted from the keyboard
+    for number, (points, comment) in enumerate(ITEMS, start=1):  # three items, typed and submitted from the keyboard
         tool.locator("#new-item-3-points").focus()
         page.keyboard.type(points)
         page.keyboard.press("Tab")
         page.keyboard.type(comment)
         page.keyboard.press("Enter")
+        # the page after this item's form: its row is there (the status line alone says the same
+        # after every item, so the page before it would satisfy a wait for it, and the next
+        # item's typing would go into a page being replaced)
+        tool.locator(f"#item-3-{number}-points").wait_for()
         tool.locator("#status").filter(has_text="Item added to task 3.").wait_for()
     assert [tool.locator(f"#item-3-{n}-points").input_value() for n in (1, 2, 3)] == ["12", "8", "-5"]
 
