@@ -170,6 +170,7 @@ SANDBOX = frozenset({
     "tests/test_result_order.py",
     "tests/test_sandbox_anywhere.py",
     "tests/test_single_test_week.py",
+    "tests/test_spare_worker.py",
 })
 SLOW = frozenset({
     "tests/moodle_ws/test_sync_in_serve.py::test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires",

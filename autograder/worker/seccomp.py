@@ -15,9 +15,9 @@ zygote from its own workers (same uid):
 
 Denied calls fail with EPERM (ENOSYS for ``clone3``/``io_uring``); nothing is killed, so
 a submission sees an ordinary ``OSError``. The filter is installed once in the zygote,
-after the imports, without ``unshare`` and ``mount`` (it sets up each worker's fresh
-namespaces), and again, whole, by every worker before any student code runs; filters
-stack and cannot be removed.
+after the imports, without ``unshare``, ``mount`` and ``clone`` into a new PID namespace
+(it forks each worker into its own and sets up its fresh namespaces), and again, whole,
+by every worker before any student code runs; filters stack and cannot be removed.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ AIMED_AT_A_PID = {
     "prlimit64": 0, "sched_setaffinity": 0, "sched_setscheduler": 0, "sched_setparam": 0,
     "sched_setattr": 0, "migrate_pages": 0, "move_pages": 0, "setpriority": 1, "ioprio_set": 1,
 }
-NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
+CLONE_NEWPID = 0x20000000
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, CLONE_NEWPID, 0x40000000, 0x00000080)
 
 
 class _ArgCmp(ctypes.Structure):
@@ -106,7 +107,8 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 def compile_filter(protected_pid: int, allow: tuple[str, ...] = ()) -> tuple[bytes, int]:
     """The filter as a BPF program, and its number of rules. ``protected_pid`` is the
     zygote, which its workers may not touch; ``allow`` names denied calls to leave out
-    (the zygote's own set-up of each worker). Compiled once in the zygote, so a worker
+    (the zygote's own set-up of each worker; ``"clone(CLONE_NEWPID)"``: forking into a new
+    PID namespace). Compiled once in the zygote, so a worker
     loads it with one ``prctl`` instead of rebuilding it through ctypes after every fork."""
     lib = _library()
     ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
@@ -139,7 +141,8 @@ def compile_filter(protected_pid: int, allow: tuple[str, ...] = ()) -> tuple[byt
             for target in targets:
                 rule(name, eperm, (index, SCMP_CMP_MASKED_EQ, LOW32, target & LOW32))
         for flag in NAMESPACE_FLAGS:
-            rule("clone", eperm, (0, SCMP_CMP_MASKED_EQ, flag, flag))
+            if not (flag == CLONE_NEWPID and "clone(CLONE_NEWPID)" in allow):
+                rule("clone", eperm, (0, SCMP_CMP_MASKED_EQ, flag, flag))
         rule("socket", eperm, (0, SCMP_CMP_NE, AF_UNIX, 0))  # compares 64 bits: fails closed
         fd = os.memfd_create("seccomp-bpf")
         try:

@@ -6,6 +6,13 @@ replies out, student output out) and ``kill``. After each worker ends, the zygot
 everything the submission left behind and wipes the scratch folder before it reports
 ``exited``, so the next submission starts from exactly the zygote's state.
 
+A worker is forked ahead: as soon as the last submission's traces are gone, the zygote
+forks the next worker, which enters its namespaces, drops its privileges and loads its
+filter while the grader is still judging, then waits, running nothing of anyone's, for
+the pipes of the submission it will serve. A ``fork`` hands them over; only when the
+limits asked for need another scratch size (or the spare has died) is a worker forked on
+the spot, the same way.
+
 The zygote never runs student code itself. Its workers run as the same uid, so it guards
 itself: it is non-dumpable (no ptrace, no /proc/1/mem), ignores the signals Python would
 turn into exceptions, and installs the seccomp filter (``autograder.worker.seccomp``) that
@@ -13,13 +20,14 @@ forbids its workers to signal, trace or re-limit it. Each worker closes every in
 descriptor but its pipes and volunteers as the first victim of the cgroup's OOM killer.
 
 Under bubblewrap everything is read-only but ``/tmp`` and ``/dev/shm``, and every worker
-gets its own: it enters a new mount and IPC namespace, mounts a fresh size-capped tmpfs
-on both, and only then drops the one capability the zygote holds for this
-(``CAP_SYS_ADMIN``, in the sandbox's own user namespace) and installs the seccomp filter
-that forbids mounts and namespaces. Whatever a submission writes (files at any depth,
-SysV or POSIX IPC objects, the memory they hold) dies with its namespaces when its last
-process is killed: the next submission starts from the zygote's state, with nothing to
-restore and no walk of what the last one left.
+gets its own: it is forked into a PID namespace of its own (as its pid 1), enters a new
+mount, IPC and cgroup namespace, mounts a fresh size-capped tmpfs on both, and only then
+drops the one capability the zygote holds for this (``CAP_SYS_ADMIN``, in the sandbox's
+own user namespace) and installs the seccomp filter that forbids mounts and namespaces.
+Whatever a submission writes (files at any depth, SysV or POSIX IPC objects, the memory
+they hold) dies with its namespaces when its last process is killed: the next submission
+starts from the zygote's state, with nothing to restore and no walk of what the last one
+left.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import gc
 import importlib
 import json
 import os
+import platform
 import resource
 import shutil
 import signal
@@ -44,9 +53,14 @@ PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 CAP_SYS_ADMIN = 21
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWCGROUP = 0x00020000, 0x08000000, 0x20000000, 0x02000000
+SIGCHLD = 17  # the signal a clone'd child sends its parent when it ends (every Linux architecture)
+# clone(2)'s number where its first argument is the flags (s390x's is the stack): the machines seccomp covers,
+# and others whose kernels take it the same way
+CLONE_SYSCALL = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "ppc64le": 120, "armv7l": 120}
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 CGROUPS = "/sys/fs/cgroup"
 SCRATCH = "scratch"
+DEFAULT_SCRATCH_MB = 512
 FRESH_MOUNTS = ("/tmp", "/dev/shm")  # the only writable places; every worker gets its own
 IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -174,7 +188,7 @@ def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
     libc = _libc()
     _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP), "unshare")
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
-    # this worker is pid 1 of a PID namespace of its own (``_own_pid_namespace``): a /proc of that
+    # this worker is pid 1 of a PID namespace of its own (``_fork``): a /proc of that
     # namespace shows it alone (no zygote, no pid counter of the sandbox), and an empty
     # read-only tmpfs over the cgroups hides every cgroup's counters and names
     _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
@@ -192,22 +206,36 @@ def _fresh_namespaces(size_mb: int, keep: list[str]) -> None:
         os.close(fd)
 
 
-def _own_pid_namespace() -> None:
-    """Go on as pid 1 of a new PID namespace: its pid (and every pid and thread id it sees)
-    is the same whatever ran before, and no worker can move the counter the next one
-    starts from. The process the zygote forked stays outside as the new one's parent only:
-    it closes everything, waits for it and ends, so the zygote sees its worker end as
-    before. (The zygote cannot make the namespace itself: a process may ``unshare`` its
-    children's PID namespace once, and the sandbox's nested user namespace forbids
-    ``setns`` back.)"""
-    _check(_libc().unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
-    if os.fork() == 0:
-        return
-    _close_inherited(set())
-    for fd in (0, 1, 2):
-        os.close(fd)
-    os.wait()
-    os._exit(0)
+def _fork(*, new_pid_namespace: bool) -> int:
+    """``os.fork()``; with ``new_pid_namespace``, a fork straight into a PID namespace of the
+    child's own, as its pid 1 (``clone`` with ``CLONE_NEWPID``): its pid (and every pid and
+    thread id it sees) is the same whatever ran before, and no worker can move the counter
+    the next one starts from.
+
+    Python 3.11 has no ``os.clone``, so this is ``os.fork`` spelled out: the interpreter's
+    own before- and after-fork steps (``PyOS_BeforeFork``, ``PyOS_AfterFork_Child``/``_Parent``:
+    the import lock, the GIL and thread states, ``os.register_at_fork`` hooks) around the
+    system call, made with the GIL held, as ``os.fork`` makes it. What the C library's
+    ``fork`` does besides (its ``pthread_atfork`` handlers, resetting locks other threads
+    might hold) has nothing to do here: the zygote has one thread. (``unshare(CLONE_NEWPID)``
+    in the zygote is no alternative: it applies to all its later children, and only once.)
+    """
+    if not new_pid_namespace:
+        return os.fork()
+    api = ctypes.pythonapi
+    libc = ctypes.PyDLL(None, use_errno=True)  # a PyDLL keeps the GIL through the call
+    libc.syscall.restype = ctypes.c_long
+    api.PyOS_BeforeFork()
+    pid = libc.syscall(ctypes.c_long(CLONE_SYSCALL[platform.machine()]), ctypes.c_ulong(CLONE_NEWPID | SIGCHLD),
+                       *(ctypes.c_ulong(0),) * 4)
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    errno = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(errno, f"clone(CLONE_NEWPID): {os.strerror(errno)}")
+    return int(pid)
 
 
 def _drop_capabilities() -> None:
@@ -219,29 +247,23 @@ def _drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(_CapHeader(CAPABILITY_VERSION_3, 0)), (_CapData * 2)()), "capset")
 
 
-def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str, *, fresh_namespaces: bool,
+def _child(shell: Any, pipes: socket.socket, scratch_mb: int, scratch: str, *, fresh_namespaces: bool,
            keep: list[str], seccomp_filter: bytes | None, data: str | None) -> None:
-    """In the forked worker: wire the pipes, enter fresh namespaces and scratch, drop every
-    privilege, limit, serve. Never returns."""
+    """In the forked worker: enter fresh namespaces and scratch and drop every privilege,
+    then wait on ``pipes`` for the submission's pipe ends and limits (a spare waits here
+    while the grader judges the last submission; nothing of anyone's runs before they come),
+    wire them, limit, serve. Never returns."""
     code = 70
     try:
         from autograder.worker.core import WorkerCore
         from autograder.worker.serve import serve
 
-        req, resp, out = fds
-        if fresh_namespaces:
-            _own_pid_namespace()
         os.setsid()
         for signum in IGNORED_SIGNALS:
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        _close_inherited({req, resp})
         _first_to_go()
         if fresh_namespaces:
-            _fresh_namespaces(limits.get("scratch_mb", 512), keep)
+            _fresh_namespaces(scratch_mb, keep)
             _drop_capabilities()
         if seccomp_filter is not None:
             from autograder.worker.seccomp import load
@@ -252,6 +274,16 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str, *, 
             os.symlink(data, os.path.join(scratch, "data"))
         os.chdir(scratch)
         os.environ["HOME"] = scratch
+        message, fds, _, _ = socket.recv_fds(pipes, 1 << 16, 3)
+        if len(fds) != 3:
+            return  # the zygote let this spare go (or sent nothing usable): end unused
+        req, resp, out = fds
+        limits = json.loads(message)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        _close_inherited({req, resp})
         _apply_limits(limits)
         serve(WorkerCore(shell), req, resp)
         code = 0
@@ -259,6 +291,13 @@ def _child(shell: Any, fds: list[int], limits: dict[str, int], scratch: str, *, 
         pass
     finally:
         os._exit(code)
+
+
+class _Spare:
+    """A worker forked ahead, waiting for a submission's pipes on ``sock``."""
+
+    def __init__(self, pid: int, sock: socket.socket, scratch_mb: int) -> None:
+        self.pid, self.sock, self.scratch_mb = pid, sock, scratch_mb
 
 
 def _unlock(folder: str) -> None:
@@ -306,6 +345,8 @@ class Zygote:
         self.seccomp_rules = 0
         self.worker_filter: bytes | None = None  # the full seccomp filter, loaded by every worker
         self.child: int | None = None
+        self.spare: _Spare | None = None  # the next worker, forked ahead (only while no child runs)
+        self.scratch_mb: int | None = None  # the scratch size the last worker was asked for: the spare's
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         for signum in IGNORED_SIGNALS:
@@ -335,6 +376,7 @@ class Zygote:
                 data, fds, _, _ = socket.recv_fds(self.ctrl, 1 << 16, 3)
                 if not data:
                     self._kill_all()
+                    self._let_spare_go()
                     return
                 buffer += data
                 while b"\n" in buffer:
@@ -345,19 +387,11 @@ class Zygote:
     def _command(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         if op == "fork" and len(fds) == 3 and self.child is None:
-            pid = os.fork()
-            if pid == 0:
-                self.ctrl.close()
-                signal.set_wakeup_fd(-1)
-                os.close(self.wake_r)
-                os.close(self.wake_w)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _child(self.shell, fds, message.get("limits", {}), self.scratch,
-                       fresh_namespaces=self.fresh_namespaces, keep=self.keep, seccomp_filter=self.worker_filter,
-                       data=self.data)
-            for fd in fds:
-                os.close(fd)
-            self.child = pid
+            try:
+                self.child = self._start_worker(message.get("limits", {}), fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
             self.send({"op": "forked"})
         elif op == "end":
             # The grader has what it needs: the worker goes now, whatever it does to stay
@@ -374,8 +408,69 @@ class Zygote:
                 os.close(fd)
             self.send({"op": "error", "message": f"bad command {str(op)[:30]}"})
 
+    def _start_worker(self, limits: dict[str, Any], fds: list[int]) -> int:
+        """The pid of a worker now serving the pipes ``fds`` within ``limits``: the spare, or
+        one forked now when there is none, it needs another scratch size or it has died."""
+        self.scratch_mb = scratch_mb = int(limits.get("scratch_mb", DEFAULT_SCRATCH_MB))
+        if self.spare is not None and self.spare.scratch_mb != scratch_mb:
+            self._let_spare_go()
+        for _attempt in (1, 2):
+            if self.spare is None:
+                self.spare = self._fork_spare(scratch_mb)
+            spare, self.spare = self.spare, None
+            try:
+                socket.send_fds(spare.sock, [json.dumps(limits).encode()], fds)
+            except OSError:  # it died since it was forked: fork one now
+                self._end_spare(spare)
+                continue
+            spare.sock.close()
+            return spare.pid
+        raise OSError("a worker forked for this submission ended before it was given its pipes")
+
+    def _fork_spare(self, scratch_mb: int) -> _Spare:
+        """Fork a worker that sets itself up and then waits for a submission's pipes."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = _fork(new_pid_namespace=self.fresh_namespaces)
+        if pid == 0:
+            ours.close()
+            self.ctrl.close()
+            signal.set_wakeup_fd(-1)
+            os.close(self.wake_r)
+            os.close(self.wake_w)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _child(self.shell, theirs, scratch_mb, self.scratch, fresh_namespaces=self.fresh_namespaces,
+                   keep=self.keep, seccomp_filter=self.worker_filter, data=self.data)
+        theirs.close()
+        return _Spare(pid, ours, scratch_mb)
+
+    def _fork_ahead(self) -> None:
+        """Fork the next worker now, while the grader judges: a failure (the sandbox's
+        process limit, say) is left for the next ``fork`` to meet and report."""
+        if self.scratch_mb is None or self.spare is not None:
+            return
+        try:
+            self.spare = self._fork_spare(self.scratch_mb)
+        except OSError:
+            self.spare = None
+
+    def _let_spare_go(self) -> None:
+        """End the spare, if there is one (it has run nothing of anyone's)."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            self._end_spare(spare)
+
+    @staticmethod
+    def _end_spare(spare: _Spare) -> None:
+        spare.sock.close()
+        try:
+            os.kill(spare.pid, signal.SIGKILL)
+            os.waitpid(spare.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
     def _kill_all(self) -> None:
         """Kill the worker and everything it started (all of the PID namespace but us)."""
+        self._let_spare_go()
         if self.in_pid_namespace:
             try:
                 os.kill(-1, signal.SIGKILL)
@@ -409,6 +504,9 @@ class Zygote:
             if pid == self.child:
                 self.child = None
                 self._after_submission()
+            elif self.spare is not None and pid == self.spare.pid:
+                self.spare.sock.close()
+                self.spare = None
 
     def _after_submission(self) -> None:
         """Everything the submission started is gone: say so. The message is the same
@@ -428,6 +526,7 @@ class Zygote:
         if not self.fresh_namespaces:
             _remove(self.scratch)
         self.send({"op": "exited"})
+        self._fork_ahead()
 
 
 def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False, data: str | None = None) -> None:
@@ -443,6 +542,9 @@ def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False,
     if fresh_namespaces and not has_mount_capability():
         raise SystemExit("the sandbox did not grant CAP_SYS_ADMIN in its user namespace: "
                          "fresh scratch namespaces per worker are impossible")
+    if fresh_namespaces and platform.machine() not in CLONE_SYSCALL:
+        raise SystemExit(f"no PID namespace per worker on {platform.machine()}: the zygote knows clone(2)'s "
+                         f"number on {', '.join(CLONE_SYSCALL)} only (add this machine's to CLONE_SYSCALL)")
     shell = preload()
     sys.stdout.flush()
     zygote = Zygote(ctrl, shell, fresh_namespaces=fresh_namespaces, data=data)
@@ -451,7 +553,7 @@ def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False,
 
         # the zygote keeps namespaces and mounts for its workers' set-up; each worker then
         # loads the full filter on top (filters stack: the strictest answer wins)
-        allowed = ("unshare", "mount") if fresh_namespaces else ()
+        allowed = ("unshare", "mount", "clone(CLONE_NEWPID)") if fresh_namespaces else ()
         zygote.worker_filter, _ = compile_filter(protected_pid=os.getpid())
         zygote.seccomp_rules = install(protected_pid=os.getpid(), allow=allowed)
     zygote.run()
