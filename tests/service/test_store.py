@@ -396,7 +396,8 @@ def test_the_store_refuses_a_week_name_that_is_not_canonical(store: Store) -> No
         store.submit(context=A, user="ann", week="1", content=notebook("x"), policy=OPEN, now=T0)
 
 
-def test_a_data_folder_written_before_the_database_module_is_adopted_with_everything_in_it(tmp_path: Path) -> None:
+def test_a_data_folder_written_before_the_database_module_is_adopted_with_everything_in_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``tests/fixtures/legacy_data`` was written by the code before ``autograder.database``
     (gradebook ``user_version`` 3, the service's ``service_meta`` row, the sync's table, the
     LTI file): ann's attempt graded and marked by rubric, bob's waiting, a post retried
@@ -404,6 +405,8 @@ def test_a_data_folder_written_before_the_database_module_is_adopted_with_everyt
     legacy = Path(__file__).resolve().parent.parent / "fixtures" / "legacy_data"
     for name in ("gradebook.sqlite", "lti.sqlite"):
         shutil.copy(legacy / name, tmp_path / name)
+    with sqlite3.connect(legacy / "lti.sqlite") as db:
+        [(nonce_used,)] = db.execute("SELECT used FROM lti_nonce WHERE nonce = 'nonce-1'").fetchall()
     with Store(tmp_path) as store:
         assert store.user_name(A, "ann") == "Ann Example"
         ann, bob = store.attempt(1), store.attempt(2)
@@ -423,7 +426,11 @@ def test_a_data_folder_written_before_the_database_module_is_adopted_with_everyt
         assert (synced.downloaded, synced.pushed, synced.pushed_grader, synced.pushed_grade) == (1700000000, "sig", 2, 8.0)
     states = LoginStates(tmp_path / "lti.sqlite")
     assert states.lineitem_owner("https://moodle.example/lineitem/1") == ("https://moodle.example", "client-1")
-    assert not states.use_nonce("https://moodle.example", "nonce-1")  # used before the upgrade: still used
+    # used before the upgrade: still used (asked within the nonce's day of when the fixture used it, since
+    # a nonce is forgotten a day after its use, and the fixture's clock stopped when it was written)
+    monkeypatch.setattr(time, "time", lambda: nonce_used + 60)
+    assert not states.use_nonce("https://moodle.example", "nonce-1")
+    monkeypatch.undo()
     states.close()
     with sqlite3.connect(tmp_path / FILENAME) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_USER_VERSION  # older versions refuse it
