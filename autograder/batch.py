@@ -286,8 +286,11 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
 
 
 def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | None = None,
-                 allow_pending: bool = False) -> tuple[int, int, Outputs]:
+                 allow_pending: bool = False, database: str | None = None) -> tuple[int, int, Outputs]:
     """Store the rubric and the marks of a filled marking sheet and rewrite every output with them.
+
+    The gradebook is ``out_dir``'s, or the database URL ``database`` names (a grading
+    service's, ``serve --database``); the outputs go to ``out_dir`` either way.
 
     The rubric is ``manual-rubric.csv`` beside the sheet, when there: its items are
     defined or changed first (a changed item changes every mark that uses it, marked on
@@ -299,7 +302,7 @@ def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | No
     rubric_sheet = Path(sheet).with_name(RUBRIC_CSV)
     edits = read_rubric_sheet(rubric_sheet, tasks=week.tasks) if rubric_sheet.is_file() else []
     stored = 0
-    with Gradebook.open(out_dir / FILENAME) as book:
+    with Gradebook.open(database or out_dir / FILENAME) as book:
         planned = _planned_rubric(book.rubric(week.name), edits, week.name)
         marks = read_marks(sheet, tasks=week.tasks, rubric=planned)
         _store_rubric(book, week.name, edits)
@@ -351,17 +354,18 @@ def _similar(week: Week, results: list[SubmissionResult], out_dir: Path) -> list
     return similar_pairs(codes, given_code=given_code)
 
 
-def load_results(out_dir: Path, week: Week) -> list[SubmissionResult]:
-    """The week's results as the gradebook in ``out_dir`` holds them (manual marks applied)."""
-    with Gradebook.open(out_dir / FILENAME) as book:
+def load_results(out_dir: Path, week: Week, *, database: str | None = None) -> list[SubmissionResult]:
+    """The week's results as the gradebook in ``out_dir`` (or the database URL ``database``)
+    holds them (manual marks applied)."""
+    with Gradebook.open(database or out_dir / FILENAME) as book:
         return book.results(week.name)
 
 
-def weeks_in(out_dir: Path) -> list[str]:
-    """The weeks a results folder's gradebook holds results for."""
-    if not (out_dir / FILENAME).is_file():
+def weeks_in(out_dir: Path, *, database: str | None = None) -> list[str]:
+    """The weeks a results folder's gradebook (or the database URL ``database``) holds results for."""
+    if database is None and not (out_dir / FILENAME).is_file():
         raise AutograderError(f"{out_dir} has no {FILENAME}: is it a folder written by `autograder grade`?")
-    with Gradebook.open(out_dir / FILENAME) as book:
+    with Gradebook.open(database or out_dir / FILENAME) as book:
         return book.weeks()
 
 

@@ -165,25 +165,42 @@ def _print_outputs(outputs: Outputs, *, reused: int = 0) -> None:
         err.print(f"[yellow]left out[/] {escape(key)}: {escape(why)}", highlight=False)
 
 
+# not AUTOGRADER_DATABASE: a shell that exports it for `serve` must not turn a batch's report into the service's
+DatabaseOption = Annotated[str | None, typer.Option(
+    "--database", help="the gradebook in this database instead of the folder's gradebook.sqlite: a grading "
+    "service's (serve --database), e.g. postgresql+psycopg://user@host/name; the outputs still go to the folder")]
+
+
+def _database_url(database: str | None) -> str | None:
+    if database is not None and "://" not in database:
+        raise AutograderError(f"--database {database!r} is not a database URL: write postgresql+psycopg://user@host/"
+                              "name (or sqlite:///path), or leave it out for the folder's gradebook.sqlite")
+    return database
+
+
 @app.command()
 def report(
     out_dir: Annotated[Path, typer.Argument(help="a results folder written by `autograder grade`")],
     week: Annotated[str | None, typer.Option("--week", help="the week, when the folder holds several")] = None,
     worksheet: WorksheetOption = None,
     allow_pending: AllowPendingOption = False,
+    database: DatabaseOption = None,
     course: CourseOption = None,
 ) -> None:
     """Rewrite the report, feedback pages, worksheet and feedback zip from a results folder."""
     from autograder.batch import load_results, weeks_in, write_outputs
 
+    database = _database_url(database)
     if week is None:
-        found = weeks_in(out_dir)
+        found = weeks_in(out_dir, database=database)
         if len(found) != 1:
-            raise AutograderError(f"{out_dir} holds results of {found or 'no week'}: choose one with --week")
+            where = "the database" if database else out_dir
+            raise AutograderError(f"{where} holds results of {found or 'no week'}: choose one with --week")
         week = found[0]
     the_week = _locate(week, course)
-    outputs = write_outputs(the_week, load_results(out_dir, the_week), out_dir, worksheet=worksheet,
-                            allow_pending=allow_pending)
+    results = load_results(out_dir, the_week, database=database)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    outputs = write_outputs(the_week, results, out_dir, worksheet=worksheet, allow_pending=allow_pending)
     _print_outputs(outputs)
 
 
@@ -194,17 +211,19 @@ def merge_manual(
     out_dir: OutOption = None,
     worksheet: WorksheetOption = None,
     allow_pending: AllowPendingOption = False,
+    database: DatabaseOption = None,
     course: CourseOption = None,
 ) -> None:
     """Fold marks given by hand into the totals, the worksheet, the feedback and the report
-    (default folder: the graded batch the sheet belongs to)."""
+    (default folder: the graded batch the sheet belongs to; with --database, the sheet's folder)."""
     from autograder.batch import marked_batch_dir
     from autograder.batch import merge_manual as merge
 
+    database = _database_url(database)
     the_week = _locate(week, course)
-    folder = out_dir or marked_batch_dir(the_week, sheet)
+    folder = out_dir or (sheet.resolve().parent if database else marked_batch_dir(the_week, sheet))
     stored, unmarked, outputs = merge(the_week, sheet, out_dir=folder, worksheet=worksheet,
-                                      allow_pending=allow_pending)
+                                      allow_pending=allow_pending, database=database)
     err.print(f"{stored} mark(s) stored; {unmarked} row(s) still unmarked" if unmarked else
               f"{stored} mark(s) stored; every row is marked")
     _print_outputs(outputs)

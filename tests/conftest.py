@@ -191,6 +191,7 @@ SLOW = frozenset({
     "tests/test_accessibility.py::test_the_reports_filters_and_sort_work_from_the_keyboard_alone",
     "tests/test_cli.py::test_bad_input_is_a_clear_error_not_a_traceback",
     "tests/test_cli.py::test_generate_check_passes_on_the_committed_notebooks",
+    "tests/test_cli.py::test_report_and_merge_manual_read_a_grading_services_database",
     "tests/test_codec.py::test_decoder_never_fails_other_than_with_protocol_error",
     "tests/test_forged_replies.py::test_a_reply_is_bounded_in_memory_before_it_is_built",
     "tests/test_fuzz_inputs.py::test_an_nbformat_3_notebook_is_read_and_a_huge_one_refused_before_any_cell_is_walked",

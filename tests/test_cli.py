@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,46 @@ def test_a_name_that_is_no_week_says_how_week_names_are_written_without_naming_s
         normalise_week_name("week16v1")
     assert "week07" in str(caught.value) and "week06" not in str(caught.value)
     assert normalise_week_name("7") == "week07"
+
+
+def test_report_and_merge_manual_read_a_grading_services_database(tmp_path: Path, database_url: str | None):
+    """``serve --database`` keeps the service's gradebook in that database: ``report --database``
+    writes the outputs of its attempts into a folder, and ``merge-manual --database`` stores
+    hand marks there (keys ``attempt-<id>``), as both do with the data folder's SQLite file."""
+    from autograder.results import Participant, Status, SubmissionResult, TaskResult
+    from autograder.service.policy import WeekPolicy
+    from autograder.service.store import Store
+
+    database = database_url or f"sqlite:///{tmp_path / 'service.sqlite'}"
+    tasks = [TaskResult(task=1, score=40, max_score=40), TaskResult(task=2, score=20, max_score=20),
+             TaskResult(task=3, score=0, max_score=20, manual=True, answer_sha256="a3"),
+             TaskResult(task=4, score=0, max_score=20, manual=True, answer_sha256="a4")]
+    with Store(tmp_path / "data", database=database) as store:
+        attempt = store.submit(context="iss|1|course", user="ann", week="week01", content=b'{"x": 1}',
+                               policy=WeekPolicy(), now=datetime.now(UTC))
+        assert store.claim() is not None
+        store.record_result(attempt.id, SubmissionResult(
+            submission="week01 attempt 1", key="x", status=Status.GRADED, tasks=tasks, submission_sha256="h",
+            tests_sha256="t", grader_version="v", participant=Participant(participant_id="ann", full_name="Ann")),
+            week_title="week01: The perceptron")
+    out = tmp_path / "service-report"
+    reported = run("report", str(out), "--database", database)
+    assert reported.returncode == 0, reported.stderr
+    assert json.loads((out / f"{attempt.key}.json").read_text())["score"] == 60
+    assert "Ann" in (out / "report.html").read_text(encoding="utf-8")
+
+    sheet = out / "manual-marking.csv"
+    with sheet.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["key", "task", "points", "comment", "answer_sha256"])
+        writer.writeheader()
+        writer.writerow({"key": attempt.key, "task": "3", "points": "15", "comment": "Good.", "answer_sha256": "a3"})
+    merged = run("merge-manual", "week01", str(sheet), "--database", database)
+    assert merged.returncode == 0, merged.stderr
+    assert "1 mark(s) stored; 1 row(s) still unmarked" in merged.stderr
+    assert json.loads((out / f"{attempt.key}.json").read_text())["score"] == 75  # the outputs beside the sheet
+    with Store(tmp_path / "data", database=database) as store:  # the service applies it at its next start
+        assert store.reconcile_marks() == 1 and store.attempt(attempt.id).score == 75  # type: ignore[union-attr]
+    assert not (tmp_path / "data" / "gradebook.sqlite").exists()  # nothing went to a file of the data folder
+
+    not_a_url = run("report", str(out), "--database", "service.db")
+    assert not_a_url.returncode == 2 and "is not a database URL" in not_a_url.stderr

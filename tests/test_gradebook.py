@@ -5,15 +5,18 @@ PostgreSQL server (the ``database_url`` fixture); adopting files older versions 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from autograder.database import open_database
 from autograder.database.migrate import LAST_USER_VERSION, SQLITE_USER_VERSION, head
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
@@ -106,6 +109,42 @@ def test_a_migration_this_version_does_not_know_is_refused(tmp_path: Path, datab
         db.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
     with pytest.raises(GradebookError, match="9999_from_the_future is newer"):
         Gradebook.open(location)
+
+
+OPENERS = 6
+
+
+def _open_at_once(location: str, start: Any, said: Any) -> None:
+    """One replica's first start: open the database the moment every other one does."""
+    start.wait(60)
+    try:
+        open_database(location).close()
+        said.put("opened")
+    except Exception as exc:  # noqa: BLE001 - what the test reports
+        said.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_replicas_opening_a_new_database_at_once_migrate_it_once(tmp_path: Path, database_url: str | None) -> None:
+    """Six processes open one empty database at the same moment, as replicas starting
+    together do: each comes up (none fails on a table another just made, or on Alembic's
+    version row), and the database is at the newest revision once. On PostgreSQL that is the
+    advisory lock ``migrate.py`` takes; on SQLite, the write transaction's lock on the file."""
+    location = database_url or str(tmp_path / "service.sqlite")
+    fork = multiprocessing.get_context("fork")
+    start, said = fork.Barrier(OPENERS), fork.Queue()
+    openers = [fork.Process(target=_open_at_once, args=(location, start, said)) for _ in range(OPENERS)]
+    for opener in openers:
+        opener.start()
+    outcomes = [said.get(timeout=120) for _ in openers]
+    for opener in openers:
+        opener.join(30)
+    assert outcomes == ["opened"] * OPENERS, outcomes
+    database = open_database(location)
+    try:
+        with database.read() as db:
+            assert db.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all() == [head()]
+    finally:
+        database.close()
 
 
 def test_a_file_that_is_not_a_gradebook_is_refused(tmp_path: Path) -> None:

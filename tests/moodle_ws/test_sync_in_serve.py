@@ -367,7 +367,7 @@ def test_no_sync_entries_no_threads(tmp_path: Path) -> None:
 
 # --- replicas on one database (issue 27): each run taken by one of them -----------------------------
 
-TTL_S = 1.5  # the tests' lease lifetime: renewed every 0.5 s
+TTL_S = 3.0  # the tests' lease lifetime, renewed every 1 s: a renewal may lag 2 s (a loaded CI machine, an fsync) and hold
 
 
 def one_entry(url: str) -> str:
@@ -432,7 +432,7 @@ def test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires(
     course = a_course(tmp_path / "course", one_entry(server.url))
     token_file(course.root / "moodle-token", server.token)
     location = database_url or tmp_path / "service.sqlite"
-    interval_s = 8.0
+    interval_s = 4 * TTL_S + 1  # the next turn comes after the killed replica's lease expired (2 TTL_S in, + TTL_S)
     fork = multiprocessing.get_context("fork")
     taken = fork.Event()
     started = time.monotonic()

@@ -38,9 +38,10 @@ class Lms:
     app: Any
     activity_link: str = ""   # the resource link deep linking created for week01
     registered_page: str = ""  # the tool's page that closed the registration dialog
+    keep_alive: bool = True  # False: each browser request on a new connection (tests.service.web.Browser)
 
     def browser(self) -> Browser:
-        return Browser(self.certificate)
+        return Browser(self.certificate, keep_alive=self.keep_alive)
 
     def launch(self, user: str, *, role: str = "learner", link: str | None = None) -> tuple[Browser, httpx.Response]:
         """A user opens the activity in the LMS: login initiation, auth, the form post, the tool's page."""

@@ -1,5 +1,6 @@
 """``autograder serve`` as an admin runs it: it starts, serves its JWKS and the registration
-values under the public URL it was given, and stops cleanly; ``--rotate-key`` adds a key.
+values under the public URL it was given, and stops cleanly; ``--rotate-key`` adds a key, which
+the running service publishes at once.
 And the per-user rate limiter the app puts in front of every route."""
 
 from __future__ import annotations
@@ -29,14 +30,17 @@ def test_serve_starts_serves_the_registration_values_and_stops(tmp_path: Path) -
         [key] = httpx.get(f"http://127.0.0.1:{port}/lti/jwks").json()["keys"]
         # the one signing key, its public half only (no private exponent or primes), named by its kid
         assert key["kty"] == "RSA" and key["kid"] and {"n", "e"} <= set(key) and not {"d", "p", "q"} & set(key)
+        rotated = subprocess.run([*command, "--rotate-key"], capture_output=True, text=True, check=False)
+        assert rotated.returncode == 0 and "new signing key" in rotated.stdout
+        # the running service publishes the new key beside the old one at once, no restart
+        published = [k["kid"] for k in httpx.get(f"http://127.0.0.1:{port}/lti/jwks").json()["keys"]]
+        assert published == [key["kid"], rotated.stdout.split()[-1]]
     finally:
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
     assert server.returncode == 0, err
     assert f"{public}/lti/register/" in err  # the one URL the admin pastes, printed at start
     assert oct((tmp_path / "data" / "keys").stat().st_mode & 0o777) == "0o700"
-    rotated = subprocess.run([*command, "--rotate-key"], capture_output=True, text=True, check=False)
-    assert rotated.returncode == 0 and "new signing key" in rotated.stdout
 
 
 def test_the_rate_limiter_lets_a_burst_through_then_says_how_long_to_wait() -> None:

@@ -1,5 +1,5 @@
 """The tool's signing keys: made once and kept private, the same after a restart, rotatable
-without breaking what platforms cached."""
+without breaking what platforms cached, a rotation seen by every process on the folder."""
 
 from __future__ import annotations
 
@@ -38,6 +38,20 @@ def test_rotation_signs_with_the_new_key_and_still_publishes_the_old(tmp_path: P
     keys.rotate()
     assert old_kid not in {k["kid"] for k in ToolKeys(tmp_path / "keys").jwks()["keys"]}
     assert not (tmp_path / "keys" / f"{old_kid}.pem").exists()
+
+
+def test_a_rotation_by_one_process_reaches_every_other_on_the_folder_at_its_next_use(tmp_path: Path) -> None:
+    """Replicas on one data folder (or a running ``serve`` and ``serve --rotate-key``): each
+    holds its own ``ToolKeys``; one rotates, and the others sign with the new key and
+    publish the same key set at once, without a restart."""
+    replica, rotator = ToolKeys(tmp_path / "keys"), ToolKeys(tmp_path / "keys")
+    old_kid = replica.current_kid
+    new_kid = rotator.rotate()
+    assert replica.jwks() == rotator.jwks() and [k["kid"] for k in replica.jwks()["keys"]] == [old_kid, new_kid]
+    signed = replica.sign({"n": 1})
+    assert jwt.decode(signed, KeySet.import_key_set(rotator.jwks())).header["kid"] == new_kid
+    newest = rotator.rotate()
+    assert [k["kid"] for k in replica.jwks()["keys"]] == [new_kid, newest] and replica.current_kid == newest
 
 
 def test_a_token_signed_by_another_key_under_our_key_id_does_not_verify(tmp_path: Path) -> None:

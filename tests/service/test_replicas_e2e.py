@@ -1,8 +1,10 @@
 """Two ``autograder serve`` replicas on one PostgreSQL database and one data folder, behind
 a round-robin load balancer that keeps no sessions (``tests.helpers.RoundRobinProxy``),
-driven by the stand-in LMS (issue 27): a student's launch and upload go through whichever
-replica each connection reaches, the feedback page is read through each replica, and the
-score reaches the LMS exactly once though both replicas' outboxes send."""
+driven by the stand-in LMS (issue 27): with no connection kept alive, the registration, the
+deep link, a student's login, launch and upload go to one replica and the next, so each step
+finds what the one before it stored on the other replica (login states, sessions); the
+feedback page is read through each replica, and the score reaches the LMS exactly once though
+both replicas' outboxes send."""
 
 from __future__ import annotations
 
@@ -20,7 +22,11 @@ def test_two_replicas_behind_a_load_balancer_grade_show_feedback_and_post_the_sc
         tmp_path: Path, postgres: PostgresServer) -> None:
     with replicas_behind_a_proxy(tmp_path, postgres.new_database()) as replicas:
         proxy, state = replicas.proxy, replicas.lms.platform
+        # no connection kept alive: each request of the registration, the deep link, the login, the
+        # launch and the upload reaches the other replica than the one before it (no sticky sessions)
+        replicas.lms.keep_alive, at_start = False, list(proxy.served)
         browser, attempt = upload_through_the_lms(replicas.lms, replicas.registration_url, "s-both")
+        assert all(after - then >= 4 for after, then in zip(proxy.served, at_start, strict=True)), proxy.served
         pages, before = [], list(proxy.served)
         for _ in replicas.processes:  # a fresh connection each: the proxy hands them to one replica, then the other
             with httpx.Client(verify=replicas.verify, cookies=browser.client.cookies, timeout=30) as client:

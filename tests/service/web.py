@@ -105,11 +105,14 @@ def forms(html: str) -> list[dict[str, Any]]:
 
 
 class Browser:
-    """An httpx client that, like a browser, follows redirects and submits auto-posting forms."""
+    """An httpx client that, like a browser, follows redirects and submits auto-posting forms.
 
-    def __init__(self, verify: Path) -> None:
+    ``keep_alive=False``: every request on a new connection (behind a load balancer that
+    hands each connection to the next replica, each request then reaches another one)."""
+
+    def __init__(self, verify: Path, *, keep_alive: bool = True) -> None:
         self.client = httpx.Client(verify=ssl.create_default_context(cafile=str(verify)), follow_redirects=True,
-                                   timeout=30)
+                                   timeout=30, limits=httpx.Limits(max_keepalive_connections=20 if keep_alive else 0))
 
     def get(self, url: str, **kwargs: Any) -> httpx.Response:
         return self.settle(self.client.get(url, **kwargs))
