@@ -20,18 +20,23 @@ from autograder.grading.parallel import grade_parallel
 from autograder.submission import Submission
 
 
-def tree_cpu_seconds(root: psutil.Process) -> float:
+def tree_cpu_seconds(root: psutil.Process) -> dict[str, float]:
     """CPU seconds used so far by ``root`` and its descendants, living or reaped (a worker
-    that ended is counted in the zygote's children times): unlike wall time, hardly
-    changed by other people's load on shared cores."""
-    total = 0.0
+    that ended is counted in the zygote's children times), by role: ``parent`` (this
+    process: the pool), ``graders`` (the grader processes: the hidden tests, pytest, the
+    judging), ``sandbox`` (bubblewrap, the zygotes and their workers: the student's code and
+    each submission's fork and namespaces). Unlike wall time, hardly changed by other
+    people's load on shared cores."""
+    roles = {"parent": 0.0, "graders": 0.0, "sandbox": 0.0}
     for process in [root, *root.children(recursive=True)]:
         try:
             t = process.cpu_times()
+            command = " ".join(process.cmdline())
         except psutil.Error:
             continue  # ended between listing and reading: its parent counts it once reaped
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
+        role = "parent" if process.pid == root.pid else "graders" if "multiprocessing" in command else "sandbox"
+        roles[role] += t.user + t.system + t.children_user + t.children_system
+    return roles
 
 
 def main() -> None:
@@ -52,11 +57,13 @@ def main() -> None:
     def on_result(result) -> None:
         arrivals.append(time.monotonic() - started)
         durations.append(result.duration_s)
-        cpu.append(tree_cpu_seconds(psutil.Process()))
+        if len(arrivals) in (1, len(paths)):  # the tree's CPU at the first and the last result only:
+            cpu.append(tree_cpu_seconds(psutil.Process()))  # reading every process's /proc costs ms
 
     results = grade_parallel(week, submissions, jobs=args.jobs, on_result=on_result)
     args.out.write_text(json.dumps({
-        "wall_s": time.monotonic() - started, "arrivals": arrivals, "durations": durations, "cpu": cpu,
+        "wall_s": time.monotonic() - started, "arrivals": arrivals, "durations": durations,
+        "cpu": cpu,  # at the first result and at the last
         "scores": [r.score for r in results], "statuses": [r.status.value for r in results],
     }))
 

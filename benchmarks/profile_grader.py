@@ -16,6 +16,7 @@ import argparse
 import cProfile
 import pstats
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -35,11 +36,12 @@ def main() -> None:
     parser.add_argument("week")
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--cpu", action="store_true", help="time with the process's CPU clock, not the wall clock")
     args = parser.parse_args()
     week = Course.locate(HERE.parent).week(args.week)
     paths = build(HERE / ".work" / args.week / f"profile{args.n + 1}", args.n + 1, args.week)
     subs = [Submission(origin=str(p), key=p.stem, content=p.read_bytes()) for p in paths]
-    profile = cProfile.Profile()
+    profile = cProfile.Profile(time.process_time) if args.cpu else cProfile.Profile()
     first = [True]
 
     def on_result(_result: object) -> None:
