@@ -173,6 +173,7 @@ SANDBOX = frozenset({
     "tests/test_spare_worker.py",
 })
 SLOW = frozenset({
+    "tests/test_warmup.py",
     "tests/moodle_ws/test_sync_in_serve.py::test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires",
     "tests/moodle_ws/test_sync_in_serve.py::test_replicas_on_one_database_run_a_due_sync_once_and_show_one_status",
     "tests/moodle_ws/test_sync_in_serve.py::test_serve_does_not_start_with_a_bad_sync_entry",
