@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from autograder.exceptions import NotPlain, ProtocolError
 from autograder.worker.codec import (
     MAX_DEPTH,
+    MAX_ITEMS,
     HandleRef,
     decode,
     dumps_message,
@@ -140,3 +141,20 @@ def test_container_subclasses_are_not_plain_data():
         with pytest.raises(NotPlain):
             encode(value)
 
+
+
+def test_a_container_met_again_in_one_message_is_encoded_once_as_the_same_tree_and_still_counted():
+    """``Student.each`` passes one model or training set to every call of a batch: with a memo
+    it is walked once, and the message is the same as without one (each call still gets a
+    copy of its own); the items it holds still count against the message's cap each time."""
+    model = {"spam": {"free": 3, "win": (1, 2.5)}, "ham": [np.arange(4), "meeting"]}
+    calls = [(model, word) for word in ("free", "win", "meeting")]
+    memo: dict = {}
+    with_memo = [encode(call, memo=memo) for call in calls]
+    assert with_memo == [encode(call) for call in calls]
+    assert with_memo[0]["t"][0] is with_memo[1]["t"][0]  # the same tree, not walked again
+    big = list(range(MAX_ITEMS // 2))
+    memo = {}
+    encode(big, memo=memo)
+    with pytest.raises(NotPlain):
+        encode((big, big, big), memo=memo)

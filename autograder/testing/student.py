@@ -22,7 +22,7 @@ from autograder.exceptions import (
     ProtocolError,
     StudentCodeError,
 )
-from autograder.worker.codec import HandleRef, decode, encode
+from autograder.worker.codec import HandleRef, Memo, decode, encode
 
 MAX_NAME = 100  # characters of an exception type name
 MAX_TEXT = 500  # characters of an exception message or a warning
@@ -161,7 +161,7 @@ class Student:
         reply is the one value, decoded like any other. An exception in any step is that
         step's, reported as a call's would be; the call limit covers the whole build."""
         steps: list[dict[str, Any]] = []
-        self._flatten(call, steps)
+        self._flatten(call, steps, {})
         return self._ask({"op": "calls", "steps": steps}, call.function)
 
     def each(self, calls: list[Call]) -> list[Any]:
@@ -173,7 +173,8 @@ class Student:
         if not calls:
             return []
         steps: list[dict[str, Any]] = []
-        wanted = [self._flatten(call, steps) for call in calls]
+        memo: Memo = {}  # an argument passed to every call (a model, a training set) is encoded once
+        wanted = [self._flatten(call, steps, memo) for call in calls]
         values = self._ask({"op": "calls", "steps": steps, "results": wanted}, calls[0].function)
         if type(values) is not tuple or len(values) != len(calls):
             raise ProtocolError("the worker sent back another number of values than calls were made")
@@ -210,16 +211,16 @@ class Student:
                 raise ProtocolError("the worker's walk lists a node of another shape than asked for")
         return _until_complete(listed)
 
-    def _flatten(self, call: Call, steps: list[dict[str, Any]]) -> int:
+    def _flatten(self, call: Call, steps: list[dict[str, Any]], memo: Memo) -> int:
         """Append ``call``'s steps (its ``Call`` arguments first) to ``steps``; its step number."""
         if call.function._generation != self._channel.generation:
             raise StudentCodeError("StaleObject", "an object from before the worker was restarted")
-        args = tuple(HandleRef(-self._flatten(a, steps), "step", False) if isinstance(a, Call) else a
+        args = tuple(HandleRef(-self._flatten(a, steps, memo), "step", False) if isinstance(a, Call) else a
                      for a in call.args)
-        kwargs = {k: HandleRef(-self._flatten(a, steps), "step", False) if isinstance(a, Call) else a
+        kwargs = {k: HandleRef(-self._flatten(a, steps, memo), "step", False) if isinstance(a, Call) else a
                   for k, a in call.kwargs.items()}
-        steps.append({"obj": call.function._ref.id, "args": self._encode_args(args),
-                      "kwargs": self._encode_args(kwargs)})
+        steps.append({"obj": call.function._ref.id, "args": self._encode_args(args, memo),
+                      "kwargs": self._encode_args(kwargs, memo)})
         return len(steps)
 
     def same(self, a: Any, b: Any) -> bool:
@@ -228,7 +229,7 @@ class Student:
             and a._generation == b._generation
 
     # -- plumbing ----------------------------------------------------------------------
-    def _encode_args(self, value: Any) -> Any:
+    def _encode_args(self, value: Any, memo: Memo | None = None) -> Any:
         def handle_for(obj: Any) -> HandleRef:
             if isinstance(obj, Remote):
                 if obj._generation != self._channel.generation:
@@ -239,7 +240,7 @@ class Student:
             )
 
         try:
-            return encode(value, handle_for=handle_for)
+            return encode(value, handle_for=handle_for, memo=memo)
         except NotPlain as exc:
             raise TypeError(f"argument is not plain data: {exc}") from None
 

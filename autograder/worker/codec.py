@@ -52,15 +52,21 @@ class HandleRef:
 # ---------------------------------------------------------------------------- encoding
 
 
-def encode(value: Any, *, handle_for: Callable[[Any], HandleRef] | None = None) -> Any:
+Memo = dict[int, tuple[Any, Any, int]]  # id(container) -> (the container, its tree, the items it holds)
+
+
+def encode(value: Any, *, handle_for: Callable[[Any], HandleRef] | None = None, memo: Memo | None = None) -> Any:
     """Turn ``value`` into the tagged JSON tree.
 
     Without ``handle_for``, a non-plain value raises ``NotPlain``. With it, objects that
     are ``HandleRef`` (or any object ``handle_for`` accepts) are written as handles: the
-    grader uses this to send handles back as arguments.
+    grader uses this to send handles back as arguments. ``memo``, kept by the caller across
+    the values of one message: a container met again (the same training set or model passed
+    to each of a batch's calls) is written as the tree made the first time, not walked
+    again; the message still holds one copy for each place, so each call gets its own.
     """
     budget = [MAX_ITEMS]
-    return _encode(value, 0, budget, handle_for)
+    return _encode(value, 0, budget, handle_for, memo)
 
 
 def _spend(budget: list[int], n: int) -> None:
@@ -69,9 +75,24 @@ def _spend(budget: list[int], n: int) -> None:
         raise NotPlain("value too large")
 
 
-def _encode(value: Any, depth: int, budget: list[int], handle_for: Callable[[Any], HandleRef] | None) -> Any:
+def _encode(value: Any, depth: int, budget: list[int], handle_for: Callable[[Any], HandleRef] | None,
+            memo: Memo | None = None) -> Any:
     if depth > MAX_DEPTH:
         raise NotPlain("value nested too deeply")
+    if memo is not None and type(value) in (list, tuple, dict, np.ndarray):
+        seen = memo.get(id(value))
+        if seen is not None and seen[0] is value:
+            _spend(budget, seen[2])
+            return seen[1]
+        before = budget[0]
+        tree = _encode_fresh(value, depth, budget, handle_for, memo)
+        memo[id(value)] = (value, tree, before - budget[0])
+        return tree
+    return _encode_fresh(value, depth, budget, handle_for, memo)
+
+
+def _encode_fresh(value: Any, depth: int, budget: list[int], handle_for: Callable[[Any], HandleRef] | None,
+                  memo: Memo | None) -> Any:
     _spend(budget, 1)
     if value is None or isinstance(value, (bool, np.bool_)):
         return None if value is None else bool(value)
@@ -94,14 +115,14 @@ def _encode(value: Any, depth: int, budget: list[int], handle_for: Callable[[Any
     # Exact types only: a subclass (a namedtuple K-D tree node, a dict with a lying
     # __eq__) is the student's object and stays in the worker as a handle.
     if type(value) in (list, tuple):
-        items = [_encode(v, depth + 1, budget, handle_for) for v in value]
+        items = [_encode(v, depth + 1, budget, handle_for, memo) for v in value]
         return {"t": items} if type(value) is tuple else items
     if type(value) is dict:
         pairs = []
         for k, v in value.items():
             if not _is_key(k):
                 raise NotPlain("dict key is not a scalar or a tuple of scalars")
-            pairs.append([_encode(k, depth + 1, budget, None), _encode(v, depth + 1, budget, handle_for)])
+            pairs.append([_encode(k, depth + 1, budget, None), _encode(v, depth + 1, budget, handle_for, memo)])
         return {"d": pairs}
     if handle_for is not None:
         ref = handle_for(value)
