@@ -5,7 +5,10 @@ on the spot; either way the worker is pid 1 of a PID namespace of its own."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 
@@ -13,6 +16,7 @@ import psutil
 import pytest
 
 from autograder.execution import Limits, SubmissionRun, ZygoteSlot
+from autograder.execution.zygote import Worker
 from autograder.testing.student import Student
 
 LIMITS = Limits(memory_mb=768, zygote_mb=256, nproc=64, scratch_mb=96, cell_timeout_s=20, call_timeout_s=10)
@@ -87,3 +91,28 @@ def test_a_spare_that_died_is_replaced_by_a_worker_forked_on_the_spot(slot: Zygo
     spare.wait(timeout=10)
     assert probe(slot) == {"pid": 1, "tmp_mb": 96}
     assert probe(slot) == {"pid": 1, "tmp_mb": 96}  # and the zygote forks ahead again after it
+
+
+def test_a_fork_read_together_with_the_end_before_it_gets_its_pipes(slot: ZygoteSlot):
+    """The grader sends ``end``, then ``fork`` with the next worker's pipes once the ``exited``
+    came; a zygote still busy forking the spare reads both at once, descriptors and all. They
+    are the fork's, not the end's: the fork was once refused and the grader waited 10 s."""
+    zygote = slot.start().zygote
+    assert zygote is not None
+    worker = slot.spawn()
+    assert worker.request({"op": "has", "name": "x"}, 10)["ok"]
+    worker.close_fds()
+    zygote.worker = None
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    out_r, out_w = os.pipe()
+    lines = b'{"op": "end"}\n' + json.dumps({"op": "fork", "limits": LIMITS.for_worker()}).encode() + b"\n"
+    assert zygote.sock is not None
+    socket.send_fds(zygote.sock, [lines], [req_r, resp_w, out_w])
+    for fd in (req_r, resp_w, out_w):
+        os.close(fd)
+    zygote._expect({"exited"}, 10)
+    zygote._expect({"forked"}, 10)
+    zygote.worker = Worker(zygote, req_w, resp_r, out_r)
+    assert zygote.worker.request({"op": "has", "name": "x"}, 10)["ok"]
+    slot.release(kill=True)

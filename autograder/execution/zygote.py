@@ -132,6 +132,8 @@ class Zygote:
                 log.debug("zygote says %s (waiting for %s)", message, sorted(ops))
                 if message.get("op") in ops:
                     return message
+                if message.get("op") == "error":  # it refused what it was asked: no answer will come
+                    raise SandboxError("the zygote refused a command")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError(f"zygote did not answer {sorted(ops)} within {timeout:.0f} s")

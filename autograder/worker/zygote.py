@@ -392,6 +392,7 @@ class Zygote:
                    "non_dumpable": _non_dumpable(), "seccomp_rules": self.seccomp_rules,
                    "fresh_namespaces": self.fresh_namespaces})
         buffer = b""
+        pending: list[int] = []  # descriptors received, not yet handed to a ``fork``
         import select
 
         while True:
@@ -406,11 +407,16 @@ class Zygote:
                     self._kill_all()
                     self._let_spare_go()
                     return
+                # Descriptors come only with a ``fork``, but one read may hold lines sent
+                # apart (an ``end``, then the ``fork`` sent once its ``exited`` came): they
+                # go to the next ``fork`` line, whichever line the read began with.
+                pending += fds
                 buffer += data
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    self._command(json.loads(line), fds)
-                    fds = []
+                    message = json.loads(line)
+                    taken, pending = (pending[:3], pending[3:]) if message.get("op") == "fork" else ([], pending)
+                    self._command(message, taken)
 
     def _command(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
