@@ -28,9 +28,12 @@ from tests.helpers import notebook_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb")
-# small enough that what the writer holds would starve the reader if it stayed charged
-LIMITS = Limits(memory_mb=768, zygote_mb=256, nproc=64, scratch_mb=96, cell_timeout_s=20, call_timeout_s=10,
-                submission_timeout_s=60, tests_timeout_s=30, restarts=1)
+# A cgroup (memory_mb + zygote_mb) small enough that what the writer holds would starve the
+# reader if it stayed charged. The writer's address space (RLIMIT_AS, memory_mb) has room
+# for its hoard beside a warm zygote's (~480 MB, BLAS buffers included), and its cell the
+# time to touch ~1 GB on a slow machine: the test is about what is left, not about speed.
+LIMITS = Limits(memory_mb=896, zygote_mb=128, nproc=64, scratch_mb=96, cell_timeout_s=90, call_timeout_s=10,
+                submission_timeout_s=180, tests_timeout_s=30, restarts=1)
 
 SCRATCH_MOUNTS = ("/dev/pts", "/dev/shm", "/tmp")  # /dev/pts: ptys only, no files
 
@@ -136,7 +139,7 @@ for _ in range(60):
         os._exit(0)
     os.waitpid(child, 0)
 import numpy as np
-hoard = np.ones(30 << 20)  # 240 MB touched
+hoard = np.ones(8 << 20)  # 64 MB touched
 del hoard
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 os._exit = lambda *args: time.sleep(120)
