@@ -75,6 +75,8 @@ def test_case_gets_its_outcome(graded: tuple[dict[str, SubmissionResult], float]
         assert result.status is Status.GRADED, (result.status, result.messages)
         assert {t.task: t.score for t in result.tasks} == {n: 0.0 if n in lost else 10.0 for n in range(1, 7)}, \
             [t.output for t in result.tests]
+        if case.get("runs_clean"):  # the attack itself ran (a planter that raised would prove nothing)
+            assert result.messages == [], result.messages
 
 
 def test_the_batch_ends_within_its_budget(graded: tuple[dict[str, SubmissionResult], float]) -> None:

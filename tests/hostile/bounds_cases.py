@@ -12,6 +12,8 @@ honest week-9 code plus an attack cell; each says what it must get:
 
 Readers (``trace_*_reader``) come right after their planters in the batch and sabotage
 their own task 3 (``count = -1``) if they see anything a planter could have moved.
+``runs_clean``: the attack cell must run without an error (a planter whose allocation
+failed would leave nothing to find, and its reader would pass for nothing).
 ``REAL_WEEK_CASES`` replay the issue's two attacks on the real weeks 1 and 4: whatever
 their hidden tests do with them now, the neighbour's score and the batch must hold.
 """
@@ -119,7 +121,7 @@ if os.fork() == 0:
     os.setsid()
     time.sleep(300)
 '''),
-    dict(name="trace_pid_reader", expect="lost", lost=(),
+    dict(name="trace_pid_reader", expect="lost", lost=(), runs_clean=True,
          attack="read the pid, a thread's id, a child's pid and the namespace's last pid",
          cell='''
 import os, threading
@@ -132,10 +134,10 @@ os.waitpid(child, 0)
 last = open("/proc/loadavg").read().split()[4]
 seen = (os.getpid(), os.getppid(), ids[0], child, last) != (1, 0, 2, 3, "3")
 ''' + SABOTAGE_IF_SEEN),
-    dict(name="trace_cgroup_planter", expect="lost", lost=(),
-         attack="raise the zygote cgroup's memory high-water mark with 300 MB touched, then free it",
-         cell="import numpy as np\nhoard = np.ones(300 << 17)\nhoard[::512] += 1\ndel hoard"),
-    dict(name="trace_cgroup_reader", expect="lost", lost=(),
+    dict(name="trace_cgroup_planter", expect="lost", lost=(), runs_clean=True,
+         attack="raise the zygote cgroup's memory high-water mark with 200 MB touched, then free it",
+         cell="import numpy as np\nhoard = np.ones(200 << 17)\nhoard[::512] += 1\ndel hoard"),
+    dict(name="trace_cgroup_reader", expect="lost", lost=(), runs_clean=True,
          attack="read any cgroup: counters, other graders' cgroups, its own cgroup's path",
          cell='''
 import os
@@ -143,7 +145,7 @@ files = [os.path.join(top, f) for top, _, names in os.walk("/sys/fs/cgroup") for
 own = open("/proc/self/cgroup").read().splitlines()
 seen = bool(files) or any(not line.endswith(":/") for line in own)
 ''' + SABOTAGE_IF_SEEN),
-    dict(name="trace_zygote_reader", expect="lost", lost=(),
+    dict(name="trace_zygote_reader", expect="lost", lost=(), runs_clean=True,
          attack="look for the zygote and its counters in /proc (status, faults, children)",
          cell='''
 import os
