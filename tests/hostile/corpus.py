@@ -299,12 +299,12 @@ for fd in range(3, 64):
         "import sys\nsys.setrecursionlimit(10**7)\ndef down(n):\n    return down(n + 1) + 1\ndown(0)",
     )),
     # -- forging a score -------------------------------------------------------------------------
-    Case("huge_values", "return 10 million ints, a 50 MB string and a 60 MB array", "wrong", ('''
+    Case("huge_values", "return 2.5 million ints, a 50 MB string and a 64 MB array (each over the reply's item or string cap)", "wrong", ('''
 import numpy as np
 class Perceptron(Perceptron):
     def fit(self, X, y):
         super().fit(X, y)
-        self.errors_ = list(range(10_000_000))
+        self.errors_ = list(range(2_500_000))
         self.w_ = np.zeros(8_000_000)
         return self
     def predict(self, X):
