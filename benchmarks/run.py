@@ -154,8 +154,8 @@ def measure_week(week: str, args: argparse.Namespace, skip: set[str]) -> None:
     per_kind, cpu_per_kind = floor(paths, week)
     # over the submissions ours' figures cover: the gaps between results (and the CPU from the
     # first result to the last) are the 2nd to the last submission's, not the 1st's (a week's
-    # first fixture may cost 3 s, which the floor alone would then count)
-    counted = paths[1:]
+    # first fixture may cost 3 s, which the floor alone would then count); a batch of one is its own
+    counted = paths[1:] or paths
     the_floor = statistics.mean(per_kind[kind_of(p)] for p in counted)
     cpu_floor = statistics.mean(cpu_per_kind[kind_of(p)] for p in counted)
     print(f"\n{week}, {args.n} submissions ({len(mix(week))}-notebook mix), {time.strftime('%Y-%m-%d %H:%M')}, "

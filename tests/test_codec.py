@@ -142,7 +142,6 @@ def test_container_subclasses_are_not_plain_data():
             encode(value)
 
 
-
 def test_a_container_met_again_in_one_message_is_encoded_once_as_the_same_tree_and_still_counted():
     """``Student.each`` passes one model or training set to every call of a batch: with a memo
     it is walked once, and the message is the same as without one (each call still gets a
