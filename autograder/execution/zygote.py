@@ -9,6 +9,7 @@ zygote that stops answering is replaced.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -32,6 +33,11 @@ ZYGOTE_START_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 10.0
 CLEANUP_TIMEOUT_S = 60.0  # killing and reaping a fork bomb's thousands of processes takes a while
 MAX_CONTROL_LINE = 1 << 16
+# The request and reply pipes hold this much (Linux's default is 64 KiB, the most an
+# unprivileged process may ask is /proc/sys/fs/pipe-max-size, 1 MiB by default): a
+# week-4 request of 600 KB then crosses in one write and one read instead of ten of each,
+# with a wake-up of the other side for every one. Pages are taken only as data is written.
+PIPE_BYTES = 1 << 20
 
 
 class Zygote:
@@ -154,8 +160,8 @@ class Zygote:
         if self.worker is not None:
             raise SandboxError("the zygote already has a worker")
         self._await_cleanup()
-        req_r, req_w = os.pipe()
-        resp_r, resp_w = os.pipe()
+        req_r, req_w = _wide_pipe()
+        resp_r, resp_w = _wide_pipe()
         out_r, out_w = os.pipe()
         try:
             self._send({"op": "fork", "limits": limits.for_worker()}, [req_r, resp_w, out_w])
@@ -203,6 +209,17 @@ class Zygote:
         self._cleaning = False
         self._send({"op": "kill"})
         self._expect({"killed"}, CLEANUP_TIMEOUT_S)
+
+
+def _wide_pipe() -> tuple[int, int]:
+    """A pipe of ``PIPE_BYTES``, or of the default size where the system refuses (a user's
+    pipes over ``pipe-user-pages-soft``, a lower ``pipe-max-size``): only slower, never wrong."""
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass
+    return read_end, write_end
 
 
 class Worker:

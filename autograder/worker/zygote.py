@@ -76,6 +76,7 @@ def preload() -> Any:
         importlib.import_module(module)
 
     from autograder.worker.core import make_shell
+    from autograder.worker.heap import fill_free_chunks, into_huge_pages
     from autograder.worker.warmup import warm_up
 
     shell = make_shell()
@@ -84,32 +85,9 @@ def preload() -> Any:
     # collections then never walk (and so copy-on-write) the zygote's pages.
     gc.collect()
     gc.freeze()
-    _into_huge_pages()
+    fill_free_chunks()
+    into_huge_pages()
     return shell
-
-
-MADV_COLLAPSE = 25
-HUGE_PAGE = 1 << 21
-
-
-def _into_huge_pages() -> None:
-    """Put the zygote's heap into 2 MiB pages where it can (``MADV_COLLAPSE``, Linux 6.1 and
-    later; elsewhere a refused hint, which changes nothing). A fork copies one page-table
-    entry per huge page instead of 512, and a worker's exit frees as few: a worker costs
-    less to make and to end. A worker that writes into a huge page gets a copy of the 4 KiB
-    it wrote to, as before."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split()  # address range, permissions, offset, device, inode[, path]
-            if not fields[1].startswith("rw") or (len(fields) > 5 and fields[5] != "[heap]"):
-                continue  # anonymous writable memory only: the heap and malloc's and Python's arenas
-            start, end = (int(address, 16) for address in fields[0].split("-"))
-            start = -(-start // HUGE_PAGE) * HUGE_PAGE
-            end = end // HUGE_PAGE * HUGE_PAGE
-            if end > start:
-                libc.madvise(start, end - start, MADV_COLLAPSE)
 
 
 def _non_dumpable() -> bool:
