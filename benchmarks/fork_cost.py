@@ -8,8 +8,9 @@ imports, the warm-up, the frozen collector, the filled ``malloc`` free lists, th
 pages), then forks ``--forks`` children: one set that exits at once, one that runs the
 notebook's cells once through a ``WorkerCore`` and exits. Each child's CPU time (user and
 system) and page faults come from ``wait4``; the same cells run in this process, warm,
-give the in-process figure. No sandbox: no namespaces, filter or limits, which cost a
-worker another ~1,000 faults and ~5 ms of system time (see benchmarks/README.md).
+give the in-process figure. No sandbox: no namespaces, filter or limits, and none of the
+child's set-up before it serves (a sandboxed worker has taken ~1,030 faults by then, a bare
+fork and exit here ~430; see benchmarks/README.md).
 
 Page faults are the load-proof figure here: CPU times on a shared machine move by 10-20 %
 between runs, a child's fault count by a few faults.
