@@ -56,10 +56,22 @@ def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
     return student.build(build(np.arange(len(X), dtype=np.int64), 0))
 
 
-def leaf_paths(X: np.ndarray, leaf_size: int) -> list[tuple[np.ndarray, list[tuple[int, float, bool]]]]:
+class Leaves(NamedTuple):
+    """The leaves of ``send_tree``'s tree with their paths from the root, as arrays: row ``i``
+    holds leaf ``i``'s ancestors' planes (``dims``, ``splits``) and the side the leaf is on
+    (``went_left``), padded past the leaf's depth where ``on_path`` is False."""
+
+    indices: list[np.ndarray]
+    dims: np.ndarray
+    splits: np.ndarray
+    went_left: np.ndarray
+    on_path: np.ndarray
+
+
+def leaf_paths(X: np.ndarray, leaf_size: int) -> Leaves:
     """The leaves of ``send_tree``'s tree, each with its path from the root: the
     (dim, split, went_left) of every node above it. Built here, never asked of the worker."""
-    leaves = []
+    leaves: list[tuple[np.ndarray, list[tuple[int, float, bool]]]] = []
 
     def build(indices: np.ndarray, depth: int, path: list[tuple[int, float, bool]]) -> None:
         if len(indices) <= leaf_size:
@@ -76,22 +88,33 @@ def leaf_paths(X: np.ndarray, leaf_size: int) -> list[tuple[np.ndarray, list[tup
         build(indices[~go_left], depth + 1, path + [(dim, split, False)])
 
     build(np.arange(len(X), dtype=np.int64), 0, [])
-    return leaves
+    shape = (len(leaves), max(len(path) for _indices, path in leaves))
+    dims, splits = np.zeros(shape, dtype=np.int64), np.zeros(shape)
+    went_left, on_path = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    for row, (_indices, path) in enumerate(leaves):
+        for column, (dim, split, left) in enumerate(path):
+            dims[row, column], splits[row, column], went_left[row, column], on_path[row, column] = dim, split, left, True
+    return Leaves([indices for indices, _path in leaves], dims, splits, went_left, on_path)
 
 
-def pruned_leaves(X: np.ndarray, leaves: list, query: np.ndarray, k: int = 1) -> tuple[list[np.ndarray], int, int]:
+def pruned_leaves(X: np.ndarray, leaves: Leaves, query: np.ndarray, k: int = 1) -> tuple[list[np.ndarray], int, int]:
     """Which leaves every search by the notes' rules skips for ``query``, and bounds on its count.
 
     The search reaches the query's own leaf first, so from then on its best distance is at
     most ``d_own``, the k-th nearest distance within that leaf (``k`` is at most a leaf's size). A leaf lying on the far side of
     some ancestor's plane farther than ``d_own`` from the query is pruned there, whatever
     else the search visited. Returns those leaves' indices, the own leaf's size (the least
-    count) and the number of points outside the pruned leaves (the most)."""
-    own = next(indices for indices, path in leaves
-               if all((query[dim] < split) == went_left for dim, split, went_left in path))
+    count) and the number of points outside the pruned leaves (the most).
+
+    All leaves at once, as arrays: a plane is "crossed" when the query lies on the other
+    side of it from the leaf; a leaf's distance is its farthest crossed plane's (-1 when
+    none is), compared with ``d_own`` as the same float64 numbers one leaf at a time would be."""
+    coordinates = query[leaves.dims]
+    crossed = ((coordinates < leaves.splits) != leaves.went_left) & leaves.on_path
+    own = leaves.indices[int(np.flatnonzero(~crossed.any(axis=1))[0])]
     d_own = float(np.sort(np.sqrt(((X[own] - query) ** 2).sum(axis=1)))[k - 1])
-    pruned = [indices for indices, path in leaves
-              if max((abs(query[dim] - split) for dim, split, went_left in path if (query[dim] < split) != went_left), default=-1.0) > d_own]
+    farthest = np.max(np.where(crossed, np.abs(coordinates - leaves.splits), -1.0), axis=1, initial=-1.0)
+    pruned = [leaves.indices[row] for row in np.flatnonzero(farthest > d_own)]
     return pruned, len(own), len(X) - sum(len(indices) for indices in pruned)
 
 
