@@ -37,6 +37,15 @@ PRUNING_QUERIES = 30
 PRUNING_LEAF_SIZE = 4
 
 
+def median(values: np.ndarray) -> float:
+    """``np.median`` of a node's values, the same float (the middle sorted value, or the two
+    middle ones added and halved, as ``np.median`` computes it), without its ~9 µs of dispatch:
+    ``send_tree`` and ``leaf_paths`` take ~1,500 medians of a few values per submission."""
+    ordered = np.sort(values)
+    half = len(ordered) // 2
+    return float(ordered[half]) if len(ordered) % 2 else float((ordered[half - 1] + ordered[half]) / 2)
+
+
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
     """Build the tree by the notebook's building rules here and construct it in the worker from the
     notebook's ``KDNode`` and ``KDLeaf`` (every node in one request); return its root."""
@@ -47,7 +56,7 @@ def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
             return Call(KDLeaf, indices)
         dim = depth % X.shape[1]
         values = X[indices, dim]
-        split = float(np.median(values))
+        split = median(values)
         go_left = values < split
         if not go_left.any():
             return Call(KDLeaf, indices)
@@ -79,7 +88,7 @@ def leaf_paths(X: np.ndarray, leaf_size: int) -> Leaves:
             return
         dim = depth % X.shape[1]
         values = X[indices, dim]
-        split = float(np.median(values))
+        split = median(values)
         go_left = values < split
         if not go_left.any():
             leaves.append((indices, path))
