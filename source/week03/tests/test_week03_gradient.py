@@ -62,9 +62,14 @@ def test_gradient_formula(student, random_problem):
 def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
     """gradient leaves the caller's w, X and y as they were."""
     X, y, weights = random_problem
-    result = unchanged_inputs("gradient", student.gradient, w=weights[1], X=X, y=y)
+    # a saturated w, as the formula test's last: a slope measured from the (clipped) cost is
+    # flat there, so a gradient by finite differences fails this test on every draw (at
+    # weights[1] it passed on 99 draws in 100), and a task-1 mistake in sigmoid near z = 0
+    # no longer costs this task-2 test its points
+    w = saturating(weights[1], X)
+    result = unchanged_inputs("gradient", student.gradient, w=w, X=X, y=y)
     # a property that doing nothing also has: it counts only when gradient did its job
-    expected = X.T @ (expit(X @ weights[1]) - y) / len(y)
+    expected = X.T @ (expit(X @ w) - y) / len(y)
     assert isinstance(result, np.ndarray) and result.shape == expected.shape \
         and float(np.max(np.abs(result.astype(float) - expected))) <= 1e-9 * (1 + float(np.max(np.abs(expected)))), _(
             "leaving the inputs unchanged counts only once gradient returns X.T @ (sigmoid(X @ w) - y) / m"
