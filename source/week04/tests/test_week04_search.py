@@ -46,20 +46,29 @@ def median(values: np.ndarray) -> float:
     return float(ordered[half]) if len(ordered) % 2 else float((ordered[half - 1] + ordered[half]) / 2)
 
 
+def split_node(X: np.ndarray, indices: np.ndarray, depth: int, leaf_size: int) -> tuple[int, float, np.ndarray] | None:
+    """The notebook's building rule for the node holding ``indices`` at ``depth``: its split
+    dimension, its split value and which of its points go left, or None for a leaf (few
+    enough points, or a split that would leave the left side empty)."""
+    if len(indices) <= leaf_size:
+        return None
+    dim = depth % X.shape[1]
+    values = X[indices, dim]
+    split = median(values)
+    go_left = values < split
+    return (dim, split, go_left) if go_left.any() else None
+
+
 def send_tree(student, X: np.ndarray, leaf_size: int) -> object:
     """Build the tree by the notebook's building rules here and construct it in the worker from the
     notebook's ``KDNode`` and ``KDLeaf`` (every node in one request); return its root."""
     KDLeaf, KDNode = student.KDLeaf, student.KDNode
 
     def build(indices: np.ndarray, depth: int) -> Call:
-        if len(indices) <= leaf_size:
+        node = split_node(X, indices, depth, leaf_size)
+        if node is None:
             return Call(KDLeaf, indices)
-        dim = depth % X.shape[1]
-        values = X[indices, dim]
-        split = median(values)
-        go_left = values < split
-        if not go_left.any():
-            return Call(KDLeaf, indices)
+        dim, split, go_left = node
         return Call(KDNode, dim, split, build(indices[go_left], depth + 1), build(indices[~go_left], depth + 1))
 
     return student.build(build(np.arange(len(X), dtype=np.int64), 0))
@@ -83,16 +92,11 @@ def leaf_paths(X: np.ndarray, leaf_size: int) -> Leaves:
     leaves: list[tuple[np.ndarray, list[tuple[int, float, bool]]]] = []
 
     def build(indices: np.ndarray, depth: int, path: list[tuple[int, float, bool]]) -> None:
-        if len(indices) <= leaf_size:
+        node = split_node(X, indices, depth, leaf_size)
+        if node is None:
             leaves.append((indices, path))
             return
-        dim = depth % X.shape[1]
-        values = X[indices, dim]
-        split = median(values)
-        go_left = values < split
-        if not go_left.any():
-            leaves.append((indices, path))
-            return
+        dim, split, go_left = node
         build(indices[go_left], depth + 1, path + [(dim, split, True)])
         build(indices[~go_left], depth + 1, path + [(dim, split, False)])
 
