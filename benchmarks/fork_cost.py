@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--forks", type=int, default=12)
     args = parser.parse_args()
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's autograder (see run.OWN_TREE)
     from autograder.notebook import code_cells
     from autograder.worker.core import WorkerCore
     from autograder.worker.zygote import preload

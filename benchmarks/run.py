@@ -25,6 +25,9 @@ import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# ours.py and floor.py import this tree's ``autograder``: a worktree of another commit that shares
+# the virtualenv would otherwise measure the package its editable install points at
+OWN_TREE = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
 
 import competitors  # noqa: E402
 from memory import run_sampled  # noqa: E402
@@ -37,7 +40,7 @@ PYTHON = str(HERE.parent / ".venv" / "bin" / "python")
 def ours(folder: Path, jobs: int, week: str) -> dict:
     out = WORK / f"ours-{week}-{folder.name}-j{jobs}.json"
     code, wall, samples = run_sampled([PYTHON, str(HERE / "ours.py"), str(folder), str(out), "--jobs", str(jobs),
-                                       "--week", week])
+                                       "--week", week], env=OWN_TREE)
     assert code == 0, f"ours.py --jobs {jobs} failed"
     data = json.loads(out.read_text())
     gaps = [b - a for a, b in zip(data["arrivals"], data["arrivals"][1:])]
@@ -57,7 +60,7 @@ def floor(paths: list[Path], week: str) -> tuple[dict[str, float], dict[str, flo
     # is put on one thread by the plugin, in the floor as when grading)
     one_thread = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     reply = subprocess.run([PYTHON, str(HERE / "floor.py"), week, *map(str, kinds.values())], capture_output=True,
-                           text=True, check=True, env={**os.environ, **one_thread})
+                           text=True, check=True, env={**OWN_TREE, **one_thread})
     timed = json.loads(reply.stdout)
     return ({kind_of(Path(k)): v["wall_s"] for k, v in timed.items()},
             {kind_of(Path(k)): v["cpu_s"] for k, v in timed.items()})

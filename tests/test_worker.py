@@ -300,6 +300,40 @@ def test_ipython_semantics_matplotlib_and_input(run_notebook):
     assert student.after == 1
 
 
+
+FIGURE_CELLS = (
+    "%matplotlib inline\nimport io\nimport matplotlib.pyplot as plt\nfrom IPython import get_ipython",
+    # one figure shown as a cell's end shows it, and a twin rendered to a PNG by hand
+    "def figure():\n    fig, ax = plt.subplots(layout='constrained')\n    ax.plot([1, 2], [3, 5])\n"
+    "    ax.set_xlabel('x label')\n    ax.set_title('a title')\n    return fig\n"
+    "fig, twin = figure(), figure()\nunlaid = fig.axes[0].get_position().bounds\n"
+    "formats = sorted(get_ipython().display_formatter.format(fig)[0])\n"
+    "laid = fig.axes[0].get_position().bounds\n"
+    "twin.savefig(io.BytesIO(), format='png')\nrendered = twin.axes[0].get_position().bounds\nplt.show()",
+    "still_open = plt.get_fignums()\nkept_title = fig.axes[0].get_title()",
+)
+
+
+def test_a_figure_is_drawn_as_in_jupyter_but_never_rendered(run_notebook):
+    """Under ``%matplotlib inline`` a displayed figure is formatted as text only (no PNG
+    nobody reads, ~75 ms a figure), yet drawn: its layout is the one a rendered twin gets."""
+    run, student = run_notebook(*FIGURE_CELLS)
+    assert not run.messages
+    assert student.formats == ["text/plain"]
+    assert student.laid != student.unlaid  # drawn: the layout engine ran
+    assert student.laid == student.rendered  # as far as a test can read, the figure Jupyter shows
+    assert student.still_open == [] and student.kept_title == "a title"  # show() closed it, the object lives on
+
+
+def test_rich_reprs_are_not_computed(run_notebook):
+    """A cell's value is shown as a terminal shows it: ``__repr__``, not ``_repr_html_``."""
+    _, student = run_notebook(
+        "calls = []\nclass Table:\n    def __repr__(self):\n        calls.append('repr')\n        return 'Table'\n"
+        "    def _repr_html_(self):\n        calls.append('html')\n        return '<table></table>'\nTable()",
+        "from IPython.display import display\ndisplay(Table())",
+    )
+    assert student.calls == ["repr", "repr"]
+
 def test_memory_limit_is_a_crash_not_a_hang(run_notebook):
     limits = replace(FAST, memory_mb=1024)
     run, student = run_notebook("import numpy as np\nblocks = []\nfor _ in range(64):\n"

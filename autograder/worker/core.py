@@ -20,6 +20,7 @@ from traitlets import Type
 
 from autograder.exceptions import NotPlain
 from autograder.worker.codec import HandleRef, decode, encode
+from autograder.worker.display import TextOnly
 
 MAX_MESSAGE_TEXT = 500
 MAX_WARNINGS = 20
@@ -80,9 +81,15 @@ def position(exc: BaseException) -> list[int] | None:
 
 class GradingShell(InteractiveShell):
     """A headless shell: ``%matplotlib inline`` and friends select a backend, no GUI loop;
-    cells compiled under their place in the notebook (``CellCompiler``)."""
+    cells compiled under their place in the notebook (``CellCompiler``); displayed values
+    formatted as text only, figures drawn but never rendered (``worker/display.py``)."""
 
     compiler_class = Type(CellCompiler)
+
+    def init_display_formatter(self) -> None:
+        """The grading shell's formatter: nobody looks at a cell's pictures."""
+        self.display_formatter = TextOnly(parent=self)
+        self.configurables.append(self.display_formatter)  # type: ignore[arg-type]  # IPython's own annotation is too narrow
 
     def enable_gui(self, gui: str | None = None) -> None:
         """There is no event loop to integrate with; plots render on Agg."""
