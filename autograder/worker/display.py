@@ -5,8 +5,8 @@ becomes a PNG, a DataFrame an HTML table. While grading, nobody reads any of it 
 prints is drained and dropped; feedback comes from the hidden tests), yet it is paid for out
 of the student's time budget. Under ``%matplotlib inline``, the first line of many a notebook,
 every figure a cell leaves open is rasterised and compressed after the cell: about 75 ms a
-figure on the grading machines, more than the rest of what grading one week-1 notebook costs,
-and a notebook heavy with plots could run out of time for pictures alone.
+figure on the grading machines, half of what grading a whole week-1 notebook costs, and a
+notebook heavy with plots could run out of time for pictures alone.
 
 So the grading shell computes ``text/plain`` only (the value's ``repr``, printed as a terminal
 IPython prints it). A figure that Jupyter would have turned into an image is still drawn,
