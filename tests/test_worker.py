@@ -300,10 +300,9 @@ def test_ipython_semantics_matplotlib_and_input(run_notebook):
     assert student.after == 1
 
 
-
 FIGURE_CELLS = (
     "%matplotlib inline\nimport io\nimport matplotlib.pyplot as plt\nfrom IPython import get_ipython",
-    # one figure shown as a cell's end shows it, and a twin rendered to a PNG by hand
+    # a figure formatted as the display hook and show() format it, and a twin rendered to a PNG by hand
     "def figure():\n    fig, ax = plt.subplots(layout='constrained')\n    ax.plot([1, 2], [3, 5])\n"
     "    ax.set_xlabel('x label')\n    ax.set_title('a title')\n    return fig\n"
     "fig, twin = figure(), figure()\nunlaid = fig.axes[0].get_position().bounds\n"
@@ -333,6 +332,7 @@ def test_rich_reprs_are_not_computed(run_notebook):
         "from IPython.display import display\ndisplay(Table())",
     )
     assert student.calls == ["repr", "repr"]
+
 
 def test_memory_limit_is_a_crash_not_a_hang(run_notebook):
     limits = replace(FAST, memory_mb=1024)
