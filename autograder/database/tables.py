@@ -226,10 +226,22 @@ lti_lineitem = Table(
     Column("lineitem", Text, primary_key=True),
     Column("issuer", Text, nullable=False),
     Column("client_id", Text, nullable=False),
+    Column("scopes", Text),  # the AGS scopes the last launch granted, space-separated; None: not recorded
 )
 
 lti_registration = Table(
     "lti_registration", metadata,
     Column("digest", Text, primary_key=True),
     Column("expires", Float, nullable=False),
+)
+
+# --- the service's rate limits (autograder.service.rate_limit) -----------------------------------
+
+rate_limits = Table(  # requests counted per bucket, key (a SHA-256) and minute, shared by the replicas
+    "rate_limits", metadata,
+    Column("bucket", Text, primary_key=True),  # which limit: "user", "address", "upload"
+    Column("key", Text, primary_key=True),
+    Column("window", BigInteger, primary_key=True),  # the minute since the epoch
+    Column("count", Integer, nullable=False),
+    Index("rate_limits_window", "window"),
 )

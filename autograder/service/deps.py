@@ -26,7 +26,8 @@ from autograder.exceptions import CourseError, Refused
 from autograder.service.edge import token
 from autograder.service.marking import is_row_id
 from autograder.service.pages import Pages
-from autograder.service.sessions import SESSION_COOKIE, RateLimiter, Session, SessionCookies
+from autograder.service.rate_limit import RateLimiter
+from autograder.service.sessions import SESSION_COOKIE, Session, SessionCookies
 from autograder.service.settings import Settings
 from autograder.service.store import Attempt, Store
 from autograder.service.tool import Tool
@@ -52,16 +53,18 @@ class Hooks:
 
 @dataclass(frozen=True)
 class RateLimits:
-    """The service's own rate limits (``Settings``): per user, per address, uploads per user."""
+    """The service's own rate limits (``Settings``): per user, per address, uploads per user,
+    counted in the service's database (``rate_limit.py``), so the replicas share them."""
 
     per_user: RateLimiter     # every route a session calls
     per_address: RateLimiter  # the LTI routes, before anyone is known
     uploads: RateLimiter
 
     @classmethod
-    def of(cls, settings: Settings) -> RateLimits:
-        return cls(RateLimiter(settings.requests_per_minute), RateLimiter(settings.launches_per_minute),
-                   RateLimiter(settings.uploads_per_minute))
+    def of(cls, settings: Settings, store: Store) -> RateLimits:
+        return cls(RateLimiter(store.database, "user", settings.requests_per_minute),
+                   RateLimiter(store.database, "address", settings.launches_per_minute),
+                   RateLimiter(store.database, "upload", settings.uploads_per_minute))
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, course: Course, store: Store, tool: Tool, hooks: Hooks) -> Services:
         return cls(settings, course, store, tool, hooks, pages=Pages(settings.tool_name),
-                   cookies=SessionCookies(tool.session_secret), limits=RateLimits.of(settings))
+                   cookies=SessionCookies(tool.session_secret), limits=RateLimits.of(settings, store))
 
 
 def services(request: Request) -> Services:
@@ -129,7 +132,7 @@ def current_session(request: Request, cookies: CookiesDep, limits: LimitsDep) ->
     session = cookies.read(request)
     if session is None:
         raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS.")
-    wait = limits.per_user.allow(session.who)
+    wait = limits.per_user.allow(*session.who)
     if wait:
         raise too_many(wait)
     return session

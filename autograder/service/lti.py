@@ -185,17 +185,26 @@ class LoginStates:
                                .returning(lti_nonce.c.used)).first()
         return first is not None
 
-    def bind_lineitem(self, lineitem: str, platform: Platform) -> None:
-        """Remember which registration's token a line item's scores need."""
+    def bind_lineitem(self, lineitem: str, platform: Platform, scopes: tuple[str, ...] = ()) -> None:
+        """Remember which registration's token a line item's scores need, and the AGS
+        ``scopes`` the launch that named it granted (the latest launch's grant stands)."""
         with self._database.write() as db:
             db.execute(self._database.upsert(lti_lineitem, {"lineitem": lineitem, "issuer": platform.issuer,
-                                                            "client_id": platform.client_id}, keys=("lineitem",)))
+                                                            "client_id": platform.client_id,
+                                                            "scopes": " ".join(scopes)}, keys=("lineitem",)))
 
     def lineitem_owner(self, lineitem: str) -> tuple[str, str] | None:
         with self._database.read() as db:
             row = db.execute(select(lti_lineitem.c.issuer, lti_lineitem.c.client_id)
                              .where(lti_lineitem.c.lineitem == lineitem)).first()
         return None if row is None else (row[0], row[1])
+
+    def granted_scopes(self, lineitem: str) -> tuple[str, ...] | None:
+        """The AGS scopes the last launch naming ``lineitem`` granted; None if none was recorded
+        (no launch named it, or it was bound before the tool kept them)."""
+        with self._database.read() as db:
+            scopes = db.execute(select(lti_lineitem.c.scopes).where(lti_lineitem.c.lineitem == lineitem)).scalar()
+        return None if scopes is None else tuple(scopes.split())
 
 
 class JwksCache:
@@ -506,6 +515,21 @@ def client_assertion_claims(platform: Platform, now: int) -> dict[str, Any]:
             "iat": issued, "nbf": issued, "exp": now + ASSERTION_LIFETIME_S, "jti": str(uuid.uuid4())}
 
 
+NO_SCORE_SCOPE = "the LMS did not grant the score scope: "
+GRANT_SCORE_SCOPE = ("In Moodle, the tool's IMS LTI Assignment and Grade Services must be 'Use this service for grade "
+                     "sync only' (or 'and column management'); once it is, open the activity from the LMS and press "
+                     "Send again.")
+
+
+def _error_code(response: httpx.Response) -> str | None:
+    """The OAuth 2 ``error`` of a token endpoint's refusal (RFC 6749, 5.2), if it sent one."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return str(body.get("error")) if isinstance(body, dict) else None
+
+
 def scores_url(lineitem: str) -> str:
     """A line item's scores endpoint: ``/scores`` added to its path, before the query."""
     parts = urlsplit(lineitem)
@@ -527,6 +551,15 @@ class AgsScoreSender:
         self.client = client
         self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
         self._lock = threading.Lock()
+
+    def _check_granted(self, lineitem: str, platform: Platform) -> None:
+        """Refuse, for good, a post the launch's grant does not cover: without the score scope
+        the platform would refuse the token every time, and the post would be retried for ever."""
+        scopes = self.states.granted_scopes(lineitem)
+        if scopes is not None and AGS_SCORE_SCOPE not in scopes:
+            granted = ", ".join(scopes) or "no AGS scope"
+            raise ScorePostError(None, False, f"{NO_SCORE_SCOPE}its launches into this activity grant {granted}, not "
+                               f"{AGS_SCORE_SCOPE}. {GRANT_SCORE_SCOPE}")
 
     def _platform_for(self, lineitem: str) -> Platform:
         owner = self.states.lineitem_owner(lineitem)
@@ -559,15 +592,19 @@ class AgsScoreSender:
     def post_score(self, lineitem: str, payload: dict[str, Any]) -> None:
         try:
             platform = self._platform_for(lineitem)
+            self._check_granted(lineitem, platform)
             token = self.access_token(platform)
             reply = self.client.post(scores_url(lineitem), timeout=15, content=json.dumps(payload), headers={
                 "Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"})
         except ScoreNotSent as exc:
             raise ScorePostError(None, False, str(exc)) from exc
         except httpx.HTTPStatusError as exc:  # from the token endpoint
+            status = exc.response.status_code
+            if _error_code(exc.response) == "invalid_scope":  # RFC 6749 5.2: asking again gets the same answer
+                raise ScorePostError(status, False, f"{NO_SCORE_SCOPE}its token endpoint refused the scope "
+                                     f"({exc.response.text[:200]}). {GRANT_SCORE_SCOPE}") from exc
             # Moodle answers 400 for every failure checking our assertion, a clock ahead of
             # its own included (mod/lti/token.php): worth trying again later, never final.
-            status = exc.response.status_code
             raise ScorePostError(status, True, f"the platform's token endpoint answered {status}: "
                                  f"{exc.response.text[:200]} (tried again later; check the platform's clock "
                                  "and the tool's registration there if it persists)") from exc

@@ -1,4 +1,5 @@
-"""Who is at the browser: the session a launch signs into a cookie, and the rate limits.
+"""Who is at the browser: the session a launch signs into a cookie (the rate limits that
+count its requests are ``rate_limit.py``'s).
 
 The app runs inside the LMS's iframe, so its cookies are ``SameSite=None; Secure;
 Partitioned`` (third-party cookies otherwise vanish) and ``__Host-`` (the browser takes
@@ -9,9 +10,6 @@ cannot plant ("toss") a session or a state of its own choosing).
 from __future__ import annotations
 
 import secrets
-import threading
-import time
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -67,23 +65,3 @@ def set_cookie(response: Response, name: str, value: str, max_age: int) -> None:
     response.headers.append("set-cookie", f"{name}={value}; Max-Age={max_age}; Path=/; HttpOnly; Secure; "
                                           "SameSite=None; Partitioned")
 
-
-class RateLimiter:
-    """A token bucket per key: ``rate`` requests a minute, bursts up to ``rate``."""
-
-    def __init__(self, rate: int) -> None:
-        self.rate = rate
-        self._buckets: dict[Hashable, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, key: Hashable) -> float:
-        """0 when the request may go on, else the seconds to wait."""
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(key, (float(self.rate), now))
-            tokens = min(float(self.rate), tokens + (now - last) * self.rate / 60)
-            if tokens < 1:
-                self._buckets[key] = (tokens, now)
-                return (1 - tokens) * 60 / self.rate
-            self._buckets[key] = (tokens - 1, now)
-            return 0.0

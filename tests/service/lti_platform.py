@@ -71,6 +71,8 @@ class PlatformState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     clock_offset_s: float = 0.0  # the platform's clock minus the tool's (negative: the platform is behind)
     token_refusals: list[str] = field(default_factory=list)  # the token endpoint's 400 answers
+    # False: the admin left the score scope out (launches' AGS claim lacks it, the token endpoint refuses it)
+    grant_score: bool = True
 
     def now(self) -> int:
         """PHP's time() on the platform: whole seconds, on its own clock."""
@@ -160,7 +162,8 @@ def create_platform(state: PlatformState) -> FastAPI:
         registration.redirect_uris = list(body["redirect_uris"])  # type: ignore[attr-defined]
         state.registrations[client_id] = registration
         return JSONResponse({"client_id": client_id, **{k: body[k] for k in ("client_name", "redirect_uris")},
-                             "scope": body.get("scope", ""),
+                             "scope": " ".join(scope for scope in body.get("scope", "").split()
+                                               if state.grant_score or scope != SCORE_SCOPE),
                              TOOL_CONFIG: {"version": "1.3.0", "deployment_id": deployment_id,
                                            "target_link_uri": target, "domain": tool["domain"]}})
 
@@ -214,7 +217,7 @@ def create_platform(state: PlatformState) -> FastAPI:
             launch.set_custom_parameters_claim({"week": item.week if item else hint["week"]})
             lineitems = f"{state.base}/{COURSE}/lineitems"
             launch.set_ags(lineitems, f"{lineitems}/{item.id}/lineitem" if item else None,
-                           allow_creating_lineitems=False)
+                           allow_creating_lineitems=False, scores_service_enabled=state.grant_score)
         return launch.lti_launch()  # type: ignore[no-any-return]
 
     @app.post("/token")
@@ -222,6 +225,10 @@ def create_platform(state: PlatformState) -> FastAPI:
         if request.headers.get("content-type") != "application/x-www-form-urlencoded":
             return JSONResponse({"error": "invalid_request"}, status_code=400)
         form = dict(await request.form())
+        if not state.grant_score and set(str(form.get("scope", "")).split()) <= {SCORE_SCOPE}:
+            # mod/lti/token.php: the scopes asked for, less those the tool type is not permitted
+            state.token_refusals.append("invalid_scope")
+            return JSONResponse({"error": "invalid_scope"}, status_code=400)
         try:
             unverified = json.loads(_b64(str(form.get("client_assertion", "")).split(".")[1]))
             config = config_for(unverified["sub"])

@@ -1,7 +1,7 @@
 """``autograder serve`` as an admin runs it: it starts, serves its JWKS and the registration
 values under the public URL it was given, and stops cleanly; ``--rotate-key`` adds a key, which
-the running service publishes at once.
-And the per-user rate limiter the app puts in front of every route."""
+the running service publishes at once. (The rate limiter in front of every route:
+tests/service/test_rate_limit.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 
-from autograder.service.sessions import RateLimiter
 from tests.service.web import free_port, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,10 +41,3 @@ def test_serve_starts_serves_the_registration_values_and_stops(tmp_path: Path) -
     assert f"{public}/lti/register/" in err  # the one URL the admin pastes, printed at start
     assert oct((tmp_path / "data" / "keys").stat().st_mode & 0o777) == "0o700"
 
-
-def test_the_rate_limiter_lets_a_burst_through_then_says_how_long_to_wait() -> None:
-    limiter = RateLimiter(3)
-    assert [limiter.allow("alice") for _ in range(3)] == [0.0, 0.0, 0.0]
-    wait = limiter.allow("alice")
-    assert 0 < wait <= 20  # a token comes back every 20 s at 3 a minute
-    assert limiter.allow("bob") == 0.0  # per user

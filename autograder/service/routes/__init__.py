@@ -11,6 +11,12 @@
 
 Every route under ``/instructor/`` and ``/deep-link`` takes a ``CurrentInstructor``
 (tests/service/test_app_e2e.py holds every such route of the app to it).
+
+A route is a plain ``def``, which FastAPI runs in its thread pool: nearly every one reads or
+writes the database (SQLAlchemy, SQLite's busy wait) or fetches from an LMS, and on the event
+loop that wait would stall every learner's request. The few that must ``await`` a body (the
+LTI login and launch, the upload) await only that, and hand the rest to ``run_in_threadpool``
+(tests/service/test_blocking_routes.py).
 """
 
 from fastapi import APIRouter

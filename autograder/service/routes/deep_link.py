@@ -23,8 +23,8 @@ def deep_link_pick(session: CurrentInstructor, course: CourseDep, pages: PagesDe
 
 
 @router.post("/deep-link")
-async def deep_link_send(session: CurrentInstructor, form: CheckedForm, course: CourseDep, tool: ToolDep,
-                         pages: PagesDep) -> HTMLResponse:
+def deep_link_send(session: CurrentInstructor, form: CheckedForm, course: CourseDep, tool: ToolDep,
+                   pages: PagesDep) -> HTMLResponse:
     if not session.deep_link:
         raise Refused(400, NOTHING_BEING_ADDED)
     week = week_of(course, str(form.get("week", "")))

@@ -39,16 +39,16 @@ def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep,
 
 
 @router.post("/regrade")
-async def regrade(session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
-                  hooks: HooksDep) -> Response:
+def regrade(session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
+            hooks: HooksDep) -> Response:
     store.regrade(context=session.context, week=week.name)
     hooks.wake()
     return RedirectResponse(f"/instructor/{week.name}", status_code=303)
 
 
 @router.post("/posts/{post_id}/resend")
-async def resend(post_id: int, session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
-                 hooks: HooksDep) -> Response:
+def resend(post_id: int, session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
+           hooks: HooksDep) -> Response:
     """Send a failed score post again (after the instructor fixed what the LMS refused)."""
     if not (is_row_id(post_id) and store.retry_post(post_id, context=session.context)):
         raise Refused(404, "There is no failed score post with this number in your course: reload the page.",

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 
+from autograder.course import Course
 from autograder.exceptions import Refused
 from autograder.service.deps import AddressLimited, CookiesDep, CourseDep, StoreDep, ToolDep, week_of
 from autograder.service.edge import token
 from autograder.service.lti import DEEP_LINKING, Launch
 from autograder.service.routes.deep_link import deep_link_fields
 from autograder.service.sessions import STATE_COOKIE, Session, SessionCookies, set_cookie
+from autograder.service.store import Store
+from autograder.service.tool import Tool
 
 router = APIRouter(prefix="/lti", dependencies=[AddressLimited])
 
@@ -22,7 +27,8 @@ async def login(request: Request, tool: ToolDep) -> Response:
     params = dict(request.query_params)
     if request.method == "POST":
         params.update({k: str(v) for k, v in (await request.form()).items()})
-    url, state = tool.validator.login_redirect(params, redirect_uri=tool.urls.launch)
+    # the login's state is written to the database: off the event loop, as every blocking call
+    url, state = await run_in_threadpool(tool.validator.login_redirect, params, redirect_uri=tool.urls.launch)
     response = RedirectResponse(url, status_code=302)
     set_cookie(response, STATE_COOKIE, state, 600)
     return response
@@ -31,6 +37,14 @@ async def login(request: Request, tool: ToolDep) -> Response:
 @router.post("/launch")
 async def launch(request: Request, tool: ToolDep, store: StoreDep, course: CourseDep, cookies: CookiesDep) -> Response:
     form = await request.form()
+    # checking the launch may fetch the platform's keys (up to 10 s) and writes the database:
+    # in a worker thread, so a slow LMS or a busy database holds up this launch only
+    return await run_in_threadpool(launched, request, form, tool, store, course, cookies)
+
+
+def launched(request: Request, form: FormData, tool: Tool, store: Store, course: Course,
+             cookies: SessionCookies) -> Response:
+    """The launch's session and where it goes, once its form is read."""
     launch = tool.validator.validate(str(form.get("id_token", "")), token(form.get("state"), "launch's state"),
                                      token(request.cookies.get(STATE_COOKIE), "login state cookie"))
     store.remember_user(launch.context, launch.sub, launch.name, launch.email)
@@ -47,7 +61,7 @@ async def launch(request: Request, tool: ToolDep, store: StoreDep, course: Cours
     week = week_of(course, named).name
     if launch.lineitem:
         store.set_lineitem(launch.context, week, launch.lineitem)
-        tool.states.bind_lineitem(launch.lineitem, launch.platform)
+        tool.states.bind_lineitem(launch.lineitem, launch.platform, launch.ags_scopes)
     weeks = [w for w in earlier_weeks(request, launch, cookies) if w != week] + [week]
     session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context, name=launch.name,
                       instructor=launch.is_instructor, weeks=weeks)

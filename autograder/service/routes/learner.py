@@ -7,21 +7,28 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from starlette.datastructures import UploadFile
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
 
+from autograder.course import Week
 from autograder.exceptions import AutograderError, Refused, SubmissionError
 from autograder.notebook import read_notebook
 from autograder.service.deps import (
     CurrentLearner,
+    Hooks,
     HooksDep,
     LaunchedWeek,
     LimitsDep,
     PagesDep,
+    RateLimits,
     SettingsDep,
     StoreDep,
     checked_form,
     too_many,
 )
+from autograder.service.sessions import Session
+from autograder.service.settings import Settings
+from autograder.service.store import Attempt, Store
 
 router = APIRouter()
 
@@ -43,15 +50,9 @@ async def upload(request: Request, session: CurrentLearner, week: LaunchedWeek, 
     """Every refusal from here on leads back to the week's upload page."""
     try:
         form = await checked_form(request, session)  # its size: BodyLimit, while it streams in
-        wait = limits.uploads.allow(session.who)
-        if wait:
-            raise too_many(wait, "uploads")
-        content = await _notebook(form.get("notebook"), settings.upload_limit_bytes)
-        try:
-            attempt = store.submit(context=session.context, user=session.user, week=week.name, content=content,
-                                   policy=hooks.policy_for(week.name), now=_utcnow())
-        except AutograderError as exc:  # AttemptRefused: the course's policy says no, and why
-            raise Refused(409, str(exc)) from exc
+        # the rate limit and the attempt are written to the database, the notebook parsed: in a
+        # worker thread, so a busy database holds up this upload only, not every learner's page
+        attempt = await run_in_threadpool(_queue, form, session, week, store, hooks, settings, limits)
     except Refused as exc:
         exc.back = f"/week/{week.name}"
         raise
@@ -59,11 +60,25 @@ async def upload(request: Request, session: CurrentLearner, week: LaunchedWeek, 
     return RedirectResponse(f"/attempt/{attempt.id}", status_code=303)
 
 
-async def _notebook(file: object, limit_bytes: int) -> bytes:
+def _queue(form: FormData, session: Session, week: Week, store: Store, hooks: Hooks, settings: Settings,
+           limits: RateLimits) -> Attempt:
+    """The upload's attempt, queued, if the rate limit, the file and the course's policy allow it."""
+    wait = limits.uploads.allow(*session.who)
+    if wait:
+        raise too_many(wait, "uploads")
+    content = _notebook(form.get("notebook"), settings.upload_limit_bytes)
+    try:
+        return store.submit(context=session.context, user=session.user, week=week.name, content=content,
+                            policy=hooks.policy_for(week.name), now=_utcnow())
+    except AutograderError as exc:  # AttemptRefused: the course's policy says no, and why
+        raise Refused(409, str(exc)) from exc
+
+
+def _notebook(file: object, limit_bytes: int) -> bytes:
     """The uploaded notebook's bytes, if it is a readable notebook within the limit."""
     if not isinstance(file, UploadFile) or not file.filename:
         raise Refused(400, "Choose the notebook file (.ipynb) to upload.")
-    content = await file.read(limit_bytes + 1)
+    content = file.file.read(limit_bytes + 1)
     if len(content) > limit_bytes:
         raise Refused(413, f"The notebook is over the {limit_bytes / 2**20:.0f} MiB limit: "
                            "clear its outputs (Kernel > Restart & Clear Output) and upload it again.")

@@ -26,8 +26,8 @@ def marking(session: CurrentInstructor, week: PathWeek, store: StoreDep, pages: 
 
 
 @router.post("/marking")
-async def save_marks(session: CurrentInstructor, form: CheckedForm, week: PathWeek, store: StoreDep,
-                     hooks: HooksDep, pages: PagesDep) -> Response:
+def save_marks(session: CurrentInstructor, form: CheckedForm, week: PathWeek, store: StoreDep,
+               hooks: HooksDep, pages: PagesDep) -> Response:
     problems = []
     for key, value in form.items():
         field_name = MARK_FIELD.fullmatch(key)  # the form's own fields; any other key is not ours
@@ -79,8 +79,8 @@ def rubric_done(week: str, changed: str, count: int, task: int) -> Response:
 
 
 @router.post("/rubric/{task}/items")
-async def add_rubric_item(task: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek,
-                          store: StoreDep) -> Response:
+def add_rubric_item(task: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek,
+                    store: StoreDep) -> Response:
     rubric_numbers(week.name, task)
     points = form_number(form.get("points"), "Points", back=rubric_page(week.name))
     try:
@@ -91,8 +91,8 @@ async def add_rubric_item(task: int, session: CurrentInstructor, form: CheckedFo
 
 
 @router.post("/rubric/{task}/items/{number}")
-async def edit_rubric_item(task: int, number: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek,
-                           store: StoreDep, hooks: HooksDep) -> Response:
+def edit_rubric_item(task: int, number: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek,
+                     store: StoreDep, hooks: HooksDep) -> Response:
     rubric_numbers(week.name, task, number)
     points = form_number(form.get("points"), "Points", back=rubric_page(week.name))
     try:
@@ -105,8 +105,8 @@ async def edit_rubric_item(task: int, number: int, session: CurrentInstructor, f
 
 
 @router.post("/rubric/{task}/mark")
-async def rubric_mark(task: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek, store: StoreDep,
-                      hooks: HooksDep) -> Response:
+def rubric_mark(task: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek, store: StoreDep,
+                hooks: HooksDep) -> Response:
     rubric_numbers(week.name, task)
     back = rubric_page(week.name)
     attempts = form_ids(form.getlist("attempt"), "Answer", back=back)
