@@ -276,6 +276,9 @@ def test_a_test_cells_names_are_the_students_as_python_scopes_them():
      "the notebook runs on the 'r' kernel ('ir'): only Python notebooks can be imported"),
     (lambda nb: nb.cells[1].update(source="import numpy as np\nimport seaborn as sns"),
      "`import seaborn as sns`: 'seaborn' is not installed in the grading environment"),
+    # a magic beside the import: the cell is not Python until IPython's transformers make it so
+    (lambda nb: nb.cells[1].update(source="%matplotlib inline\nimport numpy as np\nimport seaborn as sns\n!ls"),
+     "`import seaborn as sns`: 'seaborn' is not installed in the grading environment"),
     # nbgrader's documented "uses squares" check: deleting the student's name is not possible here
     (lambda nb: nb.cells[4].update(source='orig = squares\ndel squares\ntry:\n    sum_of_squares(1)\nexcept NameError:\n'
                                           '    pass\nelse:\n    raise AssertionError("does not use squares")\n'
@@ -311,6 +314,62 @@ def test_an_otter_test_cell_with_no_recorded_output_is_refused(tmp_path: Path):
     nbformat.write(nb, tmp_path / "unrun.ipynb")
     with pytest.raises(InteropError, match=r"cell 10: the test cell ends in `cube\(2\) == 8` but has no recorded output"):
         import_otter(tmp_path / "unrun.ipynb", week="week90", out_root=tmp_path / "course")
+
+
+@pytest.mark.slow
+def test_an_otter_test_printing_nothing_by_design_imports(tmp_path: Path):
+    """A test cell ending in an expression that is None (otter's example test `None`) records no
+    output: otter expects none, gets none, and passes it; so does the import."""
+    import nbformat
+
+    nb = nbformat.read(FIXTURES / "cubes.ipynb", as_version=4)
+    nb.cells[9].source, nb.cells[9].outputs = "assert cube(2) == 8\nNone", []
+    nbformat.write(nb, tmp_path / "none.ipynb")
+    import_otter(tmp_path / "none.ipynb", week="week90", out_root=tmp_path / "course")
+    assert run_hidden_tests(tmp_path / "course", "week90").returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("minor", [0, 4])
+def test_an_older_notebook_without_a_title_cell_imports_as_nbformat_4_5(tmp_path: Path, minor: int):
+    import nbformat
+
+    nb = nbformat.read(FIXTURES / "squares.ipynb", as_version=4)
+    assert nb.cells[0].source.startswith("# Squares")
+    del nb.cells[0]
+    nb.nbformat_minor = minor
+    nbformat.write(nb, tmp_path / "squares_ps1.ipynb")
+
+    written = import_nbgrader(tmp_path / "squares_ps1.ipynb", week="week90", out_root=tmp_path / "course").notebook
+
+    imported = nbformat.read(written, as_version=nbformat.NO_CONVERT)
+    assert imported.nbformat_minor == 5 and imported.cells[0].source == "# Week 90: squares ps1 (8 points)"
+    ids = [c.id for c in imported.cells]
+    assert len(set(ids)) == len(ids) == len(nb.cells) + 5  # the title, four task headings: each its own id
+
+
+@pytest.mark.parametrize("entry", ["../private.txt", "ABSOLUTE", "link.txt", "linked/private.txt"])
+def test_an_otter_file_outside_the_notebooks_folder_is_refused(tmp_path: Path, entry: str):
+    """otter accepts `../../x` and absolute paths in `files:`; shipped here, such a file would reach
+    every student and worker. Refused by name, nothing copied."""
+    import nbformat
+
+    from autograder.exceptions import InteropError
+
+    (tmp_path / "private.txt").write_text("the answers")
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    (folder / "link.txt").symlink_to(tmp_path / "private.txt")
+    (folder / "linked").symlink_to(tmp_path)
+    entry = str(tmp_path / "private.txt") if entry == "ABSOLUTE" else entry
+    nb = nbformat.read(FIXTURES / "cubes.ipynb", as_version=4)
+    nb.cells[0].source += f"\nfiles:\n  - {entry}"
+    nbformat.write(nb, folder / "cubes.ipynb")
+    with pytest.raises(InteropError) as refused:
+        import_otter(folder / "cubes.ipynb", week="week90", out_root=tmp_path / "course")
+    assert f"ASSIGNMENT CONFIG: files: {entry!r} is outside the master notebook's folder ({folder})" in str(refused.value)
+    assert "copy the file (only what students may see) into that folder" in str(refused.value)
+    assert not (tmp_path / "course" / "source").exists()
 
 
 def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course(tmp_path: Path):

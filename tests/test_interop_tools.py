@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -144,16 +145,20 @@ def imported(tool_name: str, fixture: str, root: Path) -> Course:
     return course
 
 
-def our_scores(course: Course, by_task: bool) -> dict[str, dict[str, float]]:
-    """Our sandboxed grader on our own generated notebook: the reference's answers and the
-    wrong ones. Its own zygote, since a shared one does not show this week's data/."""
+def our_scores(course: Course, by_task: bool, edit: Callable[[str], str] | None = None,
+               untouched: bool = False) -> dict[str, dict[str, float]]:
+    """Our sandboxed grader on our own generated notebook: the reference's answers, the
+    wrong ones (``edit``, else the tool's WRONG) and, when asked, the untouched student
+    notebook. Its own zygote, since a shared one does not show this week's data/."""
     week = course.week("week07")
     answers = nbformat.read(week.solution_notebook, as_version=4)
     mistaken = copy.deepcopy(answers)
     for cell in mistaken.cells:
-        cell.source = wrong(cell.source, "otter" if by_task else "nbgrader")
-    subs = [Submission(origin=name, key=name, content=nbformat.writes(nb).encode())
-            for name, nb in (("reference", answers), ("wrong", mistaken))]
+        cell.source = edit(cell.source) if edit else wrong(cell.source, "otter" if by_task else "nbgrader")
+    notebooks = [("reference", answers), ("wrong", mistaken)]
+    if untouched:
+        notebooks.append(("untouched", nbformat.read(week.assignment_notebook, as_version=4)))
+    subs = [Submission(origin=name, key=name, content=nbformat.writes(nb).encode()) for name, nb in notebooks]
     titles = {t.number: t.title for t in week.tasks}
     out = {}
     for result in grade(week, subs, isolation=Sandboxed()):
@@ -213,37 +218,73 @@ def otter_solutions(master: nbformat.NotebookNode) -> list[str]:
     return found
 
 
+def otter_scores(work: Path, fixture: str, data: tuple[str, ...],
+                 edits: dict[str, Callable[[str], str] | None]) -> dict[str, dict[str, float]]:
+    """``otter assign`` on the fixture, then ``otter run`` on its student notebook with the
+    master's answers passed through each edit (None: the student notebook untouched):
+    the points otter gives each question."""
+    work.mkdir()
+    shutil.copy(FIXTURES / fixture, work / "master.ipynb")
+    for name in data:
+        shutil.copy(FIXTURES / name, work / name)
+    run(str(BIN / "otter"), "assign", "master.ipynb", "dist", cwd=work)
+    student = nbformat.read(work / "dist" / "student" / "master.ipynb", as_version=4)
+    answer_at = [i for i, c in enumerate(student.cells) if "otter_answer_cell" in c.metadata.get("tags", [])
+                 and c.cell_type == "code"]
+    answers = otter_solutions(nbformat.read(FIXTURES / fixture, as_version=4))
+    assert len(answers) == len(answer_at)
+    (zip_file,) = (work / "dist" / "autograder").glob("*.zip")
+    theirs = {}
+    for name, edit in edits.items():
+        nb = copy.deepcopy(student)
+        for i, answer in zip(answer_at, answers):
+            nb.cells[i].source = edit(answer) if edit else nb.cells[i].source
+        (work / name).mkdir()
+        nbformat.write(nb, work / name / "master.ipynb")
+        run(str(BIN / "otter"), "run", "-a", str(zip_file), "-o", str(work / name), str(work / name / "master.ipynb"),
+            cwd=work)
+        report = json.loads((work / name / "results.json").read_text())
+        theirs[name] = {t["name"]: float(t["score"]) for t in report["tests"] if "score" in t}
+    return theirs
+
+
 @tool("otter")
 def test_otter_and_we_score_an_imported_course_alike(tmp_path: Path):
     """Every otter construct (points shared out, all_or_nothing, an expected output ending in
     a quote, messages, files, fenced delimiters, IGNORE and SEED lines, an inline prompt, the
     grader cell): otter run and our grader give each question the same points."""
-    work = tmp_path / "otter"
-    work.mkdir()
-    shutil.copy(FIXTURES / "otter_constructs.ipynb", work / "stats.ipynb")
-    for data in ("numbers.csv", "notes.txt"):
-        shutil.copy(FIXTURES / data, work / data)
-    run(str(BIN / "otter"), "assign", "stats.ipynb", "dist", cwd=work)
-    student = nbformat.read(work / "dist" / "student" / "stats.ipynb", as_version=4)
-    answer_at = [i for i, c in enumerate(student.cells) if "otter_answer_cell" in c.metadata.get("tags", [])
-                 and c.cell_type == "code"]
-    answers = otter_solutions(nbformat.read(FIXTURES / "otter_constructs.ipynb", as_version=4))
-    assert len(answers) == len(answer_at)
-    (zip_file,) = (work / "dist" / "autograder").glob("*.zip")
-    theirs = {}
-    for name, edit in (("reference", str), ("wrong", lambda s: wrong(s, "otter"))):
-        nb = copy.deepcopy(student)
-        for i, answer in zip(answer_at, answers):
-            nb.cells[i].source = edit(answer)
-        (work / name).mkdir()
-        nbformat.write(nb, work / name / "stats.ipynb")
-        run(str(BIN / "otter"), "run", "-a", str(zip_file), "-o", str(work / name), str(work / name / "stats.ipynb"),
-            cwd=work)
-        report = json.loads((work / name / "results.json").read_text())
-        theirs[name] = {t["name"]: float(t["score"]) for t in report["tests"] if "score" in t}
+    theirs = otter_scores(tmp_path / "otter", "otter_constructs.ipynb", ("numbers.csv", "notes.txt"),
+                          {"reference": str, "wrong": lambda s: wrong(s, "otter")})
 
     ours = our_scores(imported("otter", "otter_constructs.ipynb", tmp_path / "ours"), by_task=True)
 
     assert theirs == ours
     assert theirs["reference"] == {"q1": 1.0, "q2": 4.0, "q3": 1.0}
     assert theirs["wrong"] == {"q1": 1.0, "q2": 0.0, "q3": 0.0}
+
+
+@tool("otter")
+@pytest.mark.sandbox
+def test_otters_function_style_tests_give_an_untouched_notebook_nothing(tmp_path: Path):
+    """otter's exception-based tests (``def test_q1(slope): ...`` then ``test_q1(slope)  #
+    IGNORE``, and one test with no call, which otter calls anyway): the hidden test calls the
+    function, so the untouched student notebook earns nothing, and otter run and our grader
+    give each question the same points."""
+    def mistaken(source: str) -> str:
+        return source.replace("return slope * x + intercept", "return slope * x + intercept if x else 0")
+
+    theirs = otter_scores(tmp_path / "otter", "otter_functions.ipynb", (),
+                          {"reference": str, "wrong": mistaken, "untouched": None})
+
+    root = tmp_path / "ours"
+    from autograder.generate.week import generate_week
+    from autograder.interop import import_otter
+
+    import_otter(FIXTURES / "otter_functions.ipynb", week="week07", out_root=root)
+    course = Course.locate(root)
+    generate_week(course.week("week07"))
+    ours = our_scores(course, by_task=True, edit=mistaken, untouched=True)
+
+    assert theirs == ours
+    assert theirs == {"reference": {"q1": 2.0, "q2": 3.0}, "wrong": {"q1": 2.0, "q2": 1.5},
+                      "untouched": {"q1": 0.0, "q2": 0.0}}

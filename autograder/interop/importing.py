@@ -30,7 +30,7 @@ from autograder.course_languages import LANGUAGE_PATTERN, SETTINGS_FILE, read_la
 from autograder.exceptions import AutograderError, InteropError
 from autograder.generate.week import plan_week
 from autograder.interop.report import ImportReport, Note
-from autograder.interop.week_writer import ImportedWeek, python_name, write_week
+from autograder.interop.week_writer import ImportedWeek, python_name, python_source, write_week
 
 Build = Callable[[Path, ImportReport, str], ImportedWeek]
 TEST_TIMEOUT = 900  # seconds for every hidden test on the reference together
@@ -75,8 +75,12 @@ def import_week(build: Build, original: Path, *, week: str, out_root: Path, lang
         root = Path(staging)
         if (out_root / SETTINGS_FILE).is_file():
             shutil.copy2(out_root / SETTINGS_FILE, root / SETTINGS_FILE)
-        write_week(imported, week=week, out_root=root)
-        check_week(Week(name=week, root=root), imported, report)
+        try:
+            write_week(imported, week=week, out_root=root)
+        except AutograderError as error:  # the generated week itself is invalid: say so, not the staging path
+            report.problems.append(str(error))
+        else:
+            check_week(Week(name=week, root=root), imported, report)
         # the problems name the files where they will be, not the staging copy
         report.problems = [p.replace(str(root), str(out_root)) for p in report.problems]
     report.refuse_if_any()
@@ -110,7 +114,7 @@ def imported_modules(imported: ImportedWeek) -> dict[str, str]:
     found: dict[str, str] = {}
     for source in sources:
         try:
-            tree = ast.parse(source)
+            tree = ast.parse(python_source(source))
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -148,9 +152,9 @@ def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None
 
 
 def _compiles(source: str) -> bool:
-    """Whether a cell is Python (one with IPython magics is not, and is the author's choice)."""
+    """Whether a cell is Python as IPython runs it (magics and shell escapes transformed)."""
     try:
-        compile(source, "-", "exec")
+        compile(python_source(source), "-", "exec")
     except SyntaxError:
         return False
     return True

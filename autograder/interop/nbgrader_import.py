@@ -34,6 +34,7 @@ from autograder.interop.week_writer import (
     CellTest,
     ImportedWeek,
     TestCell,
+    current_format,
     indent_markers,
     model_answer,
     notebook_imports,
@@ -194,12 +195,10 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
         report.note("instructor", "test cells", f"nbgrader gives test cells no description, so students read "
                     f"'nbgrader test cell <grade_id> passes' for each of the {len(tests)} hidden tests: edit their "
                     "docstrings to say what each checks")
-    out = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata), cells=cells)
-    for cell in out.cells:
-        cell.pop("id", None)
-    out.nbformat_minor = 4
+    out = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata))
+    out.cells = cells  # not through new_notebook, which validates as 4.5 before the cells have ids
     title = title_cell(out, week, source_notebook.stem.replace("_", " "), total)
-    return ImportedWeek(notebook=out, title=title, tool="nbgrader", origin=source_notebook.name,
+    return ImportedWeek(notebook=current_format(out), title=title, tool="nbgrader", origin=source_notebook.name,
                         prelude=notebook_imports(plain_code), tests=tests, language="", data_files=[])
 
 

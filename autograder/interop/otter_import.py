@@ -45,9 +45,11 @@ from autograder.interop.week_writer import (
     CellTest,
     ImportedWeek,
     TestCell,
+    current_format,
     indent_markers,
     model_answer,
     notebook_imports,
+    python_source,
     task_cell,
     title_cell,
     wrap_solution,
@@ -62,6 +64,8 @@ CONFIG_BEGIN = re.compile(r'^(?:.\s*=\s*)?"""?\s*#\s*BEGIN\s*TEST\s*CONFIG', re.
 CONFIG_END = re.compile(r'^"""?\s*#\s*END\s*TEST\s*CONFIG', re.IGNORECASE)
 FENCE_OPEN = re.compile(r"^\s*```\s*(otter)?\s*$")
 FENCE_CLOSE = re.compile(r"^\s*```\s*$")
+IGNORE_LINE = re.compile(r"^\s*#\s*(BEGIN|END)\s*IGNORE\s*$", re.IGNORECASE)
+IGNORE_MARK = re.compile(r"\s*#\s*IGNORE\s*$")
 INCLUDE_TAG = "otter_include"
 IGNORED = "otter removes it from every notebook it writes"
 
@@ -147,11 +151,14 @@ def solution_source(source: str, cell: int, report: ImportReport) -> str:
 def without_otter(source: str, cell: int, report: ImportReport) -> str:
     """The cell without otter's own statements (``import otter``, ``grader = otter.Notebook()``,
     ``grader.check(...)``, ``grader.export()``): the course's imports beside them stay."""
+    lines = source.split("\n")
+    python = python_source(source)
     try:
-        tree = ast.parse(source)
+        tree = ast.parse(python)
     except SyntaxError:
         return source
-    lines = source.split("\n")
+    if python.count("\n") != source.count("\n"):
+        return source  # a cell magic: the whole cell is one call, no otter statement of its own
     drop: set[int] = set()
     for node in tree.body:
         names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -173,6 +180,26 @@ def recorded_output(cell: NotebookNode) -> str:
         plain = output.get("data", {}).get("text/plain")
         text += "".join(plain) if isinstance(plain, list) else (plain or "")
     return text
+
+
+def never_none(statement: ast.stmt) -> bool:
+    """Whether a test cell's last statement is an expression whose value is never None (a
+    comparison, a literal, ``not ...``): with no recorded output, otter would fail everyone.
+    Any other (``None``, a name, a call) may print nothing, as otter then expects."""
+    if not isinstance(statement, ast.Expr):
+        return False
+    value = statement.value
+    if isinstance(value, ast.Constant):
+        return value.value is not None
+    return isinstance(value, (ast.Compare, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.JoinedStr, ast.BinOp)) or (
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not))
+
+
+def magic_advice(code: str) -> str:
+    """What to do when a test cell does not parse because of IPython syntax."""
+    if python_source(code) == code:  # the transformers changed nothing: not IPython syntax either
+        return ""
+    return ": it uses IPython magics or shell escapes (`%...`, `!...`), which a hidden test cannot run; remove them"
 
 
 def parse_test(source: str) -> tuple[dict[str, Any], str]:
@@ -205,9 +232,23 @@ def share_points(total: Any, given: list[float | None]) -> list[float]:
     return [share if p is None else float(p) for p in given]
 
 
+def read_yaml(text: str, index: int, block: str, report: ImportReport) -> dict[str, Any]:
+    """A delimiter cell's YAML settings; a problem naming the cell when they are not a YAML mapping."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        report.problems.append(f"{where(index)}: the {block} settings are not YAML ({error}): fix them as otter "
+                               "assign would require")
+        return {}
+    if value is not None and not isinstance(value, dict):
+        report.problems.append(f"{where(index)}: the {block} settings are not `key: value` lines")
+        return {}
+    return dict(value or {})
+
+
 def _question(cell: NotebookNode, index: int, report: ImportReport) -> dict[str, Any]:
     text = cell.source.split("\n", 1)[1] if "\n" in cell.source else ""
-    question = dict(yaml.safe_load(text) or {})
+    question = read_yaml(text, index, "BEGIN QUESTION", report)
     if "name" not in question:
         report.problems.append(f"{where(index)}: a BEGIN QUESTION cell without a name")
         question["name"] = f"question{index + 1}"
@@ -274,23 +315,56 @@ class _Builder:
         except ValueError as error:
             self.report.problems.append(f"{where(index)}: {error}")
             return
-        code = strip_lines(code.strip(), index, self.report)
-        expected = recorded_output(cell)
+        # otter keeps `# IGNORE` lines in the tests it runs (they leave only the student notebook):
+        # `test_q1(slope)  # IGNORE` is what makes a function-style test check anything
+        code = code.strip()
         try:
             tree = ast.parse(code)
         except SyntaxError as error:
             self.report.problems.append(f"{where(index)}: the test cell is not Python "
-                                        f"({error.msg}, line {error.lineno})")
+                                        f"({error.msg}, line {error.lineno}){magic_advice(code)}")
             return
-        last = tree.body[-1] if tree.body else None
-        if not expected.strip() and isinstance(last, ast.Expr) and not isinstance(last.value, ast.Call):
+        expected: str | None = recorded_output(cell)
+        if not self.ok_format():
+            code, expected = self.exception_test(tree, index), None
+            if not code:
+                return
+        elif not (expected or "").strip() and tree.body and never_none(tree.body[-1]):
             self.report.problems.append(
-                f"{where(index)}: the test cell ends in `{ast.unparse(last)}` but has no recorded output, so otter "
-                "expects none and fails everyone: run the master notebook (Restart & Run All), save it, import again")
+                f"{where(index)}: the test cell ends in `{ast.unparse(tree.body[-1])}` but has no recorded output, "
+                "so otter expects none and fails everyone: run the master notebook (Restart & Run All), save it, "
+                "import again")
         failure = config.get("failure_message")
         self.pending.append((config, TestCell(code, expected, None if failure is None else str(failure)), index))
-        if not config.get("hidden"):  # what grader.check shows students: the public test, to run themselves
-            self.cells.append(nbformat.v4.new_code_cell(code, metadata={"autograder": {"check": True}}))
+        if not config.get("hidden"):  # what grader.check runs for students: the public test, call included
+            shown = "\n".join(IGNORE_MARK.sub("", line) for line in code.split("\n") if not IGNORE_LINE.match(line))
+            self.cells.append(nbformat.v4.new_code_cell(shown, metadata={"autograder": {"check": True}}))
+
+    def ok_format(self) -> bool:
+        """Whether the tests are otter's doctest-like OK format (the default), not its
+        exception-based one (``tests: ok_format: false``)."""
+        tests = self.config.get("tests")
+        return not isinstance(tests, dict) or tests.get("ok_format", True) is not False
+
+    def exception_test(self, tree: ast.Module, index: int) -> str:
+        """An exception-based test cell (``def test_q1(slope): assert ...``, an optional call)
+        as otter runs it: the function, then a call passing each parameter the notebook's
+        global of that name. Empty when the cell is not such a test (a problem is noted)."""
+        function = tree.body[0] if tree.body else None
+        if not isinstance(function, ast.FunctionDef) or len(tree.body) > 2:
+            self.report.problems.append(f"{where(index)}: an exception-based test cell (tests: ok_format: false) must "
+                                        "hold one test function and at most a call to it, as otter requires")
+            return ""
+        given = function.args.posonlyargs + function.args.args
+        names = [a.arg for a in given + function.args.kwonlyargs]
+        if "env" in names:
+            self.report.problems.append(f"{where(index)}: test function {function.name}() takes `env`, the whole "
+                                        "notebook namespace, which a hidden test here cannot see: take the names it "
+                                        f"needs as parameters instead (`def {function.name}(slope, data):`)")
+            return ""
+        arguments = [a.arg for a in given] + [f"{a.arg}={a.arg}" for a in function.args.kwonlyargs]
+        call = f"{function.name}({', '.join(arguments)})"
+        return f"{ast.unparse(function)}\n\n\n{call}"
 
     def solution(self, cell: NotebookNode, index: int) -> None:
         if cell.cell_type == "code":
@@ -331,7 +405,8 @@ def build_otter(master_notebook: Path, report: ImportReport, week: str) -> Impor
         cell = copy.deepcopy(original)
         source = cell.source.lstrip()
         if cell.cell_type == "raw" and source.upper().startswith("# ASSIGNMENT CONFIG"):
-            build.config = dict(yaml.safe_load(source.split("\n", 1)[1] if "\n" in source else "") or {})
+            build.config = read_yaml(source.split("\n", 1)[1] if "\n" in source else "", index, "ASSIGNMENT CONFIG",
+                                     report)
             continue
         delimiter = DELIMITER.match(cell.source) if cell.cell_type == "raw" else None
         if delimiter:
@@ -353,12 +428,10 @@ def build_otter(master_notebook: Path, report: ImportReport, week: str) -> Impor
         report.note("instructor", "test cells", f"{len(plain)} hidden tests have no success_message, so students "
                     "read 'otter test K of QUESTION passes': edit their docstrings to say what each checks")
     data_files = _files(build, master_notebook, report)
-    out = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata), cells=build.cells)
-    out.nbformat_minor = 4
-    for cell in out.cells:
-        cell.pop("id", None)
+    out = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata))
+    out.cells = build.cells  # not through new_notebook, which validates as 4.5 before the cells have ids
     title = title_cell(out, week, str(build.config.get("name") or master_notebook.stem).replace("_", " "), build.total)
-    return ImportedWeek(notebook=out, title=title, tool="otter", origin=master_notebook.name,
+    return ImportedWeek(notebook=current_format(out), title=title, tool="otter", origin=master_notebook.name,
                         prelude=notebook_imports(build.plain_code), tests=build.tests, language="",
                         data_files=data_files)
 
@@ -371,6 +444,12 @@ def _files(build: _Builder, master: Path, report: ImportReport) -> list[Path]:
     for key in ("files", "student_files"):
         for name in [str(f) for f in build.config.get(key, []) or []]:
             path = master.parent / name
+            if outside(master.parent, name):
+                report.problems.append(
+                    f"ASSIGNMENT CONFIG: {key}: {name!r} is outside the master notebook's folder ({master.parent}), "
+                    "and what a week ships goes to every student and every worker: copy the file (only what "
+                    "students may see) into that folder, name it relative to the notebook, import again")
+                continue
             if not path.is_file():
                 report.problems.append(f"ASSIGNMENT CONFIG: {key}: {name!r} is not next to the notebook ({path})")
                 continue
@@ -386,6 +465,14 @@ def _files(build: _Builder, master: Path, report: ImportReport) -> list[Path]:
         report.note("dropped", "ASSIGNMENT CONFIG", f"autograder_files: {name!r} (hidden tests here read only the "
                     "week's data/, which students see too: move what they need there, or into the test code)")
     return found
+
+
+def outside(folder: Path, name: str) -> bool:
+    """Whether ``name`` (as a config names a file) is absolute, leaves ``folder`` with
+    ``..``, or is a symlink (or lies under one) leading out of it."""
+    if Path(name).is_absolute():
+        return True
+    return not (folder / name).resolve().is_relative_to(folder.resolve())
 
 
 def _rename(source: str, pattern: re.Pattern[str], name: str) -> str:

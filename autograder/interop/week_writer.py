@@ -12,11 +12,15 @@ from __future__ import annotations
 import ast
 import re
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
+from nbformat.validator import normalize
+from nbformat.warnings import MissingIDFieldWarning
 
 from autograder.authoring import ANSWER_HEADING, number
 from autograder.authoring.markers import BEGIN, END
@@ -93,20 +97,44 @@ def wrap_solution(source: str) -> str:
     return f"{BEGIN}\n{source.rstrip()}\n{END}"
 
 
+def python_source(source: str) -> str:
+    """A notebook cell as the Python IPython runs: magics and shell escapes (``%matplotlib
+    inline``, ``!pip ...``) turned into calls by IPython's own transformers, so that the
+    cell's imports beside them are read too. A cell that is Python already is unchanged
+    (a line magic becomes one line: line numbers stay those of the cell)."""
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return str(TransformerManager().transform_cell(source)).rstrip("\n")
+    return source
+
+
 def notebook_imports(cells: list[NotebookNode]) -> str:
     """The top-level import statements of the given code cells, in order, once each."""
     lines: list[str] = []
     for cell in cells:
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse(python_source(cell.source))
         except SyntaxError:
-            continue  # IPython magics: not Python, and no imports we could reuse
+            continue  # not Python even to IPython: the author's choice, no imports we could reuse
         for node in tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 line = ast.unparse(node)
                 if line not in lines:
                     lines.append(line)
     return "\n".join(lines)
+
+
+def current_format(nb: NotebookNode) -> NotebookNode:
+    """The notebook as nbformat 4.5, whatever minor version (4.0 to 4.5) the original was:
+    cells the original gave ids keep them, every other cell (from a 4.4 notebook, or one the
+    import wrote: the title, task headings, check cells) gets one, as nbformat normalises."""
+    nb.nbformat_minor = 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingIDFieldWarning)
+        _, normal = normalize(nb)
+    current: NotebookNode = nbformat.from_dict(normal)
+    return current
 
 
 def python_name(text: str) -> str:
