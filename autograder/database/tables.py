@@ -237,11 +237,10 @@ lti_registration = Table(
 
 # --- the service's rate limits (autograder.service.rate_limit) -----------------------------------
 
-rate_limits = Table(  # requests counted per bucket, key (a SHA-256) and minute, shared by the replicas
+rate_limits = Table(  # one token bucket per limit and key (a SHA-256), shared by the replicas
     "rate_limits", metadata,
     Column("bucket", Text, primary_key=True),  # which limit: "user", "address", "upload"
     Column("key", Text, primary_key=True),
-    Column("window", BigInteger, primary_key=True),  # the minute since the epoch
-    Column("count", Integer, nullable=False),
-    Index("rate_limits_window", "window"),
+    Column("full_at", Float, nullable=False),  # when the bucket is full again (epoch seconds); past: a full one
+    Index("rate_limits_full_at", "bucket", "full_at"),
 )

@@ -1,17 +1,19 @@
 """The service's rate limits, counted in its database so that every replica on one database
 counts the same requests, and nothing grows with the number of addresses seen.
 
-A limit of ``rate`` a minute is a sliding window over two minute-long counters (the way
-Cloudflare's and nginx's limiters approximate one): a request is let through when this
-minute's count plus the last minute's, weighted by how much of the last minute is still
-inside the sliding minute, is at most ``rate``. Each request is one upsert that adds 1 to
-its minute's row and returns the count (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``,
-atomic on SQLite and PostgreSQL alike), so two replicas counting at once never lose one.
-A refused request counts too: a client that keeps knocking keeps waiting.
+A limit of ``rate`` a minute is a token bucket that holds ``rate`` tokens and gets one back
+every ``60 / rate`` s (a burst of ``rate`` requests goes through, then one every ``60 / rate``
+s), kept as one number per key: the moment the bucket will be full again (the "theoretical
+arrival time" of GCRA, the form of the token bucket network switches and Redis's
+redis-cell use). A request is one upsert that moves that moment on by ``60 / rate`` s
+unless it is already a whole minute ahead, and returns it (``INSERT ... ON CONFLICT DO
+UPDATE ... WHERE ... RETURNING``, atomic on SQLite and PostgreSQL alike), so two replicas
+counting at once never lose a request. A refused request changes nothing: a client polling
+faster than the limit still gets ``rate`` requests a minute through.
 
-Rows older than the last minute are deleted whenever a key starts a new minute, so the
-table holds at most two minutes of keys. A key is stored as its SHA-256, never as the
-address or the user it stands for.
+A row whose moment has passed is a full bucket, the same as no row: each limiter deletes
+its bucket's such rows once a minute, so the table holds the keys seen in the last two
+minutes at most. A key is stored as its SHA-256, never as the address or user it stands for.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import json
 import time
 from collections.abc import Callable
 
-from sqlalchemy import delete, select
+from sqlalchemy import case, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from autograder.database import Database
 from autograder.database.tables import rate_limits
 
-WINDOW_S = 60
+WINDOW_S = 60.0
 
 
 class RateLimiter:
@@ -38,31 +40,27 @@ class RateLimiter:
         self.database = database
         self.bucket = bucket
         self.rate = rate
-        self._clock = clock  # wall time: the replicas' clocks agree on the minute, monotonic ones do not
+        self._clock = clock  # wall time: the replicas' clocks agree on it, their monotonic clocks do not
+        self._interval = WINDOW_S / rate  # a token comes back this often
+        self._swept = 0.0  # when this limiter last deleted its bucket's full buckets
 
     def allow(self, *key: str) -> float:
-        """0 when a request for ``key`` may go on, else the seconds to wait; counts the request."""
+        """0 when a request for ``key`` may go on (it is counted), else the seconds to wait."""
         now = self._clock()
-        window = int(now // WINDOW_S)
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
+        full_at = rate_limits.c.full_at
         dialect = sqlite if self.database.dialect == "sqlite" else postgresql
-        insert = dialect.insert(rate_limits).values(bucket=self.bucket, key=digest, window=window, count=1)
-        counted = insert.on_conflict_do_update(index_elements=["bucket", "key", "window"],
-                                               set_={"count": rate_limits.c.count + 1}).returning(rate_limits.c.count)
+        counted = dialect.insert(rate_limits).values(bucket=self.bucket, key=digest, full_at=now + self._interval)
+        counted = counted.on_conflict_do_update(
+            index_elements=["bucket", "key"],
+            set_={"full_at": case((full_at > now, full_at), else_=now) + self._interval},
+            where=full_at - now <= WINDOW_S - self._interval).returning(full_at)  # a token left: take it
         with self.database.write() as db:
-            count = db.execute(counted).scalar_one()
-            if count == 1:  # this key's first request this minute: the minutes before the last are done with
-                db.execute(delete(rate_limits).where(rate_limits.c.window < window - 1))
-            last = db.execute(select(rate_limits.c.count).where(
-                rate_limits.c.bucket == self.bucket, rate_limits.c.key == digest,
-                rate_limits.c.window == window - 1)).scalar() or 0
-        return self._wait(count, last, now - window * WINDOW_S)
-
-    def _wait(self, count: int, last: int, elapsed: float) -> float:
-        """How long until the sliding minute holds fewer than ``rate`` requests (0: it does now)."""
-        if count + last * (WINDOW_S - elapsed) / WINDOW_S <= self.rate:
-            return 0.0
-        if count >= self.rate or not last:  # this minute alone is full: the next one
-            return WINDOW_S - elapsed
-        # the last minute's share shrinks as the sliding minute moves past it
-        return max(WINDOW_S * (1 - (self.rate - count) / last) - elapsed, 1.0)
+            taken = db.execute(counted).first()
+            if taken is None:
+                held = db.execute(select(full_at).where(rate_limits.c.bucket == self.bucket,
+                                                        rate_limits.c.key == digest)).scalar_one()
+            if now - self._swept >= WINDOW_S:
+                db.execute(delete(rate_limits).where(rate_limits.c.bucket == self.bucket, full_at < now))
+                self._swept = now
+        return 0.0 if taken is not None else held - now - (WINDOW_S - self._interval)

@@ -1,6 +1,6 @@
 """The rate limits are counted in the service's database (issue 37): the replicas on one
 database share a learner's budget, and counting many addresses leaves no more behind than
-the last two minutes' rows. On SQLite and on PostgreSQL (the ``database_url`` fixture)."""
+the keys of the last minutes. On SQLite and on PostgreSQL (the ``database_url`` fixture)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from autograder.database.tables import rate_limits
 from autograder.service.rate_limit import WINDOW_S, RateLimiter
 from autograder.service.store import Store
 
-START = 1_800_000_000.0  # a whole minute since the epoch, so a test's requests share one
+START = 1_800_000_000.0
 
 
 class Clock:
-    """Wall time a test sets: the limiter's minutes are the wall clock's."""
+    """Wall time a test sets (the limiter's is the wall clock, which the replicas share)."""
 
     def __init__(self) -> None:
         self.now = START
@@ -39,10 +39,13 @@ def test_a_burst_goes_through_then_the_limiter_says_how_long_to_wait(replicas: t
     clock = Clock()
     limiter = RateLimiter(replicas[0].database, "user", 3, clock=clock)
     assert [limiter.allow("moodle", "alice") for _ in range(3)] == [0.0, 0.0, 0.0]
-    clock.now += 15
-    assert limiter.allow("moodle", "alice") == pytest.approx(WINDOW_S - 15)  # this minute is full
+    clock.now += 5
+    assert limiter.allow("moodle", "alice") == pytest.approx(15)  # a token comes back every 20 s at 3 a minute
     assert limiter.allow("moodle", "bob") == 0.0  # per user
     assert limiter.allow("canvas", "alice") == 0.0  # another platform's user of the same id
+    clock.now += 15
+    assert limiter.allow("moodle", "alice") == 0.0  # refused requests took no token
+    assert limiter.allow("moodle", "alice") > 0
 
 
 def test_two_replicas_share_a_learners_upload_budget(replicas: tuple[Store, Store]) -> None:
@@ -50,15 +53,13 @@ def test_two_replicas_share_a_learners_upload_budget(replicas: tuple[Store, Stor
     first, second = (RateLimiter(store.database, "upload", 4, clock=clock) for store in replicas)
     # a load balancer sends a learner's uploads to one replica, then the other
     assert [limiter.allow("moodle", "s1") for limiter in (first, second, first, second)] == [0.0] * 4
-    assert second.allow("moodle", "s1") > 0 and first.allow("moodle", "s1") > 0
-    # the next minute still carries most of this one (a sliding minute), a minute later it is free again
-    clock.now += WINDOW_S + 1
-    assert first.allow("moodle", "s1") > 0
-    clock.now += WINDOW_S
-    assert second.allow("moodle", "s1") == 0.0
+    assert second.allow("moodle", "s1") == pytest.approx(WINDOW_S / 4)
+    assert first.allow("moodle", "s1") == pytest.approx(WINDOW_S / 4)
+    clock.now += WINDOW_S / 4  # one upload's worth later, one more upload, on either replica
+    assert second.allow("moodle", "s1") == 0.0 and first.allow("moodle", "s1") > 0
 
 
-def test_many_addresses_leave_only_the_last_two_minutes_rows(replicas: tuple[Store, Store]) -> None:
+def test_many_addresses_leave_only_the_last_minutes_rows(replicas: tuple[Store, Store]) -> None:
     clock = Clock()
     database = replicas[0].database
     limiter = RateLimiter(database, "address", 1200, clock=clock)
@@ -66,11 +67,10 @@ def test_many_addresses_leave_only_the_last_two_minutes_rows(replicas: tuple[Sto
         for n in range(60):
             assert limiter.allow(f"10.{minute}.0.{n}") == 0.0
         clock.now += WINDOW_S
+    assert limiter.allow("10.9.9.9") == 0.0  # a minute on: the last minute's addresses have full buckets again
     with database.read() as db:
-        windows = db.execute(select(rate_limits.c.window, func.count()).group_by(rate_limits.c.window)
-                             .order_by(rate_limits.c.window)).all()
         stored = db.execute(select(rate_limits.c.key)).scalars().all()
-    first_minute = int(START // WINDOW_S)
-    assert [tuple(row) for row in windows] == [(first_minute + 1, 60), (first_minute + 2, 60)]
+    assert len(stored) == 1  # only the address seen since
     assert not any("10." in key for key in stored)  # digests, not the addresses
-    assert not vars(limiter).keys() - {"database", "bucket", "rate", "_clock"}  # nothing kept per key in memory
+    # and nothing per key in the process
+    assert not [value for value in vars(limiter).values() if isinstance(value, dict | list | set)]

@@ -1,6 +1,6 @@
-"""The rate limits' counters move into the database (``rate_limits``: one row per bucket,
-key and minute, old minutes deleted), so every replica on one database counts the same
-requests and no process keeps a counter per address for ever; and a line item remembers
+"""The rate limits' token buckets move into the database (``rate_limits``: one row per
+limit and key, deleted once full again), so every replica on one database counts the same
+requests and no process keeps a bucket per address for ever; and a line item remembers
 the AGS scopes its launch granted (``lti_lineitem.scopes``), so a score post to a platform
 that did not grant the score scope fails at once, saying so (issue 37).
 
@@ -26,14 +26,13 @@ def upgrade() -> None:
         "rate_limits",
         sa.Column("bucket", sa.Text, primary_key=True),
         sa.Column("key", sa.Text, primary_key=True),
-        sa.Column("window", sa.BigInteger, primary_key=True),
-        sa.Column("count", sa.Integer, nullable=False),
+        sa.Column("full_at", sa.Float, nullable=False),
     )
-    op.create_index("rate_limits_window", "rate_limits", ["window"])
+    op.create_index("rate_limits_full_at", "rate_limits", ["bucket", "full_at"])
     op.add_column("lti_lineitem", sa.Column("scopes", sa.Text))
 
 
 def downgrade() -> None:
     op.drop_column("lti_lineitem", "scopes")
-    op.drop_index("rate_limits_window", "rate_limits")
+    op.drop_index("rate_limits_full_at", "rate_limits")
     op.drop_table("rate_limits")
