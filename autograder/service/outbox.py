@@ -20,10 +20,13 @@ What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on
   Otherwise the platform's clock is ahead of ours or someone wrote the grade since:
   the post gets a later timestamp and goes again, at most ``MAX_CONFLICTS`` times.
 - a retryable error (no answer, 5xx, 429, 401: a token to fetch again, and any refusal
-  from the token endpoint: Moodle answers 400 there even for a clock a second off):
+  from the token endpoint but ``invalid_scope``: Moodle answers 400 there even for a clock
+  a second off):
   tried again after ``base_delay_s * 2**(tries-1)`` (at most ``max_delay_s``), for as
   long as it takes.
-- any other refusal of the score itself (400, 403, 404, a line item no platform owns):
+- any other refusal of the score itself (400, 403, 404, a line item no platform owns), and
+  a platform that did not grant the score scope (its launch's grant lacks it, or its token
+  endpoint answers ``invalid_scope``; ``lti.AgsScoreSender``):
   failed, with the platform's answer kept for the instructor, whose page offers to send
   it again (``Store.retry_post``).
 """
