@@ -124,6 +124,7 @@ def grade(
     from autograder.formats.result_json import to_dict
 
     the_week = _locate(week, course)
+    _say_sandbox_layers()
     with Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         bar = progress.add_task(the_week.name, total=None)
@@ -137,6 +138,14 @@ def grade(
     else:
         _print_table(the_week, outcome.results)
     _print_outputs(outcome.outputs, reused=outcome.reused)
+
+
+def _say_sandbox_layers() -> None:
+    """Which sandbox layers this machine has, on stderr before anything is graded: a layer
+    missing here (a cgroup v2 host without delegation) is seen at start, not in a log later."""
+    from autograder.execution.sandbox import describe_layers, layer_states
+
+    err.print(describe_layers(layer_states()), highlight=False, soft_wrap=True)
 
 
 def _print_table(week: Week, results: list[SubmissionResult]) -> None:
@@ -436,6 +445,7 @@ def serve(
         return
     if (tls_cert is None) != (tls_key is None):
         raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
+    _say_sandbox_layers()
     run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
                 tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
                 announce=lambda tool: err.print(

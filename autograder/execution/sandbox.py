@@ -3,7 +3,8 @@
 Layers, strongest first: bubblewrap (own user, PID, mount, network, IPC, UTS namespaces,
 no nested user namespaces; a read-only view of only the interpreter, the virtualenv and
 the ``autograder`` package; a private, size-capped tmpfs), a cgroup with memory and pids
-limits around the whole zygote (when the grader is root on a cgroup v1 machine), an
+limits around the whole zygote (cgroup v1 when the grader is root, cgroup v2 where its
+cgroup is delegated to it: ``cgroup.py``), an
 unprivileged uid (when the grader runs as root), a seccomp filter installed by the zygote,
 and rlimits set in each worker (always). ``SandboxPlan.missing`` lists, in words for the
 instructor, every layer this machine lacks; the grader prints it once at start and never
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import autograder
+from autograder.exceptions import SandboxError
 from autograder.execution import cgroup, launch
 from autograder.execution.cgroup import Cgroup
 from autograder.worker import seccomp
@@ -170,7 +172,8 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
     if not bwrap:
         return _plan_without_bwrap(ctrl_fd, limits, package, data, user, group, layers, missing,
                                    require_isolation=require_isolation, use_seccomp=seccomp_missing is None)
-    group_of_zygote, prefix = _cgroup(limits, user, layers, missing)
+    # the launcher joins the cgroup as the grader's user, before it drops to nobody
+    group_of_zygote, prefix = _cgroup(limits, None, layers, missing)
     binds = [(p, p) for p in _interpreter_paths()] + [(str(package), f"{PACKAGE_MOUNT}/autograder")]
     if data is not None and data.is_dir():
         binds.append((str(data.resolve()), DATA_MOUNT))
@@ -254,20 +257,57 @@ def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
 
 
 def _cgroup(limits: Limits, user: int | None, layers: list[str], missing: list[str]) -> tuple[Cgroup | None, list[str]]:
-    """The zygote's cgroup and the launcher prefix that joins it, when cgroups work here."""
+    """The zygote's cgroup and the launcher prefix that joins it (as ``user``: None for the
+    grader's own), when cgroups work here."""
     reason = cgroup.unavailable_reason()
     if reason is None:
         memory = (limits.memory_mb + limits.zygote_mb) << 20
         try:
             made = cgroup.create(memory_bytes=memory, pids_max=limits.nproc, owner_uid=user)
-        except OSError as exc:
+        except (OSError, SandboxError) as exc:
             reason = f"cgroup memory/pids limits: could not create the cgroup ({exc})"
         else:
-            layers.append(f"cgroup v1: memory {memory >> 20} MB and {limits.nproc} processes for the zygote's "
+            processes = f" and {limits.nproc} processes" if any((p / "pids.max").exists() for p in made.paths) else ""
+            layers.append(f"cgroup v{made.version}: memory {memory >> 20} MB{processes} for the zygote's "
                           "whole tree; leftovers killed on close")
             return made, made.join_argv()
     missing.append(reason)
     return None, []
+
+
+@dataclass(frozen=True)
+class LayerState:
+    """One sandbox layer on this machine: on or off, and how (a cgroup's version, why it is off)."""
+
+    name: str
+    on: bool
+    how: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.how} on" if self.on and self.how else f"{self.name} {'on' if self.on else 'off'}"
+
+
+def layer_states() -> tuple[LayerState, ...]:
+    """The layers a zygote started now would have, found without starting one: what
+    ``grade`` and ``serve`` say at start and ``/metrics`` exports, so an operator sees a
+    missing layer (a cgroup v2 host without delegation) before any submission runs."""
+    bwrap, root = shutil.which("bwrap") is not None, os.geteuid() == 0
+    seccomp_missing = seccomp.available()
+    found = cgroup.hierarchy()
+    memory = found.removeprefix("cgroup memory/pids limits: ") if isinstance(found, str) else f"v{found.version}"
+    return (
+        LayerState("namespaces", bwrap, "" if bwrap else "bubblewrap is not installed (apt-get install bubblewrap)"),
+        LayerState("unprivileged uid", root, "" if root else "the grader is not root: workers run as its user"),
+        LayerState("seccomp", seccomp_missing is None, seccomp_missing or ""),
+        LayerState("memory cgroup", not isinstance(found, str), memory),
+        LayerState("rlimits", True),
+    )
+
+
+def describe_layers(states: tuple[LayerState, ...]) -> str:
+    """One line naming every layer on or off, then a line saying why for each one off."""
+    why = [f"  {state.name} off: {state.how}" for state in states if not state.on and state.how]
+    return "\n".join(["sandbox layers: " + ", ".join(str(state) for state in states), *why])
 
 
 def _fallback_home(user: int | None) -> str:

@@ -6,6 +6,11 @@ Every value is read from the database at each scrape, in one read transaction, s
 replica sharing a database reports the same numbers and a scrape of any one of them is
 the whole service's. Nothing is counted in a process's memory: a restart loses nothing
 and two replicas are not summed twice.
+
+The one exception is the sandbox's layers (``autograder_sandbox_layer``): they belong to
+the machine that answers the scrape (found as ``serve`` found them at start, without
+starting a zygote), so each replica reports its own; graders on a Dask cluster
+(``--scheduler``) run on the cluster's machines, whose layers their own logs say.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from sqlalchemy import func, select
 
 from autograder.database import Database
 from autograder.database.tables import attempts, posts
+from autograder.execution.sandbox import layer_states
 from autograder.service.attempt_queue import moment
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # text/plain; version=0.0.4, what every Prometheus scrapes
@@ -65,8 +71,27 @@ class ServiceMetrics(Collector):
         yield sent
 
 
+class SandboxLayers(Collector):
+    """This machine's sandbox layers: 1 for each one on, 0 for each one off, so an alert
+    can watch for a missing one (a cgroup v2 host without ``Delegate=yes``)."""
+
+    def collect(self) -> Iterator[Metric]:
+        states = layer_states()
+        on = GaugeMetricFamily("autograder_sandbox_layer", "Sandbox layers on this replica's machine: 1 on, 0 off "
+                               "(docs/SECURITY.md).", labels=["layer"])
+        for state in states:
+            on.add_metric([state.name.replace(" ", "_")], 1 if state.on else 0)
+        yield on
+        memory = next(state for state in states if state.name == "memory cgroup")
+        yield GaugeMetricFamily("autograder_sandbox_memory_cgroup_version", "The cgroup version of the sandbox's "
+                                "memory layer: 1, 2, or 0 when it is off.",
+                                value=int(memory.how.removeprefix("v")) if memory.on else 0)
+
+
 def exposition(database: Database) -> bytes:
-    """The metrics page's body: the database's gauges now, in Prometheus' text format 0.0.4."""
+    """The metrics page's body: the database's gauges now and this machine's sandbox
+    layers, in Prometheus' text format 0.0.4."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ServiceMetrics(database))
+    registry.register(SandboxLayers())
     return generate_latest(registry)
