@@ -10,19 +10,24 @@ INTEROP_STAMP := .venv-interop/.installed
 EXAMPLE := examples/ML101-Week 1 The perceptron-42.zip
 RESULTS := results/week01
 
+# The course's grading environment (docs/AUTHORING.md, "Adding a library"): the libraries
+# course.toml's [grading.libraries] pins, installed with the package, so a new library is an
+# edit of the course's file and `make setup` installs it.
+GRADING_PINS := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(f"{k}=={v}" for k, v in tomllib.load(open("course.toml", "rb")).get("grading", {}).get("libraries", {}).items()))')
+
 .PHONY: setup example lint test quick generate audit clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/grading.txt scripts/install-system-packages
+$(STAMP): pyproject.toml course.toml scripts/install-system-packages
 	scripts/install-system-packages
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements/grading.txt -e '.[test]'
+	$(BIN)/python -m pip install -q $(GRADING_PINS) -e '.[test]'
 	touch $(STAMP)
 
 # nbgrader and otter-grader, in their own virtualenv, for the interop tests only
-$(INTEROP_STAMP): scripts/install-interop pyproject.toml requirements/grading.txt
+$(INTEROP_STAMP): scripts/install-interop pyproject.toml course.toml
 	scripts/install-interop
 	touch $(INTEROP_STAMP)
 

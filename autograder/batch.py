@@ -37,7 +37,6 @@ from autograder.manual import (
     write_manual_sheet,
     write_rubric_sheet,
 )
-from autograder.provenance import grader_version
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
@@ -152,7 +151,7 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
     out_dir, on_result = options.folder(), options.on_result
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook.open(out_dir / FILENAME) as book:
-        run_id = book.begin_run(week.name, grader_version=grader_version())
+        run_id = book.begin_run(week.name, grader_version=week.grader_version)
         pending: list[Submission] = []
         reused = 0
         for submission in submissions:
@@ -224,7 +223,7 @@ def rewrite_outputs(week: Week, submissions: list[Submission], *, out_dir: Path,
 
 def _cached(book: Gradebook, week: Week, submission: Submission) -> SubmissionResult | None:
     return book.lookup(week.name, submission.key, submission_sha256=submission.sha256,
-                       tests_sha256=week.tests_sha256, grader_version=grader_version())
+                       tests_sha256=week.tests_sha256, grader_version=week.grader_version)
 
 
 def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored: list[SubmissionResult],

@@ -21,7 +21,6 @@ from typer.core import TyperGroup
 
 from autograder.course import Course
 from autograder.exceptions import AutograderError, CourseError
-from autograder.provenance import grader_version
 from autograder.results_folders import audit_page, moodle_results
 
 if TYPE_CHECKING:
@@ -542,9 +541,11 @@ def i18n_status(
 
 
 @app.command()
-def version() -> None:
-    """Print the grader version."""
-    out.print(grader_version())
+def version(course: CourseOption = None) -> None:
+    """Print the grader version: the autograder's code and the course's grading libraries."""
+    from autograder.provenance import grader_version
+
+    out.print(grader_version(Course.locate(course).grading.libraries))
 
 
 @app.callback()

@@ -5,6 +5,11 @@ heading or metadata, and one markdown cell per task, declared by its heading
 (``## Task N (P points)``) or metadata (``autograder.authoring`` reads both). The hidden tests in
 ``source/weekNN/tests/`` say with ``@pytest.mark.task(N)`` / ``@pytest.mark.points(P)``
 how a task's points split across tests.
+
+The course's grading environment is its own (``course.toml`` ``[grading]``, read into a
+``libraries.GradingEnvironment``), and so are a week's files (``week.toml`` ``[files]``:
+helper modules every worker can import, files handed out beside the student notebook),
+whose every path must stay inside the week's folder.
 """
 
 from __future__ import annotations
@@ -15,15 +20,35 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import nbformat
 
 from autograder.authoring import WeekSpec, read_spec
-from autograder.course_languages import Languages, read_languages, read_week_languages
+from autograder.course_languages import (
+    WEEK_SETTINGS_FILE,
+    Languages,
+    read_grading,
+    read_languages,
+    read_week_files,
+    read_week_languages,
+)
 from autograder.exceptions import CourseError
+from autograder.libraries import GradingEnvironment
+from autograder.provenance import grader_version
 
 WEEK_PATTERN = re.compile(r"^week\d{2}$")
+
+
+@dataclass(frozen=True)
+class WeekFiles:
+    """A week's own files (``week.toml`` ``[files]``), as paths relative to its folder,
+    each checked to stay inside it: ``helpers`` (Python modules, read-only and importable in
+    every worker, importable by the hidden tests) and ``handout`` (copied next to the
+    student notebook)."""
+
+    helpers: tuple[str, ...] = ()
+    handout: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +91,51 @@ class Week:
         """The week's languages: the course's (``course.toml``), narrowed by the week's own
         ``week.toml`` (``autograder.course_languages``)."""
         return read_week_languages(self.source_dir, read_languages(self.root))
+
+    @cached_property
+    def files(self) -> WeekFiles:
+        """The week's own files (``week.toml`` ``[files]``); CourseError naming an entry that
+        is absolute, leaves the week's folder (``..``, a symlink leading out), is missing,
+        or would give away the hidden tests or the reference."""
+        table = read_week_files(self.source_dir, read_languages(self.root))
+        helpers = tuple(self._own_file("helpers", entry) for entry in table.helpers)
+        for entry in helpers:
+            if not entry.endswith(".py"):
+                raise CourseError(f"{self.source_dir / WEEK_SETTINGS_FILE}: [files] helpers {entry!r} is not a "
+                                  "Python module: list only .py files there (data files go in data/, or in "
+                                  "handout to be copied next to the student notebook)")
+        return WeekFiles(helpers=helpers, handout=tuple(self._own_file("handout", entry) for entry in table.handout))
+
+    def _own_file(self, key: str, entry: str) -> str:
+        """``entry`` as a path inside the week's folder, or CourseError saying what to do."""
+        where = f"{self.source_dir / WEEK_SETTINGS_FILE}: [files] {key} {entry!r}"
+        fix = f"copy the file into {self.source_dir} and write its path from there, such as \"utilities.py\""
+        path = PurePosixPath(entry)
+        if path.is_absolute() or PureWindowsPath(entry).is_absolute() or PureWindowsPath(entry).drive:
+            raise CourseError(f"{where} is an absolute path: {fix}")
+        if ".." in path.parts or not path.parts or str(path) == ".":
+            raise CourseError(f"{where} leaves the week's folder: {fix}")
+        found = self.source_dir / path
+        if not found.resolve().is_relative_to(self.source_dir.resolve()):
+            raise CourseError(f"{where} is a symlink leading out of the week's folder (to {found.resolve()}): "
+                              f"{fix}")
+        if not found.is_file():
+            raise CourseError(f"{where}: no such file in {self.source_dir}: add it, or remove the entry")
+        if path.parts[0] == "tests" or path == PurePosixPath(self.source_notebook.name):
+            raise CourseError(f"{where} would give the hidden tests or the reference solution to every worker: "
+                              "move what students may see into a file of its own and list that")
+        return str(path)
+
+    @cached_property
+    def grading(self) -> GradingEnvironment:
+        """The course's grading environment (``course.toml`` ``[grading]``)."""
+        return Course(self.root).grading
+
+    @cached_property
+    def grader_version(self) -> str:
+        """The version a score of this week is recorded with: the grader's code and every
+        library of the course's grading environment (``provenance``)."""
+        return grader_version(self.grading.libraries)
 
     def assignment_notebook_in(self, language: str) -> Path:
         """The generated student notebook in ``language`` (``autograder generate``)."""
@@ -187,6 +257,13 @@ class Course:
     def languages(self) -> Languages:
         """The course's languages (``course.toml``)."""
         return read_languages(self.root)
+
+    @property
+    def grading(self) -> GradingEnvironment:
+        """The course's grading environment (``course.toml`` ``[grading]``)."""
+        table = read_grading(self.root)
+        pins = {name.lower().replace("_", "-"): pinned for name, pinned in table.libraries.items()}
+        return GradingEnvironment(pins=tuple(pins.items()), preload=tuple(table.preload))
 
     def week_names(self) -> list[str]:
         """Every ``source/weekNN`` folder: adding a week is adding a folder."""

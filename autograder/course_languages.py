@@ -1,4 +1,6 @@
-"""Which languages a course and each of its weeks are taught in.
+"""Which languages a course and each of its weeks are taught in, and the rest of what
+``course.toml`` and ``week.toml`` say (the course's grading environment, a week's own files:
+their tables are read here, their paths checked by ``autograder.course``).
 
 The course says it once, in ``[languages]`` of ``course.toml`` at the course root. A week
 may narrow that in ``source/weekNN/week.toml`` so that it can be drafted and handed out in
@@ -33,6 +35,9 @@ LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
 SETTINGS_FILE = "course.toml"
 WEEK_SETTINGS_FILE = "week.toml"
 Code = Annotated[str, Field(pattern=LANGUAGE_PATTERN.pattern)]
+Distribution = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
+EXACT_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([._+-]?[A-Za-z0-9.]+)*$")  # one version: no range, no ==
+Module = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
 OFFERED = Field(default=None, description=N_('a list of language codes such as ["en", "ja"], each once'))
 
 
@@ -82,12 +87,38 @@ class CourseLanguagesTable(Table):
         return Languages(source=source, offered=tuple(self.offered or [source]), instructor=self.instructor or source)
 
 
+class GradingTable(Table):
+    """``[grading]`` of ``course.toml``: the course's grading environment
+    (``autograder.libraries``): its libraries, each at an exact version, and what the
+    zygote preloads."""
+
+    libraries: dict[Distribution, str] = Field(default_factory=dict, description=N_(
+        'a table: [grading.libraries] on a line of its own, then one library a line at its exact version, '
+        'such as pandas = "2.3.3"'))
+    preload: list[Module] = Field(default_factory=list, description=N_(
+        'a list of module names, such as ["numpy", "matplotlib.pyplot", "pandas"], imported once before '
+        'any worker'))
+
+    @field_validator("libraries")
+    @classmethod
+    def _exact(cls, libraries: dict[str, str]) -> dict[str, str]:
+        for name, pinned in libraries.items():
+            if not EXACT_VERSION.match(pinned):
+                refuse(_("{name} = {pinned} is not one exact version: write one, such as {name} = \"2.3.3\" (a "
+                         "regrade must run on the versions the first grading ran on)").format(
+                    name=name, pinned=toml_value(pinned)))
+        return libraries
+
+
 class CourseToml(Table):
     """``course.toml``: the course's settings."""
 
     languages: CourseLanguagesTable | None = Field(default=None, description=N_(
         'a table: [languages] on a line of its own, then source = "en", offered = ["en", "ja"] and '
         'instructor = "en" under it'))
+    grading: GradingTable | None = Field(default=None, description=N_(
+        'a table: [grading] on a line of its own, then preload = ["numpy"] under it, and '
+        '[grading.libraries] with numpy = "2.4.6" under it'))
 
 
 class WeekLanguagesTable(Table):
@@ -131,11 +162,26 @@ class WeekLanguagesTable(Table):
         return Languages(source=source, offered=tuple(offered), instructor=course.instructor)
 
 
+class WeekFilesTable(Table):
+    """``[files]`` of ``week.toml``: the week's own files, paths inside ``source/weekNN/``
+    (``autograder.course.Week.files`` refuses any that leads out of it)."""
+
+    helpers: list[str] = Field(default_factory=list, description=N_(
+        'a list of Python files in the week\'s folder, such as ["utilities.py", "code/helpers.py"]: '
+        'importable by student code and the hidden tests, read-only in every worker'))
+    handout: list[str] = Field(default_factory=list, description=N_(
+        'a list of files in the week\'s folder, such as ["data/x.csv", "utilities.py"], copied next to '
+        'the student notebook'))
+
+
 class WeekToml(Table):
-    """``source/weekNN/week.toml``: only the week's languages."""
+    """``source/weekNN/week.toml``: the week's languages and its own files."""
 
     languages: WeekLanguagesTable | None = Field(default=None, description=N_(
         'a table: [languages] on a line of its own, then source = "en" and offered = ["en"] under it'))
+    files: WeekFilesTable | None = Field(default=None, description=N_(
+        'a table: [files] on a line of its own, then helpers = ["utilities.py"] and handout = '
+        '["data/x.csv"] under it'))
 
 
 def read_languages(root: Path) -> Languages:
@@ -152,3 +198,18 @@ def read_week_languages(source_dir: Path, course: Languages) -> Languages:
     document = load(source_dir / WEEK_SETTINGS_FILE, WeekToml, CourseError, context={"course": course})
     table = document.languages if document is not None else None
     return course if table is None else table.languages(course)
+
+
+def read_grading(root: Path) -> GradingTable:
+    """The ``[grading]`` table of ``root/course.toml`` (empty when there is none)."""
+    document = load(root / SETTINGS_FILE, CourseToml, CourseError)
+    table = document.grading if document is not None else None
+    return table or GradingTable()
+
+
+def read_week_files(source_dir: Path, course: Languages) -> WeekFilesTable:
+    """The ``[files]`` table of the week's ``week.toml`` (empty when there is none); its
+    paths as written, not yet checked."""
+    document = load(source_dir / WEEK_SETTINGS_FILE, WeekToml, CourseError, context={"course": course})
+    table = document.files if document is not None else None
+    return table or WeekFilesTable()

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -24,9 +25,10 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 VENVS = Path(__file__).resolve().parent / ".venvs"
-# the grading environment's pins and this package (its pytest plugin runs in the kernel),
-# as scripts/install-interop installs them
-SAME_AS_OURS = ["-r", str(ROOT / "requirements" / "grading.txt"), "-e", str(ROOT)]
+# the grading environment's pins (course.toml [grading.libraries]) and this package (its
+# pytest plugin runs in the kernel), as scripts/install-interop installs them
+PINS = tomllib.loads((ROOT / "course.toml").read_text())["grading"]["libraries"]
+SAME_AS_OURS = [f"{name}=={pinned}" for name, pinned in PINS.items()] + ["-e", str(ROOT)]
 PACKAGES = {"nbgrader": ["nbgrader"], "otter": ["otter-grader", "ipykernel"]}  # otter does not pull in a kernel
 
 STUDENT_SHIM = f'''

@@ -37,11 +37,12 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's autograder (see run.OWN_TREE)
+    from autograder.course import Course
     from autograder.notebook import code_cells
     from autograder.worker.core import WorkerCore
     from autograder.worker.zygote import preload
 
-    shell = preload()
+    shell = preload(list(Course.locate().grading.preload))
     cells = code_cells(args.notebook.read_bytes())
 
     def run_cells() -> None:

@@ -31,8 +31,9 @@ def course() -> Course:
 
 @pytest.fixture(scope="session")
 def slot():
-    """One warm, sandboxed zygote shared by the tests (starting one costs about a second)."""
-    with ZygoteSlot(Limits()) as s:
+    """One warm, sandboxed zygote shared by the tests (starting one costs about a second),
+    with this course's preloaded modules, as its grading's zygote has."""
+    with ZygoteSlot(Limits(), preload=Course.locate(ROOT).grading.preload) as s:
         yield s
 
 

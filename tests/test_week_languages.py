@@ -63,7 +63,7 @@ def test_week_toml_narrows_the_languages_and_may_name_its_own_source(tmp_path: P
     ('[languages]\nsource = "English"\n', r'\[languages\] source = "English" is not allowed here: write a language code such as'),
     ('[languages]\ninstructor = "ja"\n', r"instructor: the instructor's language is course-wide; set it in course.toml"),
     ('[languages]\nofered = ["en"]\n', r"\[languages\] ofered: unknown key; the keys here are offered, source: remove it or fix its name"),
-    ('[language]\noffered = ["en"]\n', r"language: unknown key; the keys here are languages"),
+    ('[language]\noffered = ["en"]\n', r"language: unknown key; the keys here are files, languages"),
     ('languages = "en"\n', r'languages = "en" is not allowed here: write a table: \[languages\] on a line of its own'),
     ('[languages\n', r"not valid TOML"),
 ])

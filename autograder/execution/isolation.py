@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from autograder.execution.heard import Heard
 from autograder.execution.run import SubmissionRun
-from autograder.execution.sandbox import Limits
+from autograder.execution.sandbox import Helpers, Limits
 from autograder.execution.slot import ZygoteSlot
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,10 @@ Runs = Callable[[list[str]], Run]  # a notebook's code cells -> its run, not yet
 class Isolation(Protocol):
     """How submissions run while one ``grade`` call lasts."""
 
-    def session(self, data: Path) -> contextlib.AbstractContextManager[Runs]:
-        """Ready to run notebooks of a week whose data folder is ``data``, until the block ends."""
+    def session(self, data: Path, *, helpers: Helpers = (),
+                preload: tuple[str, ...] = ()) -> contextlib.AbstractContextManager[Runs]:
+        """Ready to run notebooks of a week whose data folder is ``data`` and helper modules
+        ``helpers``, with the course's ``preload`` modules imported, until the block ends."""
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,12 @@ class Sandboxed:
     slot: ZygoteSlot | None = None
 
     @contextlib.contextmanager
-    def session(self, data: Path) -> Iterator[Runs]:
+    def session(self, data: Path, *, helpers: Helpers = (), preload: tuple[str, ...] = ()) -> Iterator[Runs]:
         """A warm zygote for the session; each run forks its workers from it."""
         with contextlib.ExitStack() as cleanup:
             slot = self.slot
             if slot is None:
-                slot = cleanup.enter_context(ZygoteSlot(self.limits, data=data))
+                slot = cleanup.enter_context(ZygoteSlot(self.limits, data=data, helpers=helpers, preload=preload))
             else:
                 slot.start()
                 cleanup.callback(slot.settle)  # the caller's zygote is idle and clean when this returns
@@ -96,8 +98,9 @@ class InProcess:
     """Trusted notebooks only: run in this process, beside the week's data folder."""
 
     @contextlib.contextmanager
-    def session(self, data: Path) -> Iterator[Runs]:
-        """Nothing to start: each run resets this process's IPython shell."""
+    def session(self, data: Path, *, helpers: Helpers = (), preload: tuple[str, ...] = ()) -> Iterator[Runs]:
+        """Nothing to start: each run resets this process's IPython shell, beside the week's
+        data (its helper modules import from the week's folder: ``testing.hidden.read_afresh``)."""
         from autograder.execution.local import LocalRun  # IPython: only for in-process runs
 
         yield lambda cells: LocalRun(cells, folder=data.parent)

@@ -4,7 +4,7 @@ bubblewrap runs as ``nobody`` (a sandbox started by root would map its user to r
 it can bind only what ``nobody`` can walk to. A course cloned into a folder only its owner
 may enter (``mktemp -d``, most home folders) would then lose the unprivileged layer. This
 launcher runs as root, in a mount namespace of its own: it bind-mounts each folder the
-sandbox needs (the virtualenv, the ``autograder`` package, a week's data) read-only under a
+sandbox needs (the virtualenv, the ``autograder`` package, a week's data and helper modules) read-only under a
 fresh tmpfs at ``STAGING``, whose every parent ``nobody`` can enter, then drops to
 ``nobody`` and execs bubblewrap, which binds them from there at their fixed places. The
 mounts live only in this namespace: they vanish with the sandbox and the host never sees
@@ -51,7 +51,10 @@ def main(spec_json: str) -> None:
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     _mount(libc, "autograder", spec["root"], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
     for source, staged in spec["binds"]:
-        os.mkdir(staged, 0o755)
+        if os.path.isdir(source):
+            os.mkdir(staged, 0o755)
+        else:  # a file (a week's helper module) is bound onto a file
+            os.close(os.open(staged, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         _mount(libc, source, staged, None, MS_BIND | MS_REC)
         _mount(libc, None, staged, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.setgroups([])

@@ -32,6 +32,7 @@ from autograder.execution.cgroup import Cgroup
 from autograder.worker import seccomp
 
 UNPRIVILEGED_USER = "nobody"
+Helpers = tuple[tuple[str, Path], ...]  # a week's helper modules: (path relative to the week's folder, the file)
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG")
 
 
@@ -87,6 +88,7 @@ class SandboxPlan:
 
 PACKAGE_MOUNT = "/opt/autograder"  # the package's parent inside the sandbox: nothing else is in it
 DATA_MOUNT = "/opt/course-data"  # a week's data folder, read-only; each worker sees it as ./data
+HELPERS_MOUNT = "/opt/course-helpers"  # a week's helper modules, read-only, each at its path in the week's folder
 
 
 def _package_dir() -> Path:
@@ -112,11 +114,12 @@ def _worker_env(home: str) -> dict[str, str]:
 
 
 def _boot(ctrl_fd: int, package_parent: str, *, fresh_namespaces: bool, use_seccomp: bool,
-          data: str | None) -> list[str]:
+          data: str | None, helpers: list[list[str]], preload: tuple[str, ...]) -> list[str]:
     code = (
         f"import sys; sys.path.insert(0, {package_parent!r}); "
         f"from autograder.worker.zygote import main; "
-        f"main({ctrl_fd}, fresh_namespaces={fresh_namespaces}, seccomp={use_seccomp}, data={data!r})"
+        f"main({ctrl_fd}, fresh_namespaces={fresh_namespaces}, seccomp={use_seccomp}, data={data!r}, "
+        f"helpers={helpers!r}, preload_modules={list(preload)!r})"
     )
     return [sys.executable, "-I", "-c", code]
 
@@ -144,10 +147,15 @@ def _readable_by_others(path: str) -> bool:
 
 
 def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None = None,
-         data: Path | None = None, package: Path | None = None) -> SandboxPlan:
+         data: Path | None = None, helpers: Helpers = (), preload: tuple[str, ...] = (),
+         package: Path | None = None) -> SandboxPlan:
     """Build the zygote's start command from the layers this machine has.
 
     ``data`` is a week's data folder, bound read-only (each worker sees it as ``./data``);
+    ``helpers`` the week's helper modules, each a path relative to the week's folder and the
+    file, bound read-only one by one (each worker sees it at that path in its own folder,
+    which is first on its ``sys.path``); ``preload`` the modules the zygote imports before
+    its first fork (the course's ``[grading] preload``);
     ``package`` the ``autograder`` package to bind (default: this one). ``missing`` says
     which layers are absent and what that exposes; with ``require_isolation`` a machine
     without bubblewrap is refused outright.
@@ -170,13 +178,14 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
     else:
         missing.append(f"seccomp filter: {seccomp_missing}")
     if not bwrap:
-        return _plan_without_bwrap(ctrl_fd, limits, package, data, user, group, layers, missing,
+        return _plan_without_bwrap(ctrl_fd, limits, package, data, helpers, preload, user, group, layers, missing,
                                    require_isolation=require_isolation, use_seccomp=seccomp_missing is None)
     # the launcher joins the cgroup as the grader's user, before it drops to nobody
     group_of_zygote, prefix = _cgroup(limits, None, layers, missing)
     binds = [(p, p) for p in _interpreter_paths()] + [(str(package), f"{PACKAGE_MOUNT}/autograder")]
     if data is not None and data.is_dir():
         binds.append((str(data.resolve()), DATA_MOUNT))
+    binds += [(str(path.resolve()), f"{HELPERS_MOUNT}/{relative}") for relative, path in helpers]
     home = "/tmp"
     size = str(limits.scratch_mb << 20)
     argv = [
@@ -207,14 +216,16 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
     for key, value in _worker_env(home).items():
         argv += ["--setenv", key, value]
     argv += _boot(ctrl_fd, PACKAGE_MOUNT, fresh_namespaces=True, use_seccomp=seccomp_missing is None,
-                  data=DATA_MOUNT if data is not None and data.is_dir() else None)
+                  data=DATA_MOUNT if data is not None and data.is_dir() else None,
+                  helpers=[[relative, f"{HELPERS_MOUNT}/{relative}"] for relative, _ in helpers], preload=preload)
     if user is not None:
         spec = {"root": launch.STAGING, "binds": staged, "uid": user, "gid": group, "argv": argv}
         argv = [sys.executable, "-I", launch.__file__, json.dumps(spec)]
     if not _no_nested_userns(bwrap):
         missing.append("bubblewrap older than 0.8: the sandbox may create nested user namespaces")
     layers += ["bubblewrap: user/PID/mount/network/IPC/UTS namespaces",
-               "read-only filesystem view (interpreter, virtualenv, autograder package, the week's data only), "
+               "read-only filesystem view (interpreter, virtualenv, autograder package, the week's data and "
+               "helper modules only), "
                "bound whatever the permissions of the folders above the course",
                f"a fresh /tmp and /dev/shm (tmpfs, {limits.scratch_mb} MB each) and IPC namespace for every "
                "worker, gone with it; everything else read-only",
@@ -222,9 +233,9 @@ def plan(ctrl_fd: int, *, require_isolation: bool = False, limits: Limits | None
     return SandboxPlan(prefix + argv, {}, None, None, "/", tuple(layers), tuple(missing), group_of_zygote)
 
 
-def _plan_without_bwrap(ctrl_fd: int, limits: Limits, package: Path, data: Path | None, user: int | None,
-                        group: int | None, layers: list[str], missing: list[str], *, require_isolation: bool,
-                        use_seccomp: bool) -> SandboxPlan:
+def _plan_without_bwrap(ctrl_fd: int, limits: Limits, package: Path, data: Path | None, helpers: Helpers,
+                        preload: tuple[str, ...], user: int | None, group: int | None, layers: list[str],
+                        missing: list[str], *, require_isolation: bool, use_seccomp: bool) -> SandboxPlan:
     """No namespaces: the worker sees the whole file system, as ``nobody`` when we are root."""
     from autograder.exceptions import SandboxError
 
@@ -242,7 +253,8 @@ def _plan_without_bwrap(ctrl_fd: int, limits: Limits, package: Path, data: Path 
     group_of_zygote, prefix = _cgroup(limits, user, layers, missing)
     home = _fallback_home(user)
     argv = prefix + _boot(ctrl_fd, str(package.parent), fresh_namespaces=False, use_seccomp=use_seccomp,
-                          data=str(data.resolve()) if data is not None and data.is_dir() else None)
+                          data=str(data.resolve()) if data is not None and data.is_dir() else None,
+                          helpers=[[relative, str(path.resolve())] for relative, path in helpers], preload=preload)
     return SandboxPlan(argv, _worker_env(home), user, group, home, tuple(layers), tuple(missing), group_of_zygote)
 
 

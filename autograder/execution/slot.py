@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 from autograder.exceptions import ProtocolError, SandboxError
-from autograder.execution.sandbox import Limits
+from autograder.execution.sandbox import Helpers, Limits
 from autograder.execution.zygote import Worker, Zygote
 
 log = logging.getLogger(__name__)
@@ -19,9 +19,12 @@ log = logging.getLogger(__name__)
 class ZygoteSlot:
     """One warm zygote, replaced when it breaks; hands out one worker at a time."""
 
-    def __init__(self, limits: Limits, *, data: Path | None = None) -> None:
+    def __init__(self, limits: Limits, *, data: Path | None = None, helpers: Helpers = (),
+                 preload: tuple[str, ...] = ()) -> None:
         self.limits = limits
         self.data = data  # a week's data folder, read-only in every worker as ./data
+        self.helpers = helpers  # a week's helper modules, read-only and importable in every worker
+        self.preload = preload  # the modules the zygote imports before its first fork (course.toml [grading])
         self.zygote: Zygote | None = None
         self.layers: tuple[str, ...] = ()
         self.missing: tuple[str, ...] = ()
@@ -31,7 +34,7 @@ class ZygoteSlot:
         if self.zygote is None or not self.zygote.alive:
             if self.zygote is not None:
                 self.zygote.close()
-            self.zygote = Zygote(self.limits, data=self.data).start()
+            self.zygote = Zygote(self.limits, data=self.data, helpers=self.helpers, preload=self.preload).start()
             assert self.zygote.plan is not None
             self.layers, self.missing = self.zygote.plan.layers, self.zygote.plan.missing
         return self

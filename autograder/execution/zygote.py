@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.exceptions import FrameTimeout, ProtocolError, SandboxError, WorkerDied, WorkerTimeout
-from autograder.execution.sandbox import Limits, SandboxPlan, plan
+from autograder.execution.sandbox import Helpers, Limits, SandboxPlan, plan
 from autograder.worker.codec import dumps_message, loads_message
 from autograder.worker.framing import read_frame, write_frame
 
@@ -43,9 +43,10 @@ PIPE_BYTES = 1 << 20
 class Zygote:
     """One sandboxed zygote; forks one worker at a time."""
 
-    def __init__(self, limits: Limits | None = None, *, data: Path | None = None, package: Path | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, *, data: Path | None = None, helpers: Helpers = (),
+                 preload: tuple[str, ...] = (), package: Path | None = None) -> None:
         self.limits = limits or Limits()
-        self.data, self.package = data, package
+        self.data, self.helpers, self.preload, self.package = data, helpers, preload, package
         self.process: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.info: dict[str, Any] = {}
@@ -59,7 +60,8 @@ class Zygote:
     def start(self) -> Zygote:
         """Start the sandboxed zygote and wait until it says it is ready."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, package=self.package)
+        self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, helpers=self.helpers,
+                         preload=self.preload, package=self.package)
         extra: dict[str, Any] = {}
         if self.plan.user is not None:
             extra = {"user": self.plan.user, "group": self.plan.group, "extra_groups": []}

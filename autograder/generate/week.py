@@ -138,27 +138,39 @@ def apply(plan: Plan, differences: Iterable[Difference]) -> None:
                 directory.rmdir()
 
 
-NOT_COPIED = ("tests", "audit.toml", "locale", "week.toml")  # with data/ and the notebook: all a week's folder holds
+NOT_COPIED = ("tests", "audit.toml", "locale", "week.toml")  # with data/, the notebook and week.toml's [files]
 
 
 def _copied_files(week: Week) -> list[Path]:
     """Paths, relative to the week's source folder, of the files copied to both outputs:
-    those under ``data/``. Any file outside the allowed names is refused."""
+    those under ``data/`` and those ``week.toml`` hands out (``[files] handout``). A helper
+    module that is not handed out stays in the week's folder; any other file, and a file
+    that is a symlink leading out of the folder, is refused."""
+    files = week.files  # refuses an entry that is absolute or leads out of the week's folder
     copied = []
     for path in _files_under(week.source_dir):
         relative = path.relative_to(week.source_dir)
         if path == week.source_notebook or relative.parts[0] in NOT_COPIED:
             continue
+        if relative.as_posix() in files.helpers and relative.as_posix() not in files.handout:
+            continue
+        if not path.resolve().is_relative_to(week.source_dir.resolve()):
+            raise GenerationError(
+                f"{path}: nothing was written: it is a symlink leading out of the week's folder (to {path.resolve()}), "
+                "which would hand that file to every student. Copy the file into the week's folder instead."
+            )
         if path.suffix == ".ipynb":
             raise GenerationError(
                 f"{path}: only {week.source_notebook.name} is generated; another notebook would be copied "
                 "as it is, solutions and all. Move it out of the week's folder."
             )
-        if relative.parts[0] != "data" or len(relative.parts) == 1:
+        if relative.as_posix() not in files.handout and (relative.parts[0] != "data" or len(relative.parts) == 1):
             raise GenerationError(
                 f"{path}: nothing was written: a week's folder holds only {week.source_notebook.name}, tests/, data/, "
                 "locale/, audit.toml and week.toml. Move a data file into data/ (copied to the student and solution "
-                "folders and readable at data/ while grading), or move the file out of the week's folder."
+                "folders and readable at data/ while grading), list the file in week.toml's [files] (helpers: a "
+                "module importable while grading; handout: copied next to the student notebook; docs/AUTHORING.md, "
+                "\"A week's own files\"), or move the file out of the week's folder."
             )
         copied.append(relative)
     return copied

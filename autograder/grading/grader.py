@@ -45,7 +45,8 @@ def grade(
             on_result(result)
 
     captured = io.StringIO()
-    with isolation.session(week.data_dir) as runs:
+    helpers = tuple((relative, week.source_dir / relative) for relative in week.files.helpers)
+    with isolation.session(week.data_dir, helpers=helpers, preload=week.grading.preload) as runs:
         loop = GradingLoop(week, submissions, collect, runs, watch)
         with read_afresh(week.tests_dir), contextlib.redirect_stdout(captured):
             # pytest's capture would spool a test's output to a file, then read it all into

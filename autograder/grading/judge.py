@@ -22,7 +22,6 @@ from autograder.execution.heard import Heard
 from autograder.i18n.languages import translations
 from autograder.i18n.runtime import _, speaking
 from autograder.notebook import cell_line, declared_language
-from autograder.provenance import grader_version
 from autograder.results import Status, SubmissionResult, TaskResult, TestResult
 from autograder.submission import Submission
 from autograder.testing.hidden import HiddenTest
@@ -132,7 +131,7 @@ def base_result(week: Week, submission: Submission) -> SubmissionResult:
     return SubmissionResult(
         submission=submission.origin, key=submission.key, status=Status.ERROR, week=week.name,
         participant=submission.participant, submission_sha256=submission.sha256,
-        tests_sha256=week.tests_sha256, grader_version=grader_version(),
+        tests_sha256=week.tests_sha256, grader_version=week.grader_version,
     )
 
 

@@ -210,18 +210,28 @@ def hidden_tests(week: Week, items: list[pytest.Item]) -> list[HiddenTest]:
 
 @contextlib.contextmanager
 def read_afresh(tests_dir: Path) -> Iterator[None]:
-    """Forget the test modules a pytest session imported from ``tests_dir`` when it ends.
+    """Put the week's folder (``tests_dir``'s parent) first on ``sys.path`` while the block
+    runs, and forget the modules the session imported from it when it ends.
 
-    pytest's importlib mode reuses a module already imported under the same name, so
-    without this the next session in this process (a regrade after a test was fixed, the
-    same week of another course) would run the old tests.
+    On the path, the hidden tests (and a reference run in this process) import the week's
+    helper modules (``week.toml`` ``[files] helpers``) as a worker does from its folder.
+    Forgotten, because pytest's importlib mode reuses a module already imported under the
+    same name: without this the next session in this process (a regrade after a test was
+    fixed, the same week of another course, another week's ``utilities.py``) would run the
+    old code.
     """
+    week = tests_dir.parent
     before = set(sys.modules)
+    sys.path.insert(0, str(week))
     try:
         yield
     finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(week))
         for name in set(sys.modules) - before:
-            if Path(getattr(sys.modules[name], "__file__", None) or "/").is_relative_to(tests_dir):
+            module = sys.modules[name]
+            places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or ())]
+            if any(Path(place).is_relative_to(week) for place in places if isinstance(place, str)):
                 del sys.modules[name]
 
 

@@ -45,8 +45,6 @@ import socket
 import sys
 from typing import Any
 
-from autograder.libraries import PRELOADED_MODULES
-
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -65,15 +63,21 @@ FRESH_MOUNTS = ("/tmp", "/dev/shm")  # the only writable places; every worker ge
 IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def preload() -> Any:
-    """Import what submissions use and do their first-use work once (``warmup``), so a fork
-    pays nothing for either."""
+def preload(modules: list[str]) -> Any:
+    """Import what submissions use (``modules``: the course's ``[grading] preload``, which
+    the launcher passes) and do their first-use work once (``warmup``), so a fork pays
+    nothing for either."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     import matplotlib
 
     matplotlib.use("Agg")
-    for module in PRELOADED_MODULES:
-        importlib.import_module(module)
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise SystemExit(f"course.toml [grading] preload names {module!r}, which does not import in the "
+                             f"grading environment ({exc}): pin its library in the course's requirements "
+                             "file and run make setup, or remove it from preload") from None
 
     from autograder.worker.core import make_shell
     from autograder.worker.heap import fill_free_chunks, into_huge_pages
@@ -254,7 +258,7 @@ def _drop_capabilities() -> None:
 
 
 def _child(shell: Any, pipes: socket.socket, scratch_mb: int, scratch: str, *, fresh_namespaces: bool,
-           keep: list[str], seccomp_filter: bytes | None, data: str | None) -> None:
+           keep: list[str], seccomp_filter: bytes | None, data: str | None, helpers: list[list[str]]) -> None:
     """In the forked worker: enter fresh namespaces and scratch and drop every privilege,
     then wait on ``pipes`` for the submission's pipe ends and limits (a spare waits here
     while the grader judges the last submission; nothing of anyone's runs before they come),
@@ -278,6 +282,12 @@ def _child(shell: Any, pipes: socket.socket, scratch_mb: int, scratch: str, *, f
         os.makedirs(scratch, exist_ok=True)
         if data is not None:
             os.symlink(data, os.path.join(scratch, "data"))
+        for relative, path in helpers:  # the week's helper modules, where they sit beside its notebook
+            place = os.path.join(scratch, relative)
+            os.makedirs(os.path.dirname(place), exist_ok=True)
+            os.symlink(path, place)
+        if helpers:
+            sys.path.insert(0, scratch)  # importable, as the notebook's folder is in Jupyter
         os.chdir(scratch)
         os.environ["HOME"] = scratch
         message, fds, _, _ = socket.recv_fds(pipes, 1 << 16, 3)
@@ -339,7 +349,7 @@ class Zygote:
     """The zygote's loop: one submission at a time."""
 
     def __init__(self, ctrl: socket.socket, shell: Any, *, fresh_namespaces: bool = False,
-                 data: str | None = None) -> None:
+                 data: str | None = None, helpers: list[list[str]] | None = None) -> None:
         self.ctrl = ctrl
         self.shell = shell
         self.base = os.getcwd()
@@ -348,6 +358,7 @@ class Zygote:
         self.fresh_namespaces = fresh_namespaces
         self.keep = mounts_below_scratch() if fresh_namespaces else []
         self.data = data
+        self.helpers = helpers or []
         self.seccomp_rules = 0
         self.worker_filter: bytes | None = None  # the full seccomp filter, loaded by every worker
         self.child: int | None = None
@@ -451,7 +462,8 @@ class Zygote:
             os.close(self.wake_w)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             _child(self.shell, theirs, scratch_mb, self.scratch, fresh_namespaces=self.fresh_namespaces,
-                   keep=self.keep, seccomp_filter=self.worker_filter, data=self.data)
+                   keep=self.keep, seccomp_filter=self.worker_filter, data=self.data,
+                   helpers=self.helpers)
         theirs.close()
         return _Spare(pid, ours, scratch_mb)
 
@@ -545,14 +557,18 @@ class Zygote:
         self._fork_ahead()
 
 
-def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False, data: str | None = None) -> None:
+def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False, data: str | None = None,
+         helpers: list[list[str]] | None = None, preload_modules: list[str] | None = None) -> None:
     """Entry point inside the sandbox: preload, then serve the grader until it hangs up.
 
     ``fresh_namespaces``: give every worker its own mount and IPC namespace with empty
     tmpfs scratch (needs ``CAP_SYS_ADMIN`` in the sandbox's user namespace; refusing to
     start without it, so the grader never runs with a layer it reported but does not
     have). ``seccomp``: install the filter, likewise fatal when it fails. ``data``: a
-    read-only folder each worker sees as ``./data``.
+    read-only folder each worker sees as ``./data``. ``helpers``: pairs of a path relative
+    to the worker's folder and a read-only file there (the week's helper modules, linked
+    into every worker's folder, which is then first on ``sys.path``). ``preload_modules``:
+    what to import before the first fork.
     """
     ctrl = socket.socket(fileno=ctrl_fd)
     if fresh_namespaces and not has_mount_capability():
@@ -561,9 +577,9 @@ def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False,
     if fresh_namespaces and platform.machine() not in CLONE_SYSCALL:
         raise SystemExit(f"no PID namespace per worker on {platform.machine()}: the zygote knows clone(2)'s "
                          f"number on {', '.join(CLONE_SYSCALL)} only (add this machine's to CLONE_SYSCALL)")
-    shell = preload()
+    shell = preload(preload_modules or [])
     sys.stdout.flush()
-    zygote = Zygote(ctrl, shell, fresh_namespaces=fresh_namespaces, data=data)
+    zygote = Zygote(ctrl, shell, fresh_namespaces=fresh_namespaces, data=data, helpers=helpers)
     if seccomp:
         from autograder.worker.seccomp import compile_filter, install
 
