@@ -262,24 +262,25 @@ def sweep(found: Hierarchy) -> None:
 
 
 def delegate(base: Path, controllers: tuple[str, ...]) -> None:
-    """Make ``controllers`` available to children of the v2 cgroup ``base``: every process
-    of ``base`` itself moves into ``base/LEAF`` first (a cgroup with processes cannot hand
-    controllers on), then they are enabled in its ``cgroup.subtree_control``. Safe to call
-    again, and from several grader processes at once."""
+    """Make ``controllers`` available to children of the v2 cgroup ``base``. A cgroup with
+    processes of its own cannot hand controllers on (``EBUSY``; the root cgroup can): then
+    every process of ``base`` moves into ``base/LEAF`` first. Safe to call again, and from
+    several grader processes at once."""
     wanted = set(controllers)
     for _attempt in range(20):
         if wanted <= set((base / "cgroup.subtree_control").read_text().split()):
             return
+        try:
+            (base / "cgroup.subtree_control").write_text(" ".join("+" + c for c in controllers))
+            continue
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
         leaf = base / LEAF
         leaf.mkdir(exist_ok=True)
         for pid in (base / "cgroup.procs").read_text().split():
             with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 (leaf / "cgroup.procs").write_text(pid)
-        try:
-            (base / "cgroup.subtree_control").write_text(" ".join("+" + c for c in controllers))
-        except OSError as exc:
-            if exc.errno != errno.EBUSY:  # EBUSY: a process was started in base meanwhile; move it too
-                raise
     raise OSError(errno.EBUSY, f"processes keep appearing in {base}; cannot enable {' '.join(controllers)} there")
 
 
