@@ -125,6 +125,9 @@ class WorkerCore:
         self.handles: dict[int, Any] = {}
         self._by_identity: dict[int, int] = {}  # id(obj) -> handle: one object, one handle
         self._next_handle = 1
+        # the modules loaded before any of the notebook's code ran: a test reads NumPy (its
+        # global random state) from here, never from a name the notebook could rebind
+        self._modules = dict(sys.modules)
         builtins.input = _no_input
         shell.user_ns["input"] = _no_input
 
@@ -280,6 +283,8 @@ class WorkerCore:
                                     int(request["max_nodes"]), int(request["max_depth"]),
                                     None if request.get("max_items") is None else int(request["max_items"]))
                 return {"ok": True, "value": encode(listed, handle_for=self._handle_for)}
+            if op == "module":
+                return self._value(self._modules.get(str(request["name"])))
             if op == "typename":
                 return {"ok": True, "value": type(self._resolve(HandleRef(int(request["obj"]), "", False))).__name__}
             target = self._resolve(HandleRef(int(request["obj"]), "", False))

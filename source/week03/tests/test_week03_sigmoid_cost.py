@@ -56,16 +56,24 @@ def test_leaves_its_inputs_unchanged(unchanged_inputs, student, random_problem):
 @pytest.mark.task(1)
 @pytest.mark.points(2)
 def test_sigmoid_no_overflow_warning(student):
-    """sigmoid at z = -1000 and z = 1000 raises no overflow warning: it never exponentiates a large number."""
-    z = np.array([-1000.0, -745.0, 0.0, 745.0, 1000.0])
+    """sigmoid never exponentiates a large number: no overflow warning at z = -1000 and z = 1000, and at z = -710 and -720, where e^-z overflows, it returns e^z / (1 + e^z), tiny but not 0."""
+    z = np.array([-1000.0, -745.0, -720.0, -710.0, 0.0, 745.0, 1000.0])
     result, caught = student.call_with_warnings(student.sigmoid, z)
     overflow = [w for w in caught if w.startswith("RuntimeWarning")]
     assert not overflow, _("sigmoid raised a RuntimeWarning (overflow in exp) for a large |z|: use a form that only exponentiates -|z|")
     # a property that doing nothing also has: it counts only when the values are right
-    assert isinstance(result, np.ndarray) and result.shape == z.shape \
-        and float(np.max(np.abs(result.astype(float) - expit(z)))) <= 1e-12, _(
-            "raising no warning counts only once sigmoid returns the logistic function's values at these z"
-        )
+    result = values(result, z.shape, "sigmoid")
+    assert float(np.max(np.abs(result - expit(z)))) <= 1e-12, _(
+        "raising no warning counts only once sigmoid returns the logistic function's values at these z"
+    )
+    # the warning is the student's process's to silence (np.errstate), the values are not:
+    # where e^-z overflows, 1 / (1 + e^-z) is 0, while e^z / (1 + e^z) is e^z, a subnormal
+    beyond = np.isin(z, [-720.0, -710.0])
+    tiny = np.exp(z[beyond])  # e^z / (1 + e^z) with 1 + e^z == 1: exact
+    assert bool(np.all(np.abs(result[beyond] - tiny) <= 1e-9 * tiny)), _(
+        "sigmoid(-710) and sigmoid(-720) should be e^z / (1 + e^z), tiny but not 0: there exp(-z) overflows, "
+        "so 1 / (1 + exp(-z)) gives 0; compute e^z / (1 + e^z) for z < 0, exponentiating only -|z|"
+    )
 
 
 @pytest.mark.task(1)
