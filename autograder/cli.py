@@ -82,19 +82,33 @@ def generate(
     from autograder.generate.week import generate_course
 
     found = Course.locate(course)
-    differences = generate_course(found, weeks=weeks or (), check=check)
-    for difference in differences:
-        if check:
-            err.print(str(difference), highlight=False)
-        else:
-            out.print(difference.done(), highlight=False)
+    names = (weeks and [normalise_week_name(w) for w in weeks]) or found.week_names()
+    differences = generate_course(found, weeks=names, check=True)  # every refusal before the control's grading
     if check and differences:
+        for difference in differences:
+            err.print(str(difference), highlight=False)
         err.print(f"[red]{len(differences)} generated file(s) out of date:[/] run `autograder generate`")
         raise typer.Exit(1)
+    _negative_control([found.week(name) for name in names], planned=not check)
+    if not check:
+        differences = generate_course(found, weeks=names)
+        for difference in differences:
+            out.print(difference.done(), highlight=False)
     changed = {d.path.parts[1] for d in differences}
-    for name in (weeks and [normalise_week_name(w) for w in weeks]) or found.week_names():
+    for name in names:
         if name not in changed:
             err.print(f"{name}: up to date", highlight=False)
+
+
+def _negative_control(weeks: list[Week], *, planned: bool) -> None:
+    """Refuse the weeks whose hidden tests give a point to their student notebook, untouched or
+    with its answers emptied (``grading.negative_control``): the notebook as generation plans
+    it (``planned``: before anything is written), else as written (checked up to date)."""
+    from autograder.generate.week import plan_week
+    from autograder.grading.negative_control import refuse
+
+    refuse([(week, plan_week(week).files[week.assignment_notebook] if planned
+             else week.assignment_notebook.read_bytes()) for week in weeks])
 
 
 @app.command()

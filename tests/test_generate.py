@@ -33,7 +33,10 @@ from tests.helpers import numbered_notebook, write_week_from_the_docs
 FIXTURES = Path(__file__).parent / "fixtures" / "generate"
 SOURCE = FIXTURES / "week99.ipynb"
 STUB = "# your code here\nraise NotImplementedError()"
-HIDDEN = "import pytest\n\n\n@pytest.mark.task(1)\n@pytest.mark.points(10)\ndef test_hidden(student):\n    assert True\n"
+# it calls the student's code: `autograder generate` refuses a test that passes without an answer
+HIDDEN = ("import numpy as np\nimport pytest\n\n\n@pytest.mark.task(1)\n@pytest.mark.points(10)\n"
+          "def test_hidden(student):\n    model = student.Mean().fit(np.zeros((3, 1)), np.array([1.0, 2.0, 3.0]))\n"
+          "    assert list(model.predict(np.zeros((2, 1)))) == [2.0, 2.0]\n")
 
 
 @pytest.fixture

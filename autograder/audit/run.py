@@ -3,7 +3,10 @@
 Every mutant is a submission like any student's: run in the sandbox, checked by the
 hidden tests, in ``--jobs`` warm grader processes (``grading.parallel.grade_batch``, 1 included).
 The reference notebook goes first under the same seed: when it loses a point the audit
-says nothing about the tests and stops. All submissions of one audit share one seed, so
+says nothing about the tests and stops. The week's negative control follows
+(``grading.negative_control``): when its student notebook, untouched or with its answers
+emptied, earns a point, the audit refuses the week, as ``generate`` does. All submissions
+of one audit share one seed (the control's its own), so
 ``pytest source/weekNN/tests --seed N --submission mutant.ipynb`` reproduces a survivor.
 Mutants are handed out in ``grading_order`` until the next one would end past the budget;
 the rest are counted as skipped, never silently dropped.
@@ -28,6 +31,7 @@ from autograder.audit.mutants import Generated, Mutant, generate_mutants, gradin
 from autograder.course import Week
 from autograder.exceptions import CourseError
 from autograder.execution import Limits
+from autograder.generate.week import plan_week
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 
@@ -127,8 +131,13 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
     explained = read_audit_toml(week.source_dir / FILENAME, (t.number for t in week.tasks if not t.manual))
     equivalents = explained.equivalents
     order = grading_order(generated.mutants, seed)
+    # pytest and the grader: only when grading
+    from autograder.grading.negative_control import control_submissions, findings, refusal
+    from autograder.grading.parallel import grade_batch
+
+    controls = control_submissions(week, plan_week(week).files[week.assignment_notebook])
     if on_start is not None:
-        on_start(len(order) + 1)
+        on_start(len(order) + 1 + len(controls))
     by_name = {m.name: m for m in order}
     handed: list[Mutant] = []
     durations: list[float] = []
@@ -136,6 +145,7 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
 
     def submissions() -> Iterator[Submission]:
         yield Submission(origin=REFERENCE, key=REFERENCE, content=mutant_notebook(week, None), seed=seed)
+        yield from controls
         for mutant in order:
             expected = sum(durations) / len(durations) / jobs if durations else 0.0
             if time.monotonic() - started + expected > budget_s or _reference_lost(results.get(REFERENCE)):
@@ -149,10 +159,11 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
         if on_result is not None:
             on_result(result)
 
-    from autograder.grading.parallel import grade_batch  # pytest and the grader: only when grading
-
     grade_batch(week, submissions(), jobs=jobs, limits=limits, on_result=collect)
     _check_reference(week, results.get(REFERENCE), seed)
+    found = findings(week, list(results.values()))
+    if found:
+        raise CourseError(refusal(found))
     audit = Audit(week=week, seed=seed, budget_s=budget_s, generated=generated,
                   skipped=[m for m in order if m not in handed])
     by_key = {e.key: e for e in equivalents}

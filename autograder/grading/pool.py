@@ -183,6 +183,12 @@ class GraderPool:
         except OSError:  # already woken, or closed
             pass
 
+    @property
+    def running(self) -> int:
+        """Grader processes alive now: a caller running several feeds waits for none to be left
+        (each retires once it has no work), as ``grade`` does for its one batch."""
+        return len(self._graders)
+
     # -- the pool's own thread -------------------------------------------------------------------
     def grade(self, week: Week, submissions: Iterable[Submission],
               on_result: OnResult | None = None) -> list[SubmissionResult]:
