@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from autograder.interop.week_writer import ImportedWeek, python_name, python_sou
 Build = Callable[[Path, ImportReport, str], ImportedWeek]
 TEST_TIMEOUT = 900  # seconds for every hidden test on the reference together
 NOT_LIBRARIES = {"otter", "nbgrader", "__future__"}
+OUR_ERROR = re.compile(r"^autograder\.[\w.]+: ")  # our own error's module path: internal, not the instructor's
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def import_week(build: Build, original: Path, *, week: str, out_root: Path, lang
     if (out_root / "source" / week).exists():
         report.problems.append(f"{out_root / 'source' / week} exists already: import into a new week (--week), "
                                "or delete that folder first")
-    _libraries(imported, report)
+    _libraries(imported, report, _helpers(imported, original.parent, report))
     report.refuse_if_any()
     with tempfile.TemporaryDirectory(prefix="autograder-import-") as staging:
         root = Path(staging)
@@ -107,10 +109,8 @@ def _language(nb: NotebookNode, given: str | None, out_root: Path, report: Impor
         return "en"
 
 
-def imported_modules(imported: ImportedWeek) -> dict[str, str]:
-    """Top-level module -> the first statement importing it, in the notebook and its tests."""
-    sources = [c.source for c in imported.notebook.cells if c.cell_type == "code"]
-    sources += [cell.source for test in imported.tests for cell in test.cells]
+def _module_names(sources: list[str]) -> dict[str, str]:
+    """Dotted module name -> the first statement importing it, in ``sources``."""
     found: dict[str, str] = {}
     for source in sources:
         try:
@@ -121,18 +121,82 @@ def imported_modules(imported: ImportedWeek) -> dict[str, str]:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
             for name in names:
-                found.setdefault(name.split(".")[0], ast.unparse(node))
+                found.setdefault(name, ast.unparse(node))
     return found
 
 
-def _libraries(imported: ImportedWeek, report: ImportReport) -> None:
+def _student_sources(imported: ImportedWeek) -> list[str]:
+    """The code students run: the notebook's code cells, its public checks aside."""
+    return [c.source for c in imported.notebook.cells
+            if c.cell_type == "code" and not c.metadata.get("autograder", {}).get("check")]
+
+
+def imported_modules(imported: ImportedWeek) -> dict[str, str]:
+    """Top-level module -> the first statement importing it, in the notebook and its tests."""
+    sources = [c.source for c in imported.notebook.cells if c.cell_type == "code"]
+    sources += [cell.source for test in imported.tests for cell in test.cells]
+    found: dict[str, str] = {}
+    for name, statement in _module_names(sources).items():
+        found.setdefault(name.split(".")[0], statement)
+    return found
+
+
+def helper_module(folder: Path, name: str) -> str | None:
+    """The course's own module ``name`` (dotted) in ``folder``, the original notebook's, as a
+    path relative to it: ``utilities.py``, ``code/utilities.py`` for ``code.utilities``, or
+    one folder down when no library has the name (``code/utilities.py`` for ``utilities``: a
+    notebook that puts ``code`` on ``sys.path``). None when there is none."""
+    parts = name.split(".")
+    direct = folder.joinpath(*parts[:-1], f"{parts[-1]}.py")
+    if direct.is_file():
+        return direct.relative_to(folder).as_posix()
+    if len(parts) == 1 and not folder.joinpath(parts[0]).is_dir() and importlib.util.find_spec(name) is None:
+        below = sorted(p for p in folder.glob(f"*/{parts[0]}.py") if p.is_file() and not p.parent.name.startswith("."))
+        if below:
+            return below[0].relative_to(folder).as_posix()
+    return None
+
+
+def _helpers(imported: ImportedWeek, folder: Path, report: ImportReport) -> set[str]:
+    """The course's own modules the notebook or its tests import, found beside the original
+    notebook: copied into the week's folder and declared in ``week.toml`` (helpers, and
+    handout when the student notebook imports them). Returns their top-level names: not
+    libraries to look for in the grading environment."""
+    sources = [c.source for c in imported.notebook.cells if c.cell_type == "code"]
+    sources += [cell.source for test in imported.tests for cell in test.cells]
+    students = _module_names(_student_sources(imported))
+    own: set[str] = set()
+    for name, statement in _module_names(sources).items():
+        relative = helper_module(folder, name)
+        if relative is None or relative in imported.helpers:
+            continue
+        if not (folder / relative).resolve().is_relative_to(folder.resolve()):
+            report.problems.append(f"`{statement}`: {relative} beside the notebook is a symlink leading out of its "
+                                   f"folder (to {(folder / relative).resolve()}): copy the module itself there, "
+                                   "import again")
+            continue
+        own.add(name.split(".")[0])
+        imported.helpers[relative] = folder / relative
+        handed_out = name in students
+        if handed_out:
+            imported.handout.append(relative)
+        report.note("changed", f"`{statement}`", f"{relative} beside the notebook is the course's own module, not a "
+                    "library: copied into the week's folder and listed in week.toml's [files] helpers (importable "
+                    "and read-only while grading)" + (" and handout (copied next to the student notebook, which "
+                    "imports it)" if handed_out else ", not handed out (only the hidden tests import it)"))
+    return own
+
+
+def _libraries(imported: ImportedWeek, report: ImportReport, own: set[str]) -> None:
     """A library the course imports that the grading environment lacks is refused by name:
-    student code and hidden tests could not run."""
+    student code and hidden tests could not run. The course's own modules (``own``) are
+    no libraries."""
     for module, statement in imported_modules(imported).items():
-        if module not in NOT_LIBRARIES and importlib.util.find_spec(module) is None:
+        if module not in NOT_LIBRARIES | own and importlib.util.find_spec(module) is None:
             report.problems.append(f"`{statement}`: {module!r} is not installed in the grading environment, so "
-                                   "submissions could not run: add it to requirements/grading.txt and "
-                                   "pyproject.toml (docs/INTEROP.md, 'Adding a library'), reinstall, import again")
+                                   "submissions could not run: pin it at its exact version in course.toml's "
+                                   "[grading.libraries] (docs/AUTHORING.md, 'Adding a library'), run `make setup`, "
+                                   "import again. A module of the course's own belongs beside the notebook")
 
 
 def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None:
@@ -149,11 +213,6 @@ def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None
             report.problems.append(f"cell {index + 1} of the student notebook does not compile although the "
                                    "reference does: fix where its solution markers sit")
     _reference_passes(week, imported, report)
-    if not report.problems:  # the negative control judges tests that pass the reference (docs/INTEROP.md)
-        from autograder.grading.negative_control import check_weeks, refusal
-
-        if found := check_weeks([(week, plan.files[week.assignment_notebook])]):
-            report.problems.append(refusal(found))
 
 
 def _compiles(source: str) -> bool:
@@ -166,11 +225,12 @@ def _compiles(source: str) -> bool:
 
 
 def _reference_passes(week: Week, imported: ImportedWeek, report: ImportReport) -> None:
-    """Run every hidden test on the reference notebook; each failure is a problem."""
+    """Run every hidden test on the reference notebook; each failure is a problem. pytest
+    starts in the week's folder, so its helper modules import as they do while grading."""
     xml = week.root / "reference.xml"
     try:
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-                               str(week.tests_dir)], capture_output=True, text=True, cwd=week.root,
+                               str(week.tests_dir)], capture_output=True, text=True, cwd=week.source_dir,
                               timeout=TEST_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         report.problems.append(f"the converted hidden tests ran over {TEST_TIMEOUT} s on the reference: make the "
@@ -189,4 +249,4 @@ def _reference_passes(week: Week, imported: ImportedWeek, report: ImportReport) 
         said = (failed.get("message") or "").strip().splitlines()
         came = f" (from {test.name!r})" if test else ""
         report.problems.append(f"hidden test {name}{came} fails on the reference: "
-                               f"{said[0][:300] if said else 'see pytest'}")
+                               f"{OUR_ERROR.sub('', said[0])[:800] if said else 'see pytest'}")
