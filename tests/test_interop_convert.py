@@ -284,6 +284,14 @@ def test_a_test_cells_names_are_the_students_as_python_scopes_them():
                                           '    pass\nelse:\n    raise AssertionError("does not use squares")\n'
                                           'finally:\n    squares = orig'),
      "hidden test test_correct_squares (from 'correct_squares') fails on the reference"),
+    # a student's matplotlib axes indexed in a test cell: it stays in the worker, only its methods reach the test
+    (lambda nb: (nb.cells[3].update(source=nb.cells[3].source + "\n\nimport matplotlib.pyplot as plt\n\n"
+                                    "fig, ax = plt.subplots()\nax.plot(squares(3))"),
+                 nb.cells[4].update(source="assert list(ax.lines[0].get_ydata()) == [1, 4, 9]")),
+     "(from 'correct_squares') fails on the reference: the test cell uses the student's ArtistList object as data "
+     "(indexes, iterates, compares, measures or computes with it), but a converted test cell reaches the student's "
+     "objects only through their attributes and methods, since they stay in the student's process: check the plain "
+     "values those return instead"),
     (lambda nb: nb.cells[3].update(source=nb.cells[3].source.replace("### END SOLUTION", "### END SOLUTON")),
      "/course/source/week90/week90.ipynb"),  # generate's own refusal, naming the file where it will be
     (lambda nb: nb.cells[3].update(source="def squares(n):\n    # YOUR CODE HERE\n    raise NotImplementedError()"),
@@ -370,6 +378,28 @@ def test_an_otter_file_outside_the_notebooks_folder_is_refused(tmp_path: Path, e
     assert f"ASSIGNMENT CONFIG: files: {entry!r} is outside the master notebook's folder ({folder})" in str(refused.value)
     assert "copy the file (only what students may see) into that folder" in str(refused.value)
     assert not (tmp_path / "course" / "source").exists()
+
+
+@pytest.mark.slow
+def test_the_courses_own_modules_beside_the_notebook_are_its_helpers_not_libraries(tmp_path: Path):
+    """`from utilities import square` in the notebook and `from lib.checks import expected` in a
+    hidden test: the course's modules beside the notebook, shipped as the week's helpers (the
+    one the notebook imports handed out too), never reported as missing PyPI libraries."""
+    done = cli("import", "nbgrader", str(FIXTURES / "helpers" / "squares_helped.ipynb"), "--week", "week07",
+               "--course", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert ("changed: `from utilities import square`: utilities.py beside the notebook is the course's own module, "
+            "not a library: copied into the week's folder and listed in week.toml's [files] helpers") in said
+    assert "lib/checks.py beside the notebook is the course's own module" in said and "not installed" not in said
+    folder = tmp_path / "source" / "week07"
+    assert '[files]\nhelpers = ["lib/checks.py", "utilities.py"]\nhandout = ["utilities.py"]\n' in \
+        (folder / "week.toml").read_text()
+    for helper in ("utilities.py", "lib/checks.py"):
+        assert (folder / helper).read_bytes() == (FIXTURES / "helpers" / helper).read_bytes()
+    assert cli("generate", "week07", "--course", str(tmp_path)).returncode == 0
+    handed_out = tmp_path / "assignments" / "week07" / "en"
+    assert (handed_out / "utilities.py").is_file() and not (handed_out / "lib").exists()
 
 
 def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course(tmp_path: Path):

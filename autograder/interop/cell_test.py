@@ -25,10 +25,26 @@ from autograder.exceptions import StudentCodeError
 from autograder.testing.student import Remote, Student
 
 
+class RemoteAsData(TypeError):
+    """A test cell used a student's object (a figure, axes, a fitted model) as data: indexed,
+    iterated, measured, compared or computed with it. That object stays in the student's
+    process (the trust boundary), so only its attributes and methods can be reached."""
+
+    def __init__(self, typename: str) -> None:
+        super().__init__(
+            f"the test cell uses the student's {typename} object as data (indexes, iterates, compares, measures or "
+            "computes with it), but a converted test cell reaches the student's objects only through their "
+            "attributes and methods, since they stay in the student's process: check the plain values those "
+            "return instead (numbers, strings, arrays: `ax.get_title()`, `ax.get_xlim()`, `model.predict(X)`), "
+            "or grade the question by hand (docs/INTEROP.md, 'How a converted test runs')")
+
+
 class Translated:
-    """A remote object whose calls raise the student's built-in exceptions as themselves
-    (``ValueError``, not ``StudentCodeError``), so a cell's ``except ValueError`` works.
-    ``NotImplementedError`` stays ``NotAttempted``: the task then counts as not attempted."""
+    """A remote object as a test cell sees it (a student's function, figure, model: any
+    value that is not plain data). Its calls raise the student's built-in exceptions as
+    themselves (``ValueError``, not ``StudentCodeError``), so a cell's ``except ValueError``
+    works; ``NotImplementedError`` stays ``NotAttempted``: the task then counts as not
+    attempted. Using it as data raises ``RemoteAsData``, which says what to check instead."""
 
     __slots__ = ("_remote",)
 
@@ -45,6 +61,14 @@ class Translated:
 
     def __repr__(self) -> str:
         return repr(self._remote)
+
+    def _as_data(self, *_: Any, **__: Any) -> Any:
+        raise RemoteAsData(self._remote._ref.typename)
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _as_data
+    __getitem__ = __iter__ = __len__ = __contains__ = __array__ = __float__ = __int__ = __index__ = _as_data
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __neg__ = _as_data
+    __hash__ = object.__hash__
 
 
 def _unwrap(value: Any) -> Any:

@@ -10,10 +10,11 @@ metadata repeats them, so one edit is one change.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -63,6 +64,9 @@ class ImportedWeek:
     tests: list[CellTest]
     language: str
     data_files: list[Path]  # files the notebook reads, copied into the week's data/
+    # the course's own modules beside the original notebook: path in the week's folder -> the file
+    helpers: dict[str, Path] = field(default_factory=dict)
+    handout: list[str] = field(default_factory=list)  # helpers the student notebook imports: handed out too
 
 
 def points_text(points: float) -> str:
@@ -202,6 +206,20 @@ def title_cell(nb: NotebookNode, week: str, title: str, total: float) -> str:
     return title
 
 
+def week_settings(imported: ImportedWeek) -> str:
+    """``week.toml``: the week's language and, when the course has helper modules, its
+    ``[files]`` (docs/AUTHORING.md, "A week's own files")."""
+    text = (f"# The week's languages: it starts in the language it was written in.\n[languages]\n"
+            f"source = {json.dumps(imported.language)}\noffered = [{json.dumps(imported.language)}]\n")
+    if imported.helpers:
+        text += ("\n# The course's own modules, found beside the imported notebook: importable while grading, and "
+                 "handed out\n# when the student notebook imports them.\n[files]\n"
+                 f"helpers = {json.dumps(sorted(imported.helpers))}\n")
+        if imported.handout:
+            text += f"handout = {json.dumps(sorted(imported.handout))}\n"
+    return text
+
+
 def write_week(imported: ImportedWeek, *, week: str, out_root: Path) -> Path:
     """Write ``out_root/source/<week>/``: notebook, hidden tests, week.toml, data; return the notebook."""
     nb = imported.notebook
@@ -211,8 +229,10 @@ def write_week(imported: ImportedWeek, *, week: str, out_root: Path) -> Path:
     notebook, module, settings = written_files(folder / f"{week}.ipynb", imported.tool)
     notebook.write_bytes(to_bytes(nb, path=notebook))
     module.write_text(tests_module(imported.tool, imported.origin, imported.prelude, imported.tests), encoding="utf-8")
-    settings.write_text(f"# The week's languages: it starts in the language it was written in.\n[languages]\n"
-                        f"source = \"{imported.language}\"\noffered = [\"{imported.language}\"]\n", encoding="utf-8")
+    settings.write_text(week_settings(imported), encoding="utf-8")
+    for relative, path in imported.helpers.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, folder / relative)
     for path in imported.data_files:
         (folder / "data").mkdir(exist_ok=True)
         shutil.copy2(path, folder / "data" / path.name)
