@@ -213,6 +213,11 @@ def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None
             report.problems.append(f"cell {index + 1} of the student notebook does not compile although the "
                                    "reference does: fix where its solution markers sit")
     _reference_passes(week, imported, report)
+    if not report.problems:  # the negative control judges tests that pass the reference (docs/INTEROP.md)
+        from autograder.grading.negative_control import check_weeks, refusal
+
+        if found := check_weeks([(week, plan.files[week.assignment_notebook])]):
+            report.problems.append(refusal(found))
 
 
 def _compiles(source: str) -> bool:
