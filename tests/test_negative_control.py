@@ -11,8 +11,9 @@ import nbformat
 import pytest
 from typer.testing import CliRunner
 
+from autograder.audit.run import run_audit
 from autograder.cli import app
-from autograder.exceptions import InteropError
+from autograder.exceptions import CourseError, InteropError
 from autograder.generate.week import plan_week
 from autograder.grading.negative_control import EMPTIED, UNTOUCHED, check_weeks
 from autograder.interop import import_nbgrader
@@ -48,6 +49,13 @@ def test_generate_refuses_a_test_that_passes_without_calling_the_students_code(t
     assert not (tmp_path / "assignments").exists()  # refused before anything was written
     assert "earns 2 of 2 point(s) on the student notebook with every answer emptied" in said
     assert week.name in said
+
+
+def test_the_audit_refuses_the_week_before_judging_any_mutant(tmp_path: Path):
+    week = week_with(tmp_path, "@pytest.mark.task(1)\n@pytest.mark.points(2)\ndef test_q1(student):\n"
+                               "    assert student.double is not None\n")
+    with pytest.raises(CourseError, match=r"week97: test_q1 \(task 1\) earns 2 of 2 point\(s\) on the untouched"):
+        run_audit(week, jobs=1, budget_s=0)
 
 
 def test_the_emptied_notebook_catches_a_test_the_stubs_error_hides(tmp_path: Path):
