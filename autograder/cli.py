@@ -431,12 +431,16 @@ def serve(
         "--claim-ttl", envvar="AUTOGRADER_CLAIM_TTL", min=3.0, help="seconds after which a dead replica's claims "
         "(an attempt being graded, a score being sent, a scheduled sync's run) go to another replica (default 30); "
         "every replica on one database must use the same value (docs/LMS.md)")] = None,
+    log_format: Annotated[str, typer.Option(
+        "--log-format", envvar="AUTOGRADER_LOG_FORMAT", help="the log on stderr, one line per event: json (JSON "
+        "lines), logfmt, or text (docs/LMS.md, \"Logs\")")] = "text",
     course: CourseOption = None,
 ) -> None:
     """Run the grading service that an LMS launches over LTI 1.3 (docs/LMS.md)."""
     from autograder.service.app import run_service
     from autograder.service.claims import CLAIM_TTL_S
     from autograder.service.edge import EdgeLimits
+    from autograder.service.events import FORMATS, configure, event
     from autograder.service.keys import ToolKeys
     from autograder.service.settings import Settings
     from autograder.service.tool import Tool
@@ -458,14 +462,19 @@ def serve(
         return
     if (tls_cert is None) != (tls_key is None):
         raise AutograderError("--tls-cert and --tls-key go together: give both, or neither and a TLS proxy")
-    _say_sandbox_layers()
+    if log_format not in FORMATS:
+        raise AutograderError(f"--log-format {log_format!r}: choose one of {', '.join(FORMATS)}")
+    configure(log_format)
+    if log_format == "text":
+        _say_sandbox_layers()
+    else:  # every line of the log one record for the collector
+        from autograder.execution.sandbox import describe_layers, layer_states
+
+        event("sandbox", message=describe_layers(layer_states()))
+    # no registration URL here: one printed at every start of every replica would sit in the logs,
+    # a day's licence for anyone who reads them to register an LMS (`serve --registration-url`)
     run_service(settings, found, host=host, port=port, jobs=jobs, scheduler=scheduler,
-                tls=(tls_cert, tls_key) if tls_cert and tls_key else None,
-                announce=lambda tool: err.print(
-                    f"one-time registration URL for an LMS admin (good for one registration within a day; "
-                    f"`autograder serve --registration-url` prints another): {tool.new_registration_url()}\n"
-                    f"values for a manual registration: {public_url.rstrip('/')}/lti/config", highlight=False,
-                    soft_wrap=True))
+                tls=(tls_cert, tls_key) if tls_cert and tls_key else None)
 
 
 @app.command("lti-platform")

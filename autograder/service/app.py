@@ -7,10 +7,16 @@ outbox.py).  The app runs behind a TLS reverse proxy inside the LMS's iframe, so
 are made for it (sessions.py), every form carries a CSRF token, a session uploads only to the
 weeks it was launched into, and each user's requests are rate-limited. What a connection, a
 body and a client's value may be is decided before any route, in edge.py.
+
+While the database is away (a restart, a failover), a request that needs it gets a 503 page
+with ``Retry-After`` saying whether an upload was taken (``_database_away``), and the log
+gets one line per kind of error per minute, not a traceback per request. ``/healthz`` and
+``/readyz`` (routes/health.py) tell a load balancer whether this replica can work.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,12 +26,19 @@ from typing import TYPE_CHECKING
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from autograder.course import Course
-from autograder.exceptions import LaunchRefused, Refused
+from autograder.exceptions import GradebookError, LaunchRefused, Refused
+from autograder.i18n.runtime import untranslated
 from autograder.service.deps import Hooks, Services, services
 from autograder.service.edge import BodyLimit, raise_open_files_limit, uvicorn_config
+from autograder.service.events import event
+from autograder.service.health import Health, LogLimit, database_away, describe
 from autograder.service.routes import ROUTERS
+from autograder.service.routes.health import router as health_router
 from autograder.service.settings import Settings
 from autograder.service.tool import Tool
 
@@ -34,18 +47,23 @@ if TYPE_CHECKING:
     from autograder.service.policy import WeekPolicy
     from autograder.service.store import Store
 
+log = logging.getLogger(__name__)
+
 UPLOAD_FORM_OVERHEAD = 64 * 1024  # the multipart envelope around the notebook and the CSRF field
+RETRY_AFTER_S = 30  # what a 503 asks a browser to wait while the database is away
 
 
 def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                policy_for: Callable[[str], WeekPolicy], wake: Callable[[], None],
                scores_changed: Callable[[], None] = lambda: None,
                warm: Callable[[str], None] = lambda week: None,
-               syncs: Callable[[], list[SyncStatus]] = list) -> FastAPI:
+               syncs: Callable[[], list[SyncStatus]] = list, health: Health | None = None) -> FastAPI:
     """The ASGI app; ``wake`` tells the grading service an attempt is queued,
     ``scores_changed`` tells the outbox a mark queued a score post, ``warm`` has a week's
     grader started when a student opens its upload page (the upload then skips the cold start),
-    ``syncs`` gives the state of the Moodle Assignment syncs for the instructors' pages."""
+    ``syncs`` gives the state of the Moodle Assignment syncs for the instructors' pages,
+    ``health`` is the grading loop's (None: no grading in this process, ``/readyz`` checks the
+    database only)."""
     app = FastAPI(title=settings.tool_name, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = Services.build(settings, course, store, tool,
                                         Hooks(policy_for=policy_for, wake=wake, scores_changed=scores_changed,
@@ -54,9 +72,32 @@ def create_app(settings: Settings, *, course: Course, store: Store, tool: Tool,
                        total_timeout_s=settings.edge.body_timeout_s)
     app.exception_handler(Refused)(_refused)
     app.exception_handler(LaunchRefused)(_launch_refused)
-    for router in ROUTERS:
+    app.state.health, app.state.grading = health or Health(store.database), health is not None
+    app.state.database_log = LogLimit()
+    app.exception_handler(DBAPIError)(_database_away)
+    app.exception_handler(PoolTimeout)(_database_away)
+    for router in (*ROUTERS, health_router):
         app.include_router(router)
     return app
+
+
+async def _database_away(request: Request, exc: Exception) -> Response:
+    """The database could not be reached: a 503 page saying whether the upload was taken (an
+    upload is stored in the transaction that failed, so it was not: send it again; anything
+    else leaves the uploads already taken as they are), and one log line per kind a minute.
+    An error in a query (not the database away) stays a 500 with its traceback: a bug."""
+    if not database_away(exc):
+        raise exc
+    kind = describe(exc)
+    held = request.app.state.database_log.allow(kind)
+    if held is not None:
+        log.warning("requests answered 503: the database is unreachable (%s)%s", kind,
+                    f" ({held} more since the last such line)" if held else "")
+    upload = request.method == "POST" and request.url.path.endswith("/upload")
+    response = services(request).pages.render("unavailable.html.j2", status=503, upload=upload,
+                                              retry_after=RETRY_AFTER_S, _=untranslated)
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
 
 
 async def _refused(request: Request, exc: Refused) -> Response:
@@ -103,6 +144,8 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
     from autograder.service.store import Store
 
     entries = load_syncs(course, service_data=settings.data)
+    if settings.database is not None:
+        check_database_role(settings.database)
     store = Store(settings.data, course, database=settings.database, claim_ttl_s=settings.claim_ttl_s)
     tool = Tool(settings, client)
     with Outbox(store, tool.sender) as outbox, \
@@ -112,17 +155,44 @@ def service_app(settings: Settings, course: Course, *, jobs: int = 1, scheduler:
                         scheduler=scheduler) as syncs:
         app = create_app(settings, course=course, store=store, tool=tool,
                          policy_for=lambda week: policy_for(course.root, week), wake=service.wake,
-                         scores_changed=outbox.wake, warm=service.warm, syncs=syncs.statuses)
+                         scores_changed=outbox.wake, warm=service.warm, syncs=syncs.statuses,
+                         health=service.health)
         app.state.store, app.state.tool, app.state.syncs = store, tool, syncs
         yield app
 
 
-def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
-                scheduler: str | None, tls: tuple[Path, Path] | None = None,
-                announce: Callable[[Tool], None] = lambda _: None) -> None:
-    """Serve until stopped, behind a TLS proxy on this machine (its X-Forwarded-* headers are trusted).
+def check_database_role(url: str) -> None:
+    """Refuse, saying what to grant, a PostgreSQL role that cannot create tables where the service
+    keeps them (its schema, ``public``): the service creates and migrates its tables itself, and
+    PostgreSQL 15 gives ``CREATE`` on ``public`` only to the database's owner. Without this the
+    first start fails inside a migration, on an SQL statement the operator did not write."""
+    from autograder.database import Database
 
-    ``announce`` is shown the tool once it is ready (the CLI prints the registration URL)."""
+    database = Database.connect(url)
+    try:
+        if database.dialect != "postgresql":
+            return
+        with database.read() as db:
+            role, name, schema, allowed = db.execute(text(
+                "SELECT current_user, current_database(), current_schema(), "
+                "COALESCE(has_schema_privilege(current_schema(), 'CREATE'), false)")).one()
+    except DBAPIError as exc:
+        raise GradebookError(f"{database.where}: cannot open the database: {describe(exc)}") from exc
+    finally:
+        database.close()
+    if not allowed:
+        where = f"schema {schema}" if schema else "any schema (none on its search_path exists)"
+        raise GradebookError(
+            f"{database.where}: the role {role} cannot create tables in {where} of database {name}, and the service "
+            f"creates and migrates its own: make the role the database's owner (ALTER DATABASE {name} OWNER TO "
+            f"{role}) or, as the owner, GRANT CREATE ON SCHEMA {schema or 'public'} TO {role} (docs/LMS.md, \"The "
+            "database role\")")
+
+
+def run_service(settings: Settings, course: Course, *, host: str, port: int, jobs: int,
+                scheduler: str | None, tls: tuple[Path, Path] | None = None) -> None:
+    """Serve until stopped, behind a TLS proxy on this machine (its X-Forwarded-* headers are trusted).
+    The log says where it listens, which database it uses, and when it stops (``events``)."""
     import uvicorn
 
     raise_open_files_limit()
@@ -131,8 +201,12 @@ def run_service(settings: Settings, course: Course, *, host: str, port: int, job
     # outbox below are closed
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with service_app(settings, course, jobs=jobs, scheduler=scheduler) as app:
-        announce(app.state.tool)
+        store: Store = app.state.store
+        event("database", url=store.database.where, dialect=store.database.dialect)
+        event("listening", host=host, port=port, public_url=settings.public_url, tls=tls is not None, jobs=jobs,
+              manual_registration=f"{settings.public_url.rstrip('/')}/lti/config")
         try:
             uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=settings.edge, tls=tls)).run()
         except KeyboardInterrupt:  # SIGINT or SIGTERM, re-raised by uvicorn once it has shut down: a clean stop
             pass
+    event("shutdown", reason="stopped by SIGINT or SIGTERM; the graders, the outbox and the syncs are closed")

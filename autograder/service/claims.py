@@ -27,6 +27,8 @@ from collections.abc import Callable, Collection, Mapping
 from sqlalchemy import ColumnElement, and_
 from sqlalchemy.exc import SQLAlchemyError
 
+from autograder.service.health import Outage
+
 log = logging.getLogger(__name__)
 
 CLAIM_TTL_S = 30.0  # a claim not renewed this long is its dead replica's: another may take the row
@@ -61,6 +63,7 @@ class ClaimRenewer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._outage = Outage(f"{name}, renewing claims", max_s=ttl_s / 3)
 
     def hold(self, row_id: int, token: str) -> None:
         """This process now holds the row under ``token``: its claim is renewed until ``let_go``."""
@@ -94,16 +97,22 @@ class ClaimRenewer:
             self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.ttl_s / 3):
+        """Renew every ``ttl_s / 3``; after an error (the database away) sooner, 0.5 s doubling up
+        to that, so the claims are renewed as soon as the database answers again (one log line
+        per kind of error per minute)."""
+        wait = self.ttl_s / 3
+        while not self._stop.wait(wait):
+            wait = self.ttl_s / 3
             with self._lock:
                 due = {row: token for row, token in self._held.items() if row not in self._lost}
             if not due:
                 continue
             try:
                 renewed = set(self._renew_rows(due))
-            except SQLAlchemyError:  # the database away for a moment: the next round tries again
-                log.warning("could not renew the claims on %s", sorted(due), exc_info=True)
+            except SQLAlchemyError as exc:  # the database away for a moment: tried again soon
+                wait = min(self.ttl_s / 3, self._outage.failed(exc))
                 continue
+            self._outage.recovered()
             with self._lock:
                 lost = {row for row in due if row not in renewed and self._held.get(row) == due[row]}
                 self._lost |= lost

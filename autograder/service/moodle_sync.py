@@ -58,7 +58,6 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
-from sqlalchemy.exc import SQLAlchemyError
 
 from autograder.course import Course
 from autograder.database import Database
@@ -69,6 +68,7 @@ from autograder.grading.relay import Relay, RelayedGraders
 from autograder.i18n.runtime import N_, _
 from autograder.results_folders import moodle_results
 from autograder.service.claims import CLAIM_TTL_S
+from autograder.service.health import Outage
 from autograder.service.policy import FILENAME, SYNC_KEY
 from autograder.service.sync_leases import SyncLeases, SyncRecord
 from autograder.settings import Table, load, refuse, toml_value
@@ -308,9 +308,11 @@ class MoodleSyncs:
 
     def _loop(self, entry: SyncEntry, row_id: int) -> None:
         delay = 0.0  # the first look at once: a run due (or never made: hand-ins made while no service ran) starts
+        outage = Outage(f"the schedule of the sync of {entry.title}")  # its errors: one line a minute, a wait
         while not self._stop.wait(delay):
             try:
                 record = self._leases.records([row_id])[row_id]
+                outage.recovered()
                 now = _now()
                 delay = max(0.0, (record.due(self._leases.ttl_s, now) - now).total_seconds())
                 if delay > 0:
@@ -322,10 +324,8 @@ class MoodleSyncs:
                 finally:
                     self._turn.release()
                 delay = 0.0 if ran else LOOK_AGAIN_S  # not ours: another replica took it first
-            except SQLAlchemyError:  # the database away for a moment: never the end of the schedule
-                log.warning("the schedule of the sync of %s could not be read or written; looking again in %g s",
-                            entry.title, self._leases.ttl_s / 3, exc_info=True)
-                delay = self._leases.ttl_s / 3
+            except Exception as exc:  # noqa: BLE001 - the database away for a moment: never the end of the schedule
+                delay = outage.failed(exc)
         self._stopped.add(entry.number)
 
     def _take_turn(self) -> bool:

@@ -29,21 +29,32 @@ What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on
   endpoint answers ``invalid_scope``; ``lti.AgsScoreSender``):
   failed, with the platform's answer kept for the instructor, whose page offers to send
   it again (``Store.retry_post``).
+
+The database going away (a restart, a failover: ``health.py``) pauses the outbox, never
+ends it: the thread waits 0.5 s doubling to 10 s between tries, logging one line per kind
+of error per minute. A post sent while the database went away keeps its outcome until it
+can be written (its claim renewed as soon as the database answers), so the platform is
+not sent the score again by this replica or another.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from autograder.exceptions import ScorePostError
 from autograder.service.ags import redated
 from autograder.service.claims import ClaimRenewer, claim_token
+from autograder.service.events import event
+from autograder.service.health import Outage, database_away
 from autograder.service.store import Post, Store
 
 log = logging.getLogger(__name__)
@@ -76,6 +87,8 @@ class Outbox:
         self._thread: threading.Thread | None = None
         self._claims = ClaimRenewer(store.renew_post_claims, ttl_s=store.queue.claim_ttl_s,
                                     name="autograder-outbox-claims")
+        self._outage = Outage("score outbox")
+        self._outcomes = Outage("score outbox, the outcome of a post sent")  # shared by the sending threads
 
     def __enter__(self) -> Self:
         self._thread = threading.Thread(target=self._run, name="autograder-outbox", daemon=True)
@@ -98,8 +111,10 @@ class Outbox:
         while not self._stop.is_set():
             try:
                 self.send_due()
-            except Exception:  # the database went away for a moment: log, keep the thread alive
-                log.exception("the score outbox could not read its posts; trying again")
+            except Exception as exc:  # noqa: BLE001 - the database away, or a bug: logged, the thread lives
+                self._stop.wait(self._outage.failed(exc))
+                continue
+            self._outage.recovered()
             self._wake.wait(self.poll_s)
             self._wake.clear()
 
@@ -136,14 +151,35 @@ class Outbox:
         """Send the post and store the outcome; False if the claim was lost (nothing stored)."""
         uncertain = post.sending_since is not None  # an earlier send of it may have arrived
         tries = post.tries + 1
+        about: dict[str, Any] = {"post": post.id, "week": post.week, "learner": post.user, "course": post.context,
+                                 "try": tries}
         try:
             self.sender.post_score(post.lineitem, post.payload)
         except ScorePostError as exc:
-            return self._refused(post, claim, exc, tries, uncertain)
+            event("score retried" if exc.retryable else "score refused", level=logging.WARNING, **about,
+                  status=exc.status, message=str(exc))
+            return self._written(partial(self._refused, post, claim, exc, tries, uncertain))
         except Exception as exc:  # a sender bug must not stop the outbox: kept as the reason, retried
             log.exception("score sender failed on post %s", post.id)
-            return self._retry(post, claim, f"{type(exc).__name__}: {exc}", tries)
-        return self.store.post_done(post.id, datetime.now(UTC), claim=claim)
+            event("score retried", level=logging.WARNING, **about, error=type(exc).__name__)
+            return self._written(partial(self._retry, post, claim, f"{type(exc).__name__}: {exc}", tries))
+        event("score posted", **about, score=post.payload.get("scoreGiven"))
+        return self._written(partial(self.store.post_done, post.id, datetime.now(UTC), claim=claim))
+
+    def _written(self, write: Callable[[], bool]) -> bool:
+        """``write`` (a sent post's outcome into the database), tried again while the database is
+        away, until the outbox stops: the platform holds the score, and a post left as it was
+        would be sent again once its claim expired."""
+        while True:
+            try:
+                written = write()
+            except SQLAlchemyError as exc:
+                if not database_away(exc) or self._stop.is_set():
+                    raise
+                self._stop.wait(self._outcomes.failed(exc))
+                continue
+            self._outcomes.recovered()
+            return written
 
     def _refused(self, post: Post, claim: str, exc: ScorePostError, tries: int, uncertain: bool) -> bool:
         if exc.status == 409:

@@ -19,7 +19,16 @@ are built on instead:
   thread are in flight, the rest waits in the store's queue.
 
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
-page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
+page, counted score, AGS post) and ``on_graded`` is told.
+
+The database may go away for a while (a restart, a failover: ``health.py``): the loop goes
+on. While it is away no attempt is claimed; a result graded meanwhile is kept in memory,
+and an attempt to give back is kept too, both written when the database answers again
+(tried after a wait of 0.5 s doubling to 10 s, one log line per kind of error per
+minute). The attempt's claim is renewed meanwhile as soon as the database answers; if the
+outage outlasts the claim, another replica may have taken the attempt over, and this
+one's outcome is dropped as below. A result still unwritten when the service stops is
+lost with it: its attempt's claim expires and the attempt is graded again. An attempt claimed by a service
 that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
 One whose claim another replica took over while this one stalled (``claims.py``) is that
 replica's: this one's result, release or failure is dropped, with a warning saying so.
@@ -37,6 +46,8 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution import Limits
@@ -44,6 +55,8 @@ from autograder.formats.result_json import from_dict
 from autograder.grading.pool import Feed, GraderPool, Job
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
+from autograder.service.events import attempt_fields, event
+from autograder.service.health import Health, Outage, database_away
 from autograder.service.store import Attempt, Store
 from autograder.submission import Submission
 
@@ -84,6 +97,12 @@ class GradingService:
         self._submissions: dict[int, Submission] = {}
         self._weeks: dict[str, Week] = {}
         self._lock_file: TextIO | None = None
+        self.health = Health(store.database)  # the loop beats it at every turn (``/readyz``)
+        self._outage = Outage("grading")
+        # what the database could not take when it was away, written once it answers: results,
+        # and attempts to give back (whether the try counts)
+        self._unrecorded: list[tuple[Attempt, SubmissionResult]] = []
+        self._unreleased: list[tuple[Attempt, bool]] = []
         # the warm graders (none with a cluster): what the Moodle syncs of ``serve`` grade in too
         self.pool = None if scheduler is not None else GraderPool(jobs, self.limits, idle_s=idle_s,
                                                                    name="autograder-service")
@@ -133,6 +152,7 @@ class GradingService:
         self._wake_write.close()
         if self._lock_file is not None:
             self._lock_file.close()  # releases the lock
+        self.health.close()
 
     def warm(self, week: str) -> None:
         """Start a grader for ``week`` now, if a slot is free, so the upload that follows
@@ -156,13 +176,51 @@ class GradingService:
             pass
 
     def _guard(self, target: Callable[[], None]) -> Callable[[], None]:
+        """``target`` run until the service stops: an error that escapes it (the database away at
+        a step no feed method catches, a bug) is logged as ``Outage`` logs it, and the loop
+        starts again after its wait; what the graders held went back to the queue."""
         def run() -> None:
-            try:
-                target()
-            except Exception:
-                log.exception("the grading service stopped on an unexpected error; restart it")
-                raise
+            while not self._stop.is_set():
+                try:
+                    target()
+                except Exception as exc:  # noqa: BLE001 - a loop that dies stops the course's grading
+                    self._stop.wait(self._outage.failed(exc))
+            if self.pool is not None:
+                self.pool.close()  # what the graders held goes back to the queue, no try counted
+            self._settle(final=True)
         return run
+
+    def _beat(self) -> bool:
+        """The pool's ``until``: the loop went round (``Health.beat``); whether to stop."""
+        self.health.beat()
+        return self._stop.is_set()
+
+    def _database_ok(self) -> bool:
+        """Whether the loop may use the database now: not while waiting after an error, and only
+        once what it could not write before is written."""
+        if not self._outage.due():
+            return False
+        return self._settle()
+
+    def _settle(self, *, final: bool = False) -> bool:
+        """Write the results and give-backs the database could not take; False if it still cannot.
+        ``final``: the service stops; what is left is logged (those attempts' claims expire and
+        they are graded again)."""
+        try:
+            while self._unrecorded:
+                self._store_result(*self._unrecorded[0])
+                self._unrecorded.pop(0)
+            while self._unreleased:
+                self._release(*self._unreleased[0])
+                self._unreleased.pop(0)
+        except Exception as exc:  # noqa: BLE001 - kept and tried again after the wait
+            self._outage.failed(exc)
+            if final:
+                log.warning("the service stops with %d result(s) and %d attempt(s) to give back not written (the "
+                            "database is away): those attempts are graded again once their claims expire",
+                            len(self._unrecorded), len(self._unreleased))
+            return False
+        return True
 
     def _drain_wake(self) -> None:
         try:
@@ -179,6 +237,36 @@ class GradingService:
             self._weeks[name] = self.course.week(name)
         return self._weeks[name]
 
+    def _claim(self, weeks: list[str]) -> tuple[Attempt, Submission] | None:
+        """Claim the next attempt of ``weeks`` with what grading it needs; None if none waits
+        or the database is away (an attempt claimed but not read then goes back)."""
+        if not self._database_ok():
+            return None
+        try:
+            attempt = self.store.claim(weeks)
+        except SQLAlchemyError as exc:
+            self._database_error(exc)
+            return None
+        self._outage.recovered()
+        if attempt is None:
+            return None
+        try:
+            return attempt, self._submission(attempt)
+        except Exception as exc:
+            away = database_away(exc)
+            if away:
+                self._outage.failed(exc)
+            self._give_back(attempt, count_try=not away)
+            if not away:
+                raise
+            return None
+
+    def _database_error(self, exc: SQLAlchemyError) -> None:
+        """A step failed: the database away waits (``Outage``); anything else goes up."""
+        if not database_away(exc):
+            raise exc
+        self._outage.failed(exc)
+
     def _submission(self, attempt: Attempt) -> Submission:
         name = self.store.user_name(attempt.context, attempt.user)
         submission = Submission(
@@ -188,7 +276,8 @@ class GradingService:
         return submission
 
     def _record(self, attempt: Attempt, result: SubmissionResult) -> None:
-        """Store a result (with the answers the hand marks tie to) and tell ``on_graded``."""
+        """Store a result (with the answers the hand marks tie to) and tell ``on_graded``; kept
+        for later if the database is away."""
         submission = self._submissions.pop(attempt.id, None)
         try:
             week = self._week(attempt.week)
@@ -196,32 +285,70 @@ class GradingService:
                 hashes = answer_hashes(submission, week.tasks, week.handed_out())
                 for task in result.tasks:
                     task.answer_sha256 = hashes.get(task.task) if task.manual else None
-            updated = self.store.record_result(attempt.id, result, week_title=week.label())
-        except Exception as exc:
-            log.exception("could not record the result of attempt %s", attempt.id)
-            if not self.store.fail(attempt.id, f"the result could not be stored ({type(exc).__name__}); it was "
-                                               "not graded and does not count as an attempt. Tell your instructor."):
-                self._taken_over(attempt, "failure")
+        except Exception as exc:  # noqa: BLE001 - the attempt is failed, saying so
+            self._not_stored(attempt, exc)
             return
+        self._later_or_now(self._unrecorded, (attempt, result), lambda: self._store_result(attempt, result))
+
+    def _store_result(self, attempt: Attempt, result: SubmissionResult) -> None:
+        """``Store.record_result`` and ``on_graded``; the database away raises (the caller keeps
+        the result), any other error fails the attempt, saying so."""
+        try:
+            updated = self.store.record_result(attempt.id, result, week_title=self._week(attempt.week).label())
+        except Exception as exc:
+            if database_away(exc):
+                raise
+            self._not_stored(attempt, exc)
+            return
+        self._outage.recovered()
         if updated is None:
             self._taken_over(attempt, "result")
             return
+        event("graded", **attempt_fields(updated), score=updated.score, max_score=updated.max_score)
         if self.on_graded is not None:
             try:
                 self.on_graded(updated)
             except Exception:
                 log.exception("on_graded failed for attempt %s", attempt.id)
 
+    def _not_stored(self, attempt: Attempt, exc: Exception) -> None:
+        log.error("could not record the result of attempt %s", attempt.id, exc_info=exc)
+        if not self.store.fail(attempt.id, f"the result could not be stored ({type(exc).__name__}); it was "
+                                           "not graded and does not count as an attempt. Tell your instructor."):
+            self._taken_over(attempt, "failure")
+            return
+        event("failed", level=logging.ERROR, **attempt_fields(attempt), error=type(exc).__name__)
+
     def _give_back(self, attempt: Attempt, *, count_try: bool = True) -> None:
+        """Put the attempt back in the queue (kept for later if the database is away)."""
         self._submissions.pop(attempt.id, None)
+        self._later_or_now(self._unreleased, (attempt, count_try), lambda: self._release(attempt, count_try))
+
+    def _release(self, attempt: Attempt, count_try: bool) -> None:
         if not self.store.release(attempt.id, count_try=count_try):
             self._taken_over(attempt, "release to the queue")
+        self._outage.recovered()
+
+    def _later_or_now(self, waiting: list[Any], item: Any, write: Callable[[], None]) -> None:
+        """``write`` now, or ``item`` onto ``waiting`` (written by ``_settle``) while the database
+        is away, or when it goes away during ``write``; the writes keep their order."""
+        if waiting or not self._outage.due():
+            waiting.append(item)
+            return
+        try:
+            write()
+        except Exception as exc:
+            if not database_away(exc):
+                raise
+            self._outage.failed(exc)
+            waiting.append(item)
 
     def _taken_over(self, attempt: Attempt, dropped: str) -> None:
         """Say that the attempt's claim was lost: ``dropped`` (this process's outcome) is not written."""
-        log.warning("attempt %s: another replica took it over while this one held it (this process did not renew "
-                    "its claim for %g s); that replica's outcome stands and this one's %s is dropped",
-                    attempt.id, self.store.queue.claim_ttl_s, dropped)
+        event("taken over", level=logging.WARNING, **attempt_fields(attempt), dropped=dropped,
+              message=f"another replica took the attempt over while this one held it (this process did not renew "
+                      f"its claim for {self.store.queue.claim_ttl_s:g} s); that replica's outcome stands and this "
+                      f"one's {dropped} is dropped")
 
     def _week_broken(self, week: str, error: BaseException) -> None:
         log.error("grading %s stopped: %s (queued attempts wait; tried again in %g s)", week, error,
@@ -230,10 +357,17 @@ class GradingService:
 
     def _ready_weeks(self) -> dict[str, int]:
         """Weeks with queued work that are not paused, the longest-waiting first, each with how
-        many attempts wait."""
+        many attempts wait (none while the database is away)."""
         now = time.monotonic()
-        queued = self.store.queued_weeks()
-        oldest = self.store.oldest_queued_week()
+        if not self._database_ok():
+            return {}
+        try:
+            queued = self.store.queued_weeks()
+            oldest = self.store.oldest_queued_week()
+        except SQLAlchemyError as exc:
+            self._database_error(exc)
+            return {}
+        self._outage.recovered()
         return {w: queued[w] for w in sorted((w for w in queued if self._broken.get(w, 0) <= now),
                                              key=lambda w: w != oldest)}
 
@@ -241,11 +375,12 @@ class GradingService:
 
     def _run_local(self) -> None:
         assert self.pool is not None
-        self.pool.add(_Queue(self))
+        feed = _Queue(self)
+        self.pool.add(feed)
         try:
-            self.pool.run(until=self._stop.is_set, poll_s=POLL_S)
+            self.pool.run(until=self._beat, poll_s=POLL_S)
         finally:
-            self.pool.close()  # what the graders held goes back to the queue, no try counted
+            self.pool.remove(feed)  # the graders keep what they hold: ``_guard`` runs this again, or closes the pool
 
     # --- a Dask cluster ---------------------------------------------------------------------
 
@@ -266,16 +401,17 @@ class GradingService:
             self.wake()
 
         try:
-            while not self._stop.is_set():
+            while not self._beat():
                 capacity = max(2, 2 * sum(client.nthreads().values()))
                 ready = list(self._ready_weeks())
                 while len(in_flight) < capacity and ready:
-                    attempt = self.store.claim(ready)
-                    if attempt is None:
+                    claimed = self._claim(ready)
+                    if claimed is None:
                         break
+                    attempt, submission = claimed
                     key = f"autograder-service-{attempt.id}-{uuid.uuid4().hex[:8]}"
-                    future = client.submit(grade_task, self._week(attempt.week), self.limits,
-                                           self._submission(attempt), key=key, pure=False)
+                    future = client.submit(grade_task, self._week(attempt.week), self.limits, submission, key=key,
+                                           pure=False)
                     in_flight[key] = (attempt, future)
                     future.add_done_callback(finished)
                 wait([self._wake_read], timeout=POLL_S)
@@ -321,8 +457,8 @@ class _Queue(Feed):
     def take(self, week: Week) -> Job | None:
         if self.service._broken.get(week.name, 0) > time.monotonic():
             return None
-        attempt = self.service.store.claim([week.name])
-        return None if attempt is None else Job(self, week, self.service._submission(attempt), attempt)
+        claimed = self.service._claim([week.name])
+        return None if claimed is None else Job(self, week, claimed[1], claimed[0])
 
     def done(self, job: Job, result: SubmissionResult) -> None:
         self.service._record(job.tag, result)

@@ -1,6 +1,6 @@
 """``autograder serve`` as an admin runs it: it starts, serves its JWKS and the registration
 values under the public URL it was given, and stops cleanly; ``--rotate-key`` adds a key, which
-the running service publishes at once. (The rate limiter in front of every route:
+the running service publishes at once; a registration URL is printed only when asked for. (The rate limiter in front of every route:
 tests/service/test_rate_limit.py.)"""
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ def test_serve_starts_serves_the_registration_values_and_stops(tmp_path: Path) -
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
     assert server.returncode == 0, err
-    assert f"{public}/lti/register/" in err  # the one URL the admin pastes, printed at start
+    # no registration URL at start: it would sit in the logs, good for a day to anyone reading
+    # them (issue 38); `serve --registration-url` prints one when the admin asks
+    assert "/lti/register/" not in err and f"{public}/lti/config" in err
+    asked = subprocess.run([*command, "--registration-url"], capture_output=True, text=True, check=True)
+    assert asked.stdout.strip().startswith(f"{public}/lti/register/")
     assert oct((tmp_path / "data" / "keys").stat().st_mode & 0o777) == "0o700"
 

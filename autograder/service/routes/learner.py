@@ -26,6 +26,7 @@ from autograder.service.deps import (
     checked_form,
     too_many,
 )
+from autograder.service.events import attempt_fields, event
 from autograder.service.sessions import Session
 from autograder.service.settings import Settings
 from autograder.service.store import Attempt, Store
@@ -56,6 +57,7 @@ async def upload(request: Request, session: CurrentLearner, week: LaunchedWeek, 
     except Refused as exc:
         exc.back = f"/week/{week.name}"
         raise
+    event("queued", **attempt_fields(attempt))
     hooks.wake()
     return RedirectResponse(f"/attempt/{attempt.id}", status_code=303)
 
