@@ -78,10 +78,9 @@ class LocalRun(CellReport, LocalChannel):
         return 0.0
 
     def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
-        """Answer as the worker would; remember what was said to the current test."""
-        reply = super().request(message, timeout=timeout)
-        self.heard.note(reply)
-        return reply
+        """Answer as the worker would; remember what the current test sent."""
+        self.heard.note(message)
+        return super().request(message, timeout=timeout)
 
     def close(self) -> None:
         """Nothing to hand back: the shell is reset by the next run."""

@@ -26,7 +26,7 @@ class SubmissionRun(NotebookRunner):
 
     def __init__(self, slot: ZygoteSlot, cells: list[str], limits: Limits) -> None:
         super().__init__(slot, cells, RestartPolicy(limits.restarts), Budget(limits))
-        self.heard = Heard()  # strings the worker sent to the current hidden test
+        self.heard = Heard()  # words the current hidden test sent to the worker
         self.replies_cap = limits.test_replies_mb << 20
         self.replies = 0  # bytes of replies the current hidden test has read
 
@@ -63,6 +63,7 @@ class SubmissionRun(NotebookRunner):
             raise TooMuchData(self.replies_cap >> 20)
         limit = self.budget.call_timeout(timeout)
         assert self.worker is not None
+        self.heard.note(message)
         before = self.worker.received
         try:
             reply = self.worker.request(message, limit)
@@ -77,7 +78,6 @@ class SubmissionRun(NotebookRunner):
                 self.replies += self.worker.received - before
         if self.replies > self.replies_cap:
             raise TooMuchData(self.replies_cap >> 20)
-        self.heard.note(reply)
         return reply
 
     def close(self) -> None:

@@ -7,7 +7,11 @@ instructor wrote, never the compared values.
 
 from __future__ import annotations
 
+import ast
+import functools
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from autograder.course import Week
 from autograder.exceptions import (
@@ -41,8 +45,9 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
     sentence, the name the test asked for, a built-in exception type, the instructor's
     assertion message. With ``stubs_left`` (a cell of the notebook still raised
     NotImplementedError), a missing name counts as not attempted: the stub stopped the cell
-    before it defined the name. An assertion message that repeats a string the worker sent
-    during the test (``heard``) is replaced by a fixed sentence. Where the student's code
+    before it defined the name. An assertion message that repeats a word the test sent to
+    the student's code (``heard``) outside the instructor's own text (``message_template``)
+    is replaced by a fixed sentence. Where the student's code
     raised is quoted from ``cells``, the grader's copy of the notebook, never the
     exception's message (it could repeat the test's hidden inputs)."""
     if isinstance(exc, NotAttempted):
@@ -61,14 +66,62 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
     if isinstance(exc, (MissingName, NotPlainData)):
         return Outcome(False, exc.feedback())
     if isinstance(exc, AssertionError):
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        if message and heard is not None and heard.echoed_in(message):
-            message = ""
+        text = str(exc).strip()
+        message = text.splitlines()[0] if text else ""
+        if message and heard is not None:
+            template = message_template(exc)
+            if heard.disclosed_in(message, None if template is None else _(template)):  # the line shown
+                message = ""
         return Outcome(False, message or _("the check did not hold"))
     if isinstance(exc, ProtocolError):
         return Outcome(False, _("your code's answer could not be read as plain data"))
     return Outcome(False, _("the check could not be completed with what your code returned ({name})").format(
         name=type(exc).__name__))
+
+
+def message_template(exc: AssertionError) -> str | None:
+    """The instructor's text an assertion's message was made from: the literal of
+    ``_("...")``, alone or ``.format``-ted, in the ``assert`` statement that raised
+    ``exc``, read from the hidden test's source (every hidden-test message is written so:
+    tests/test_translatable_feedback.py). ``None`` for any other message, or when the
+    statement cannot be told: then every word of the message counts as filled in."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    found = [literal for first, last, literal in _asserts(path, stat.st_mtime_ns, stat.st_size)
+             if first <= tb.tb_lineno <= last]
+    return found[0] if len(found) == 1 else None
+
+
+@functools.lru_cache(maxsize=64)
+def _asserts(path: str, _mtime_ns: int, _size: int) -> tuple[tuple[int, int, str | None], ...]:
+    """Every ``assert`` of a module: its first and last line and its message's literal
+    (``None`` unless the message is ``_("...")`` or ``_("...").format(...)``). Cached per
+    file version: a grader meets the same few test files again and again."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return ()
+    return tuple((node.lineno, node.end_lineno or node.lineno, _translated_literal(node.msg))
+                 for node in ast.walk(tree) if isinstance(node, ast.Assert))
+
+
+def _translated_literal(node: ast.expr | None) -> str | None:
+    """The literal of ``_("...")`` or ``_("...").format(...)``; ``None`` for anything else."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        node = node.func.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_" \
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    return None
 
 
 def build_result(
