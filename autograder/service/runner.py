@@ -19,19 +19,22 @@ are built on instead:
   thread are in flight, the rest waits in the store's queue.
 
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
-page, counted score, AGS post) and ``on_graded`` is told.
+page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
+that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
+One whose claim another replica took over while this one stalled (``claims.py``) is that
+replica's: this one's result, release or failure is dropped, with a warning saying so.
 
 The database may go away for a while (a restart, a failover: ``health.py``): the loop goes
 on. While it is away no attempt is claimed; a result graded meanwhile is kept in memory,
 and an attempt to give back is kept too, both written when the database answers again
 (tried after a wait of 0.5 s doubling to 10 s, one log line per kind of error per
-minute). The attempt's claim is renewed meanwhile as soon as the database answers; if the
-outage outlasts the claim, another replica may have taken the attempt over, and this
-one's outcome is dropped as below. A result still unwritten when the service stops is
-lost with it: its attempt's claim expires and the attempt is graded again. An attempt claimed by a service
-that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
-One whose claim another replica took over while this one stalled (``claims.py``) is that
-replica's: this one's result, release or failure is dropped, with a warning saying so.
+minute). The attempt's claim is renewed as soon as the database answers; if the outage
+outlasts the claim, another replica may have taken the attempt over, and this one's
+outcome is dropped as above. A result still unwritten when the service stops is lost with
+it: its attempt's claim expires and the attempt is graded again. Any other error that
+escapes the loop is logged (with its traceback, once a minute) and the loop starts again
+after the same wait: a loop that ended would stop the course's grading while the web side
+still took uploads. Every turn of the loop beats ``health`` (``/readyz``).
 """
 
 from __future__ import annotations
