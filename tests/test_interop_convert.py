@@ -294,6 +294,10 @@ def test_a_test_cells_names_are_the_students_as_python_scopes_them():
      "values those return instead"),
     (lambda nb: nb.cells[3].update(source=nb.cells[3].source.replace("### END SOLUTION", "### END SOLUTON")),
      "/course/source/week90/week90.ipynb"),  # generate's own refusal, naming the file where it will be
+    # nbgrader's autotest (its documentation's ps1_autotest): only nbgrader expands the directives into checks
+    (lambda nb: nb.cells[4].update(source='"""squares returns the right values"""\n### AUTOTEST squares(1); squares(2)'),
+     "cell 5, line 2: test cell 'correct_squares' uses nbgrader's `### AUTOTEST` directives, which only nbgrader "
+     "expands into checks: here they are comments, and the test would pass for everyone"),
     (lambda nb: nb.cells[3].update(source="def squares(n):\n    # YOUR CODE HERE\n    raise NotImplementedError()"),
      "cell 4: holds nbgrader's stub (# YOUR CODE HERE) where the solution goes"),
 ])

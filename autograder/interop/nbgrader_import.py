@@ -47,6 +47,7 @@ from autograder.interop.week_writer import (
 HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
 HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
 SOLUTION_MARKER = re.compile(r"^(\s*)#+\s*(BEGIN|END) SOLUTION\s*$")
+AUTOTEST = re.compile(r"^\s*#+\s*(?:HASHED\s+)?AUTOTEST\b", re.IGNORECASE | re.MULTILINE)
 RELEASED = re.compile(r"^\s*#\s*YOUR CODE HERE\s*\n\s*raise NotImplementedError\(\)\s*$", re.IGNORECASE | re.MULTILINE)
 CODE_ANSWER = "The code cell above: its solution is the model answer (nbgrader graded it by hand)."
 NO_ANSWER = "(nbgrader's task cell gave no model answer: write the one markers compare against.)"
@@ -176,6 +177,12 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
             number += 1
             total += points
             visible, whole = split_hidden(cell.source)
+            if autotest := AUTOTEST.search(cell.source):
+                report.problems.append(
+                    f"{where(index, cell.source[:autotest.start()].count(chr(10)))}: test cell {grade_id!r} uses "
+                    "nbgrader's `### AUTOTEST` directives, which only nbgrader expands into checks: here they are "
+                    "comments, and the test would pass for everyone. Write the checks out as asserts comparing with "
+                    "the right values (`assert squares(1) == [1]`), import again")
             _open_task(cells, len(cells) if task_at is None else task_at, number, points, grade_id)
             task_at = None
             if visible:
