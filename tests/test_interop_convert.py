@@ -407,6 +407,30 @@ def test_the_courses_own_modules_beside_the_notebook_are_its_helpers_not_librari
     assert (handed_out / "utilities.py").is_file() and not (handed_out / "lib").exists()
 
 
+@pytest.mark.sandbox  # the import's negative control grades the student notebook
+def test_an_otter_module_in_files_is_the_weeks_helper_not_data(tmp_path: Path):
+    """otter ships a course's module through `files:` (the notebook imports it from beside
+    itself): here it is a helper module, importable while grading and handed out, not data/."""
+    import nbformat
+
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    (folder / "cubing.py").write_text("def cube_of(x):\n    return x ** 3\n")
+    nb = nbformat.read(FIXTURES / "cubes.ipynb", as_version=4)
+    nb.cells[0].source += "\nfiles:\n  - cubing.py"
+    nb.cells[2].source = "import numpy as np\nfrom cubing import cube_of"
+    nb.cells[6].source = nb.cells[6].source.replace("return x ** 3", "return cube_of(x)")
+    nbformat.write(nb, folder / "cubes.ipynb")
+
+    notes = [str(n) for n in import_otter(folder / "cubes.ipynb", week="week90", out_root=tmp_path / "course").notes]
+
+    week = tmp_path / "course" / "source" / "week90"
+    assert not (week / "data").exists() and (week / "cubing.py").is_file()
+    assert '[files]\nhelpers = ["cubing.py"]\nhandout = ["cubing.py"]\n' in (week / "week.toml").read_text()
+    assert any(n.startswith("changed: ASSIGNMENT CONFIG: files: 'cubing.py' is a Python module: not copied into data/")
+               for n in notes)
+
+
 def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course(tmp_path: Path):
     import nbformat
 

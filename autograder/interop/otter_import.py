@@ -453,6 +453,11 @@ def _files(build: _Builder, master: Path, report: ImportReport) -> list[Path]:
             if not path.is_file():
                 report.problems.append(f"ASSIGNMENT CONFIG: {key}: {name!r} is not next to the notebook ({path})")
                 continue
+            if path.suffix == ".py":  # a module the notebook imports: the week's helper, not data
+                report.note("changed", "ASSIGNMENT CONFIG", f"{key}: {name!r} is a Python module: not copied into "
+                            "data/; when the notebook or its tests import it, it is the week's helper module (see "
+                            "the note on its import statement)")
+                continue
             found.append(path)
             pattern = re.compile(rf"""(['"]){re.escape(name)}\1""")
             for cell in build.cells:
