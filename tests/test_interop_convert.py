@@ -431,6 +431,30 @@ def test_an_otter_module_in_files_is_the_weeks_helper_not_data(tmp_path: Path):
                for n in notes)
 
 
+@pytest.mark.parametrize("change, problem", [
+    (lambda nb: nb.cells[0].update(source="# ASSIGNMENT CONFIG\nname: [cubes"),
+     "cell 1: the ASSIGNMENT CONFIG settings are not YAML"),
+    (lambda nb: nb.cells[10].update(source=nb.cells[10].source.replace("points: 2", "points: [2")),
+     "cell 11: its TEST CONFIG block is not YAML"),
+    (lambda nb: (nb.cells[0].update(source=nb.cells[0].source + "\ntests:\n  ok_format: false"),
+                 nb.cells[9].update(source="def test_cube(env):\n    assert env['cube'](2) == 8"),
+                 nb.cells[10].update(source="def test_more(cube):\n    assert cube(3) == 27")),
+     "cell 10: test function test_cube() takes `env`, the whole notebook namespace"),
+])
+def test_an_otter_notebook_that_cannot_become_a_week_is_refused_by_name(tmp_path: Path, change, problem):
+    import nbformat
+
+    from autograder.exceptions import InteropError
+
+    nb = nbformat.read(FIXTURES / "cubes.ipynb", as_version=4)
+    change(nb)
+    nbformat.write(nb, tmp_path / "changed.ipynb")
+    with pytest.raises(InteropError) as refused:
+        import_otter(tmp_path / "changed.ipynb", week="week90", out_root=tmp_path / "course")
+    assert problem in str(refused.value) and str(tmp_path / "changed.ipynb") in str(refused.value)
+    assert not (tmp_path / "course" / "source").exists()
+
+
 def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course(tmp_path: Path):
     import nbformat
 

@@ -209,7 +209,13 @@ def parse_test(source: str) -> tuple[dict[str, Any], str]:
         end = next((i for i, line in enumerate(lines) if i and CONFIG_END.match(line)), None)
         if end is None:
             raise ValueError("a test cell opens a TEST CONFIG block it never closes")
-        return dict(yaml.safe_load("\n".join(lines[1:end])) or {}), "\n".join(lines[end + 1:])
+        try:
+            config = yaml.safe_load("\n".join(lines[1:end])) or {}
+        except yaml.YAMLError as error:
+            raise ValueError(f"its TEST CONFIG block is not YAML ({error}): fix it as otter assign requires") from error
+        if not isinstance(config, dict):
+            raise ValueError("its TEST CONFIG block is not `key: value` lines")
+        return dict(config), "\n".join(lines[end + 1:])
     hidden = bool(lines and lines[0].lstrip().startswith("#") and re.search(r"\bhidden\b", lines[0], re.IGNORECASE))
     return {"hidden": hidden}, "\n".join(lines[1:] if hidden else lines)
 
