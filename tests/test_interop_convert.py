@@ -408,6 +408,30 @@ def test_the_courses_own_modules_beside_the_notebook_are_its_helpers_not_librari
 
 
 @pytest.mark.sandbox  # the import's negative control grades the student notebook
+def test_an_otter_test_calling_its_function_on_an_ignored_line_keeps_the_call(tmp_path: Path):
+    """The OK-format function style: `def test_cube(cube): ...` then `test_cube(cube)  # IGNORE`.
+    otter drops the line from the student notebook only; the test it runs calls the function."""
+    import nbformat
+
+    nb = nbformat.read(FIXTURES / "cubes.ipynb", as_version=4)
+    nb.cells[9].source = "def test_cube(cube):\n    assert cube(2) == 8\n\ntest_cube(cube)  # IGNORE"
+    nb.cells[9].outputs = []
+    nbformat.write(nb, tmp_path / "functions.ipynb")
+    import_otter(tmp_path / "functions.ipynb", week="week90", out_root=tmp_path / "course")
+
+    week = Course.locate(tmp_path / "course").week("week90")
+    assert "test_cube(cube)  # IGNORE" in (week.tests_dir / "test_week90_otter.py").read_text()
+    checks = [c.source for c in nbformat.read(week.source_notebook, as_version=4).cells
+              if c.metadata.get("autograder", {}).get("check")]
+    assert checks == ["def test_cube(cube):\n    assert cube(2) == 8\n\ntest_cube(cube)"]  # as grader.check runs it
+    from autograder.generate.week import generate_week
+
+    generate_week(week)
+    untouched = run_hidden_tests(tmp_path / "course", "week90", "--submission", str(week.assignment_notebook))
+    assert "2 failed" in untouched.stdout, untouched.stdout  # otter gives the untouched notebook 0 too
+
+
+@pytest.mark.sandbox  # the import's negative control grades the student notebook
 def test_an_otter_module_in_files_is_the_weeks_helper_not_data(tmp_path: Path):
     """otter ships a course's module through `files:` (the notebook imports it from beside
     itself): here it is a helper module, importable while grading and handed out, not data/."""
