@@ -157,15 +157,21 @@ class NotAttempted(StudentCodeError):
 
 
 class StudentTimeout(StudentCodeError):
-    """A call into student code ran past its wall-time limit; the worker was killed."""
+    """A call into student code ran past its CPU-time limit, or (``wall``) past the
+    wall-clock backstop that stops code which waits instead of computing; the worker was
+    killed."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__("Timeout", f"did not finish within {seconds:g} s")
+    def __init__(self, seconds: float, *, wall: bool = False) -> None:
+        super().__init__("Timeout", f"did not finish within {seconds:g} s of {'wall-clock' if wall else 'CPU'} time")
         self.seconds = seconds
+        self.wall = wall
 
     def feedback(self) -> str:
         """What the student is told."""
-        return _("your code did not finish within {seconds} s").format(seconds=f"{self.seconds:g}")
+        if self.wall:
+            return _("your code did not finish within {seconds} s of wall-clock time (a backstop for code that "
+                     "waits instead of computing)").format(seconds=f"{self.seconds:g}")
+        return _("your code used more than {seconds} s of CPU time").format(seconds=f"{self.seconds:g}")
 
 
 class WorkerCrashed(StudentCodeError):
@@ -234,7 +240,13 @@ class FrameTimeout(TimeoutError):
 
 
 class WorkerTimeout(TimeoutError):
-    """The worker did not answer within the deadline; it has been killed."""
+    """The worker did not answer within its limit (``seconds`` of CPU time, or of wall-clock
+    time when ``wall``: the backstop); it has been killed."""
+
+    def __init__(self, seconds: float, *, wall: bool) -> None:
+        super().__init__(f"no answer within {seconds:g} s of {'wall-clock' if wall else 'CPU'} time")
+        self.seconds = seconds
+        self.wall = wall
 
 
 class WorkerDied(RuntimeError):

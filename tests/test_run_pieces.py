@@ -1,7 +1,8 @@
-"""The pieces ``SubmissionRun`` is made of, each on its own (issue 15): the wall-time
-budget and the restart policy; and the isolation ``grade``'s caller chooses. The sandboxed behaviour they add up to is in
-test_worker.py and test_hostile.py; here each rule is pinned at its boundary, on a clock
-the test steps by hand, so a rule that drifts (an off-by-one in the restarts, a budget
+"""The pieces ``SubmissionRun`` is made of, each on its own (issue 15): the CPU-time
+budget and its wall-clock backstops (issue 37) and the restart policy; and the isolation
+``grade``'s caller chooses. The sandboxed behaviour they add up to is in
+test_worker.py and test_hostile.py; here each rule is pinned at its boundary, with the
+seconds spent charged by hand, so a rule that drifts (an off-by-one in the restarts, a budget
 that forgets re-runs) fails here by name."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 
 from autograder.exceptions import StudentTimeout, WorkerCrashed
 from autograder.execution import InProcess, Isolation, Limits, Sandboxed
-from autograder.execution.budget import Budget
+from autograder.execution.budget import Allowance, Budget
 from autograder.execution.restarts import RestartPolicy
 from autograder.formats.result_json import to_dict
 from autograder.grading.grader import grade
@@ -21,56 +22,66 @@ LIMITS = Limits(cell_timeout_s=30.0, submission_timeout_s=120.0, call_timeout_s=
                 restarts=2)
 
 
-class Clock:
-    """Seconds that pass only when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def spend(budget: Budget, clock: Clock, seconds: float) -> None:
-    with budget.running_cell():
-        clock.now += seconds
-
-
 # -- the budget -------------------------------------------------------------------------------
-def test_a_cell_gets_the_cell_limit_until_the_notebook_has_less_left():
-    clock = Clock()
-    budget = Budget(LIMITS, clock=clock)
-    assert budget.cell_timeout() == 30.0
-    spend(budget, clock, 100.0)
-    assert budget.cell_timeout() == pytest.approx(20.0)  # 120 - 100: less than a cell's 30
-    assert budget.cut_short(20.0) and not budget.cut_short(30.0)
-    spend(budget, clock, 20.0)
-    assert budget.cell_timeout() is None  # spent: the notebook timed out
+def test_a_cell_gets_the_cell_limit_in_cpu_time_until_the_notebook_has_less_left():
+    budget = Budget(LIMITS)
+    assert budget.cell_allowance() == Allowance(30.0, 120.0)  # the backstop: 4 times the CPU limit
+    budget.charge_cell(100.0, 100.0)
+    assert budget.cell_allowance() == Allowance(pytest.approx(20.0), 120.0)  # 120 - 100: less than a cell's 30
+    assert budget.cut_short(Allowance(20.0, 120.0)) and not budget.cut_short(Allowance(30.0, 120.0))
+    budget.charge_cell(20.0, 20.0)
+    assert budget.cell_allowance() is None  # spent: the notebook timed out
+
+
+def test_cells_that_wait_spend_the_backstop_and_not_the_cpu_budget():
+    budget = Budget(LIMITS)
+    budget.charge_cell(25.0, 100.0)  # 75 s of it asleep
+    assert budget.cell_allowance() == Allowance(30.0, 120.0)
+    budget.charge_cell(1.0, 350.0)  # a cell that slept: the notebook's backstop (480 s) nearly gone
+    assert budget.cell_allowance() == Allowance(30.0, pytest.approx(30.0))
+    budget.charge_cell(0.0, 30.0)
+    assert budget.cell_allowance() is None
 
 
 def test_every_run_of_the_notebook_draws_on_one_budget_even_when_a_cell_fails():
-    clock = Clock()
-    budget = Budget(LIMITS, clock=clock)
-    for _ in range(3):  # a cell that hangs 30 s, then two re-runs: each charged
-        with pytest.raises(TimeoutError), budget.running_cell():
-            clock.now += 30.0
-            raise TimeoutError
-    assert budget.notebook_spent == pytest.approx(90.0)
-    assert budget.cell_timeout() == pytest.approx(30.0)
+    budget = Budget(LIMITS)
+    for _ in range(3):  # a cell stopped after 30 s of CPU time, then two re-runs: each charged
+        budget.charge_cell(30.0, 30.0)
+    assert budget.notebook_cpu == pytest.approx(90.0)
+    assert budget.cell_allowance() == Allowance(pytest.approx(30.0), 120.0)
 
 
 def test_calls_get_their_marker_or_the_call_limit_cut_to_what_the_tests_have_left():
-    clock = Clock()
-    budget = Budget(LIMITS, clock=clock)
-    assert budget.call_timeout() == 10.0  # before the tests start, no shared deadline yet
-    budget.start_tests()
-    assert budget.call_timeout(25.0) == 25.0  # a test's call_timeout marker
-    clock.now += 55.0
-    assert budget.call_timeout() == pytest.approx(5.0)
-    clock.now += 5.0
+    budget = Budget(LIMITS)
+    assert budget.call_allowance() == Allowance(10.0, 40.0)
+    assert budget.call_allowance(25.0) == Allowance(25.0, 100.0)  # a test's call_timeout marker
+    budget.charge_call(55.0, 55.0)
+    assert budget.call_allowance() == Allowance(pytest.approx(5.0), 40.0)
+    budget.charge_call(5.0, 5.0)
     with pytest.raises(StudentTimeout) as caught:
-        budget.call_timeout()
-    assert caught.value.seconds == 60.0  # the tests' budget, as the student is told
+        budget.call_allowance()
+    assert caught.value.seconds == 60.0 and not caught.value.wall  # the tests' budget, as the student is told
+
+
+def test_the_tests_backstop_ends_calls_that_spend_no_cpu_time():
+    budget = Budget(LIMITS)
+    budget.charge_call(0.0, 230.0)  # calls that slept: no CPU time spent, 240 s of backstop nearly gone
+    assert budget.call_allowance() == Allowance(10.0, pytest.approx(10.0))
+    budget.charge_call(0.0, 10.0)
+    with pytest.raises(StudentTimeout) as caught:
+        budget.call_allowance()
+    assert caught.value.seconds == 240.0 and caught.value.wall
+
+
+def test_the_grader_is_waited_for_through_the_notebooks_backstop_then_the_cpu_seconds_left():
+    budget = Budget(LIMITS)
+    assert budget.worker_time_left() == 480.0 + 60.0  # cells that wait end only at the backstop
+    budget.charge_cell(20.0, 100.0)
+    assert budget.worker_time_left() == pytest.approx(380.0 + 60.0)
+    budget.start_tests()
+    assert budget.worker_time_left() == pytest.approx(100.0 + 60.0)  # re-runs and calls: their CPU seconds
+    budget.charge_call(10.0, 30.0)
+    assert budget.worker_time_left() == pytest.approx(100.0 + 50.0)
 
 
 # -- the restart policy -------------------------------------------------------------------------

@@ -1,70 +1,97 @@
-"""The wall-time budgets of one submission: what each cell and each call may still spend.
+"""The CPU-time budgets of one submission, and their wall-clock backstops.
 
-``Limits`` names four budgets: a cell runs for ``cell_timeout_s`` at most, the whole
-notebook (every run of it, re-runs included) for ``submission_timeout_s``, one call from a
-hidden test for ``call_timeout_s`` (or its test's ``call_timeout`` marker), and all the
-tests' calls together end ``tests_timeout_s`` after the notebook first ran through. This
-module only counts; what happens when a budget runs out is ``SubmissionRun``'s business.
+``Limits`` names four budgets, all in CPU seconds of the worker (``cputime.py``), so a
+notebook scores the same whether the machine is idle or every core is busy: a cell may
+use ``cell_timeout_s``, the whole notebook (every run of it, re-runs included)
+``submission_timeout_s``, one call from a hidden test ``call_timeout_s`` (or its test's
+``call_timeout`` marker), and all the tests' calls together ``tests_timeout_s``. Each has
+a wall-clock backstop ``Limits.wall_backstop`` times as long, counting only the wall time
+the worker did not spend waiting for a CPU, so that only code that waits instead of
+computing (a sleep, a blocking read) reaches it, whatever the machine's load. This module
+only counts; what happens when a budget runs out is ``SubmissionRun``'s business.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 
 from autograder.exceptions import StudentTimeout
 from autograder.execution.sandbox import Limits
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """What one cell or call may spend: CPU seconds, and wall seconds (the backstop)."""
+
+    cpu_s: float
+    wall_s: float
+
+
 class Budget:
-    """Seconds spent and left for one submission. ``clock`` is ``time.monotonic`` but in
-    the budget's own tests, which step it by hand instead of sleeping."""
+    """CPU and backstop seconds spent and left for one submission. The backstop's seconds
+    are wall seconds the worker did not spend waiting for a CPU (``Worker.wall_used``)."""
 
-    def __init__(self, limits: Limits, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.clock = clock
-        self.notebook_spent = 0.0  # wall seconds of every cell run so far, re-runs included
-        self.tests_deadline: float | None = None  # set once the notebook has first run through
+        self.factor = limits.wall_backstop
+        self.notebook_cpu = 0.0  # CPU seconds of every cell run so far, re-runs included
+        self.notebook_wall = 0.0  # their backstop seconds
+        self.tests_cpu = 0.0  # CPU seconds of the tests' calls so far
+        self.tests_wall = 0.0  # their backstop seconds
+        self.tests_started = False
 
-    def cell_timeout(self) -> float | None:
-        """How long the next cell may run: the cell limit, cut to what the notebook has left;
-        None when the notebook's budget is spent."""
-        remaining = self.limits.submission_timeout_s - self.notebook_spent
-        return min(self.limits.cell_timeout_s, remaining) if remaining > 0 else None
+    def cell_allowance(self) -> Allowance | None:
+        """What the next cell may spend: the cell limit, cut to what the notebook has left;
+        None when the notebook's budget (or its backstop) is spent."""
+        cpu = self.limits.submission_timeout_s - self.notebook_cpu
+        wall = self.limits.submission_timeout_s * self.factor - self.notebook_wall
+        if cpu <= 0 or wall <= 0:
+            return None
+        return Allowance(min(self.limits.cell_timeout_s, cpu), min(self.limits.cell_timeout_s * self.factor, wall))
 
-    def cut_short(self, timeout: float) -> bool:
-        """Whether a cell given ``timeout`` had less than a cell's full time: running past it
-        means the notebook ran out of time, not that the cell is bad."""
-        return timeout < self.limits.cell_timeout_s
+    def cut_short(self, allowance: Allowance) -> bool:
+        """Whether a cell given ``allowance`` had less than a cell's full time: running past
+        it means the notebook ran out of time, not that the cell is bad."""
+        return (allowance.cpu_s < self.limits.cell_timeout_s
+                or allowance.wall_s < self.limits.cell_timeout_s * self.factor)
 
-    @contextmanager
-    def running_cell(self) -> Iterator[None]:
-        """Charge the block's wall time to the notebook's budget, however the block ends."""
-        started = self.clock()
-        try:
-            yield
-        finally:
-            self.notebook_spent += self.clock() - started
+    def charge_cell(self, cpu_s: float, wall_s: float) -> None:
+        """A cell (finished or stopped) spent this much of the notebook's budget and backstop."""
+        self.notebook_cpu += cpu_s
+        self.notebook_wall += wall_s
 
     def start_tests(self) -> None:
-        """The notebook has run: the tests' shared budget starts now."""
-        self.tests_deadline = self.clock() + self.limits.tests_timeout_s
+        """The notebook has run through once: the hidden tests' calls begin."""
+        self.tests_started = True
 
     def worker_time_left(self) -> float:
-        """Seconds the worker may still be waited for in all: what the notebook's runs (a
-        re-run after a crash included) and the tests' calls have left."""
-        notebook = max(0.0, self.limits.submission_timeout_s - self.notebook_spent)
-        if self.tests_deadline is None:
-            return notebook + self.limits.tests_timeout_s
-        return notebook + max(0.0, self.tests_deadline - self.clock())
+        """Wall seconds the worker may still be waited for in all, for the pool's watch on a
+        grader process (which adds the grader's own allowance): until the notebook has run,
+        what its backstop has left (cells that wait are stopped only by it), then the CPU
+        seconds the notebook's re-runs and the tests' calls have left. A call that waits is
+        stopped by its own backstop, within the grader's allowance on top; a step's calls on
+        a busy machine take more wall time than CPU time, which the tests' budget, far larger
+        than one step's calls, covers several times over."""
+        limits = self.limits
+        tests = max(0.0, limits.tests_timeout_s - self.tests_cpu)
+        if not self.tests_started:
+            return max(0.0, limits.submission_timeout_s * self.factor - self.notebook_wall) + tests
+        return max(0.0, limits.submission_timeout_s - self.notebook_cpu) + tests
 
-    def call_timeout(self, asked: float | None = None) -> float:
-        """How long the next call may run: ``asked`` (the test's marker) or the call limit,
-        cut to what the tests have left. StudentTimeout when they have nothing left."""
+    def call_allowance(self, asked: float | None = None) -> Allowance:
+        """What the next call may spend: ``asked`` (the test's marker) or the call limit in
+        CPU seconds, cut to what the tests have left, and its backstop likewise.
+        StudentTimeout when they have nothing left."""
         limit = asked or self.limits.call_timeout_s
-        if self.tests_deadline is not None:
-            limit = min(limit, self.tests_deadline - self.clock())
-        if limit <= 0:
+        cpu = min(limit, self.limits.tests_timeout_s - self.tests_cpu)
+        wall = min(limit * self.factor, self.limits.tests_timeout_s * self.factor - self.tests_wall)
+        if cpu <= 0:
             raise StudentTimeout(self.limits.tests_timeout_s)
-        return limit
+        if wall <= 0:
+            raise StudentTimeout(self.limits.tests_timeout_s * self.factor, wall=True)
+        return Allowance(cpu, wall)
+
+    def charge_call(self, cpu_s: float, wall_s: float) -> None:
+        """A call (answered or stopped) spent this much of the tests' budget and backstop."""
+        self.tests_cpu += cpu_s
+        self.tests_wall += wall_s

@@ -1,10 +1,12 @@
 """Running a submission's code cells in a sandboxed worker, and saying how it went.
 
 ``NotebookRunner`` runs the cells in order in a worker from the zygote slot. Which cells
-it leaves out and whether it may start again is asked of ``RestartPolicy``; how long each
-cell may run, of ``Budget``. What it tells the student is in student-safe words: a cell's
-own error only from the first run (see ``cell_error``), a cell that hung or ended the
-worker by its number and first line.
+it leaves out and whether it may start again is asked of ``RestartPolicy``; how much CPU
+time each cell may use, and its wall-clock backstop, of ``Budget``. What it tells the
+student is in student-safe words: a cell's own error only from the first run (see
+``cell_error``), a cell that ran out of time or ended the worker by its number and first
+line, and which limit stopped it (``dropped``, so a test missing a name that cell defines
+can say why).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class CellReport:
         self.messages: list[str] = []
         self.stub_cells = 0  # cells that still raise NotImplementedError
         self.timed_out = False  # the notebook's own budget ran out
+        # cells (1-based) left out of later runs -> what stopped them, in the student's words
+        # ("code cell 7 was stopped after 30 s of CPU time")
+        self.dropped: dict[int, str] = {}
 
     def raised(self, index: int, error: dict[str, Any]) -> None:
         """Cell ``index`` (1-based) raised ``error`` (the worker's or the in-process shell's
@@ -100,41 +105,54 @@ class NotebookRunner(CellReport):
         for index, source in enumerate(self.cells, start=1):
             if self.policy.skips(index):
                 continue
-            timeout = self.budget.cell_timeout()
-            if timeout is None:
+            allowance = self.budget.cell_allowance()
+            if allowance is None:
                 self._out_of_time()
                 return False
             try:
-                with self.budget.running_cell():
-                    reply = self.worker.request({"op": "cell", "src": source, "cell": index}, timeout)
-            except WorkerTimeout:
+                reply = self.worker.request({"op": "cell", "src": source, "cell": index}, allowance.cpu_s,
+                                            wall=allowance.wall_s)
+            except WorkerTimeout as stop:
+                self.budget.charge_cell(self.worker.cpu_used, self.worker.wall_used)
                 self.end_worker(kill=True)
-                if self.budget.cut_short(timeout):
+                if self.budget.cut_short(allowance):
                     self._out_of_time()
                     return False
-                self._drop(index, _("code cell {index} (`{code}`) did not finish within {seconds} s; it was skipped "
-                                    "and the notebook run again without it").format(
-                    index=index, code=snippet(source), seconds=f"{timeout:g}"))
+                code, seconds = snippet(source), f"{stop.seconds:g}"
+                self._drop(index, _("code cell {index} (`{code}`) was stopped after {seconds} s of wall-clock time (a "
+                                    "backstop for code that waits instead of computing)").format(
+                    index=index, code=code, seconds=seconds) if stop.wall else
+                    _("code cell {index} (`{code}`) was stopped after {seconds} s of CPU time").format(
+                    index=index, code=code, seconds=seconds))
                 return True
             except (WorkerDied, ProtocolError):
+                self.budget.charge_cell(self.worker.cpu_used, self.worker.wall_used)
                 self.end_worker(kill=True)
-                self._drop(index, _("code cell {index} (`{code}`) ended the process running it (a crash, sys/os "
-                                    "exit, or the memory limit); it was skipped and the notebook run again without "
-                                    "it").format(index=index, code=snippet(source)))
+                self._drop(index, _("code cell {index} (`{code}`) ended the process running it (a crash, sys/os exit, "
+                                    "or the memory limit)").format(index=index, code=snippet(source)))
                 return True
+            self.budget.charge_cell(self.worker.cpu_used, self.worker.wall_used)
             error = reply.get("error")
             if report_errors and isinstance(error, dict):
                 self.raised(index, error)
         return False
 
-    def _drop(self, index: int, message: str) -> None:
+    def _drop(self, index: int, cause: str) -> None:
+        """Leave cell ``index`` out from now on; ``cause`` says what stopped it."""
         self.policy.drop_cell(index)
-        self.messages.append(message)
+        self.dropped[index] = cause
+        self.messages.append(_("{cause}; it was skipped and the notebook run again without it").format(cause=cause))
 
     def _out_of_time(self) -> None:
         self.timed_out = True
-        self.messages.append(_("the notebook did not finish within {seconds} s").format(
-            seconds=f"{self.budget.limits.submission_timeout_s:g}"))
+        limits = self.budget.limits
+        if self.budget.notebook_cpu >= limits.submission_timeout_s:
+            self.messages.append(_("the notebook used more than {seconds} s of CPU time").format(
+                seconds=f"{limits.submission_timeout_s:g}"))
+        else:
+            self.messages.append(_("the notebook did not finish within {seconds} s of wall-clock time (a backstop "
+                                   "for code that waits instead of computing)").format(
+                seconds=f"{limits.submission_timeout_s * limits.wall_backstop:g}"))
         self.end_worker(kill=True)
 
     def end_worker(self, *, kill: bool) -> None:

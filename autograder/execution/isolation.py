@@ -32,6 +32,7 @@ class Run(Protocol):
     messages: list[str]  # what the student is told about running the notebook
     timed_out: bool  # the notebook ran out of time: no test is run
     stub_cells: int  # cells that still raise NotImplementedError
+    dropped: dict[int, str]  # cells left out of the run (1-based) -> what stopped them, in the student's words
     heard: Heard  # what the code said to the current test
 
     @property

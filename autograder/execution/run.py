@@ -3,9 +3,10 @@
 ``SubmissionRun`` puts three pieces together, each with one job: ``NotebookRunner``
 (``cells.py``) runs the notebook's cells in a worker, ``RestartPolicy`` (``restarts.py``)
 says when a fresh worker may replace a lost one, and ``Budget`` (``budget.py``) counts the
-wall time of cells and calls. A cell that hangs or kills the worker is skipped and the
-notebook re-run without it; a test whose call hangs or crashes fails, and the next test
-gets a fresh worker. Every limit hit is reported in student-safe words.
+CPU time of cells and calls (and their wall-clock backstops). A cell that runs out of time
+or kills the worker is skipped and the notebook re-run without it; a test whose call runs
+out of time or crashes fails, and the next test gets a fresh worker. Every limit hit is
+reported in student-safe words, naming the limit.
 """
 
 from __future__ import annotations
@@ -61,19 +62,21 @@ class SubmissionRun(NotebookRunner):
                 raise WorkerCrashed("the notebook could not be run again")
         if self.replies > self.replies_cap:
             raise TooMuchData(self.replies_cap >> 20)
-        limit = self.budget.call_timeout(timeout)
-        assert self.worker is not None
+        allowance = self.budget.call_allowance(timeout)
+        worker = self.worker
+        assert worker is not None
         self.heard.note(message)
-        before = self.worker.received
+        before = worker.received
         try:
-            reply = self.worker.request(message, limit)
-        except WorkerTimeout:
+            reply = worker.request(message, allowance.cpu_s, wall=allowance.wall_s)
+        except WorkerTimeout as stop:
             self.end_worker(kill=True)
-            raise self.policy.call_hung(limit) from None
+            raise self.policy.call_hung(stop.seconds, wall=stop.wall) from None
         except (WorkerDied, ProtocolError) as exc:
             self.end_worker(kill=True)
             raise self.policy.call_crashed(str(exc)) from None
         finally:
+            self.budget.charge_call(worker.cpu_used, worker.wall_used)
             if self.worker is not None:
                 self.replies += self.worker.received - before
         if self.replies > self.replies_cap:

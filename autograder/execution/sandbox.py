@@ -41,14 +41,19 @@ class Limits:
     """Resource limits for one submission; each is enforced as noted."""
 
     memory_mb: int = 2048  # RLIMIT_AS in the worker
-    cpu_s: int = 300  # RLIMIT_CPU in the worker (the wall deadlines below are stricter)
+    cpu_s: int = 300  # RLIMIT_CPU in the worker (the CPU budgets below are stricter)
     nproc: int = 512  # RLIMIT_NPROC (counts per uid: bounds fork bombs)
     nofile: int = 256  # RLIMIT_NOFILE
     fsize_mb: int = 64  # RLIMIT_FSIZE: no file larger than this in scratch
-    cell_timeout_s: float = 30.0  # wall time per notebook cell, enforced by the grader
-    call_timeout_s: float = 10.0  # wall time per call from a hidden test
-    submission_timeout_s: float = 120.0  # wall time for running the whole notebook
-    tests_timeout_s: float = 120.0  # wall time for all hidden-test calls into one submission
+    # CPU seconds of the worker, enforced by the grader (execution/budget.py): the same
+    # notebook gets the same limits on an idle machine and on a loaded one
+    cell_timeout_s: float = 30.0  # CPU time per notebook cell
+    call_timeout_s: float = 10.0  # CPU time per call from a hidden test
+    submission_timeout_s: float = 120.0  # CPU time for running the whole notebook
+    tests_timeout_s: float = 120.0  # CPU time for all hidden-test calls into one submission
+    # each budget above also ends after this many times its seconds of wall-clock time: a
+    # backstop for code that waits instead of computing (a sleep, a blocking read)
+    wall_backstop: float = 4.0
     restarts: int = 3  # fresh workers a submission may use after a crash or a timeout
     scratch_mb: int = 512  # size of each worker's fresh tmpfs /tmp (and of /dev/shm)
     zygote_mb: int = 768  # the zygote's own memory, added to memory_mb for the cgroup limit

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class Outcome:
 
 
 def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Heard | None = None,
-                     cells: list[str] | None = None) -> Outcome:
+                     cells: list[str] | None = None, dropped: Mapping[int, str] | None = None) -> Outcome:
     """A student-safe reason for a failed test, in the grader's words only: a fixed
     sentence, the name the test asked for, a built-in exception type, the instructor's
     assertion message. With ``stubs_left`` (a cell of the notebook still raised
@@ -49,9 +50,16 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
     the student's code (``heard``) outside the instructor's own text (``message_template``)
     is replaced by a fixed sentence. Where the student's code
     raised is quoted from ``cells``, the grader's copy of the notebook, never the
-    exception's message (it could repeat the test's hidden inputs)."""
+    exception's message (it could repeat the test's hidden inputs). A missing name that a
+    cell left out of the run (``dropped``: its 1-based index and what stopped it) assigns
+    is blamed on what stopped that cell, not on the notebook."""
     if isinstance(exc, NotAttempted):
         return Outcome(False, exc.feedback(), not_attempted=True)
+    if isinstance(exc, MissingName) and dropped:
+        cause = next((why for index, why in sorted(dropped.items())
+                      if cells is not None and exc.name in assigned_names(cells[index - 1])), None)
+        if cause is not None:
+            return Outcome(False, _("{cause}, so `{name}` was never defined").format(cause=cause, name=exc.name))
     if isinstance(exc, MissingName) and stubs_left:
         return Outcome(False, _("{reason} (a cell still raises NotImplementedError)").format(reason=exc.feedback()),
                        not_attempted=True)
@@ -77,6 +85,30 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
         return Outcome(False, _("your code's answer could not be read as plain data"))
     return Outcome(False, _("the check could not be completed with what your code returned ({name})").format(
         name=type(exc).__name__))
+
+
+def assigned_names(source: str) -> frozenset[str]:
+    """The names a cell binds in the notebook's namespace: assignments, ``def``, ``class``,
+    imports, loop and ``with`` targets, outside function and class bodies. Empty for a cell
+    that does not parse (IPython syntax): then no cell is blamed, and the plain message stands."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue  # what a body binds is the function's or the class's own
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        if not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            pending.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
 
 
 def message_template(exc: AssertionError) -> str | None:

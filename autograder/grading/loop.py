@@ -95,7 +95,8 @@ class GradingLoop:
             longrepr = (str(item.path), item.location[1] or 0, "skipped") if skipped else f"{excinfo.typename}"
             failure = (Outcome(False, "the check was skipped") if skipped else describe_failure(
                 excinfo.value, stubs_left=bool(self.run and self.run.stub_cells),
-                heard=self.run.heard if self.run else None, cells=self.run.cells if self.run else None))
+                heard=self.run.heard if self.run else None, cells=self.run.cells if self.run else None,
+                dropped=self.run.dropped if self.run else None))
             previous = self.outcomes.get(item.nodeid)
             if previous is None or previous.passed:
                 self.outcomes[item.nodeid] = failure

@@ -40,7 +40,7 @@ MARKERS: dict[str, MarkerSpec] = {
     "task": MarkerSpec("task(n): the task a hidden test belongs to (a whole number, 1 or more)",
                        lambda n: n >= 1 and n.is_integer()),
     "points": MarkerSpec("points(p): the points a hidden test is worth (a number, 0 or more)", lambda n: n >= 0),
-    "call_timeout": MarkerSpec("call_timeout(s): wall-time limit in seconds for each call into student code "
+    "call_timeout": MarkerSpec("call_timeout(s): CPU-time limit in seconds for each call into student code "
                                "in this test (above 0)", lambda n: n > 0),
 }
 REQUIRED = ("task", "points")

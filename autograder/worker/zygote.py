@@ -415,7 +415,7 @@ class Zygote:
             finally:
                 for fd in fds:
                     os.close(fd)
-            self.send({"op": "forked"})
+            self._send_forked(self.child)
         elif op == "end":
             # The grader has what it needs: the worker goes now, whatever it does to stay
             # (a rebound os._exit, an ignored signal). Its one "exited" follows the clean-up.
@@ -430,6 +430,21 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
             self.send({"op": "error", "message": f"bad command {str(op)[:30]}"})
+
+    def _send_forked(self, pid: int) -> None:
+        """Say the worker serves, handing the grader a pidfd of it: the grader reads the
+        worker's CPU time from its own /proc, where this pid (the sandbox's) means nothing.
+        Without pidfds (a kernel before 5.3) the line goes alone, and the grader says so."""
+        line = json.dumps({"op": "forked"}).encode() + b"\n"
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            self.ctrl.sendall(line)
+            return
+        try:
+            socket.send_fds(self.ctrl, [line], [pidfd])
+        finally:
+            os.close(pidfd)
 
     def _start_worker(self, limits: dict[str, Any], fds: list[int]) -> int:
         """The pid of a worker now serving the pipes ``fds`` within ``limits``: the spare, or
