@@ -32,7 +32,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from autograder.course import Course
 from autograder.exceptions import GradebookError, LaunchRefused, Refused
-from autograder.i18n.runtime import untranslated
 from autograder.service.deps import Hooks, Services, services
 from autograder.service.edge import BodyLimit, raise_open_files_limit, uvicorn_config
 from autograder.service.events import event
@@ -95,17 +94,26 @@ async def _database_away(request: Request, exc: Exception) -> Response:
                     f" ({held} more since the last such line)" if held else "")
     upload = request.method == "POST" and request.url.path.endswith("/upload")
     response = services(request).pages.render("unavailable.html.j2", status=503, upload=upload,
-                                              retry_after=RETRY_AFTER_S, _=untranslated)
+                                              retry_after=RETRY_AFTER_S, language=page_language(request))
     response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
 
 async def _refused(request: Request, exc: Refused) -> Response:
     """Every refusal, as a page saying what to do (and the way back, when there is one)."""
-    response = services(request).pages.render("error.html.j2", status=exc.status, message=exc.message, back=exc.back)
+    response = services(request).pages.render("error.html.j2", status=exc.status, message=exc.message, back=exc.back,
+                                              language=page_language(request))
     if exc.status == 429:
         response.headers.update({"Retry-After": "60"})
     return response
+
+
+def page_language(request: Request) -> str:
+    """The language of a page shown outside a route (a refusal, the 503 page): the session's,
+    when the browser has one, else the course's source language (no session: not launched)."""
+    parts = services(request)
+    session = parts.cookies.read(request)
+    return session.language if session is not None and session.language else parts.course.languages.source
 
 
 async def _launch_refused(request: Request, exc: LaunchRefused) -> Response:

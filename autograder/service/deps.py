@@ -23,6 +23,7 @@ from starlette.datastructures import FormData
 
 from autograder.course import Course, Week
 from autograder.exceptions import CourseError, Refused
+from autograder.i18n.runtime import N_
 from autograder.service.edge import token
 from autograder.service.marking import is_row_id
 from autograder.service.pages import Pages
@@ -128,10 +129,10 @@ def current_session(request: Request, cookies: CookiesDep, limits: LimitsDep) ->
     """Whoever the LMS launched into this browser (401 without a valid session), within the
     per-user rate limit (429)."""
     if not request.cookies.get(SESSION_COOKIE):
-        raise Refused(401, "There is no session: open this activity from the course page in the LMS.")
+        raise Refused(401, N_("There is no session: open this activity from the course page in the LMS."))
     session = cookies.read(request)
     if session is None:
-        raise Refused(401, "The session has expired or is not valid: open the activity again from the LMS.")
+        raise Refused(401, N_("The session has expired or is not valid: open the activity again from the LMS."))
     wait = limits.per_user.allow(*session.who)
     if wait:
         raise too_many(wait)
@@ -145,7 +146,7 @@ CurrentLearner = Annotated[Session, Depends(current_session)]
 def current_instructor(session: CurrentLearner) -> Session:
     """The session, if its launch carried the Instructor role (403 otherwise)."""
     if not session.instructor:
-        raise Refused(403, "This page is for the course's instructors (the Instructor role in the LMS).")
+        raise Refused(403, N_("This page is for the course's instructors (the Instructor role in the LMS)."))
     return session
 
 
@@ -156,7 +157,7 @@ async def checked_form(request: Request, session: CurrentLearner) -> FormData:
     """The request's form, if it carries the session's CSRF token (403 otherwise)."""
     form = await request.form()
     if not hmac.compare_digest(token(form.get("csrf"), "form's CSRF token"), session.csrf):
-        raise Refused(403, "The form is stale or was not sent from this page (CSRF check): reload and retry.")
+        raise Refused(403, N_("The form is stale or was not sent from this page (CSRF check): reload and retry."))
     return form
 
 
@@ -198,7 +199,7 @@ def own_attempt(attempt_id: int, session: CurrentLearner, store: StoreDep) -> At
     attempt = store.attempt(attempt_id, context=session.context,
                             user=None if session.instructor else session.user) if is_row_id(attempt_id) else None
     if attempt is None:
-        raise Refused(403, "This attempt is not yours: you see only your own attempts.")
+        raise Refused(403, N_("This attempt is not yours: you see only your own attempts."))
     return attempt
 
 

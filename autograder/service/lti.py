@@ -255,6 +255,7 @@ class Launch:
     ags_scopes: tuple[str, ...] = ()
     deep_link_return_url: str | None = None
     deep_link_data: str | None = None
+    locale: str | None = None  # launch_presentation's locale: the language the LMS shows this user
 
     @property
     def context(self) -> str:
@@ -373,7 +374,8 @@ def _launch_from(claims: dict[str, Any], platform: Platform) -> Launch:
         context_id=str(context.get("id") or link.get("id") or ""), context_title=str(context.get("title") or ""),
         resource_link_id=link.get("id"), custom=dict(claims.get(f"{CLAIM}/custom") or {}),
         lineitem=ags.get("lineitem"), lineitems=ags.get("lineitems"), ags_scopes=tuple(ags.get("scope") or ()),
-        deep_link_return_url=settings.get("deep_link_return_url"), deep_link_data=settings.get("data"))
+        deep_link_return_url=settings.get("deep_link_return_url"), deep_link_data=settings.get("data"),
+        locale=(claims.get(f"{CLAIM}/launch_presentation") or {}).get("locale"))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class Session:
     weeks: list[str]  # the weeks (canonical names) this browser was launched into, in this context
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     deep_link: dict[str, str | None] | None = None
+    language: str = ""  # the course language the pages speak (locales.page_language); "": the course's own
 
     @property
     def who(self) -> tuple[str, str]:

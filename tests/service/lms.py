@@ -50,11 +50,12 @@ class Lms:
                            params={"user": user, "role": role, "link": link or self.activity_link})
         return browser, page
 
-    def open_activity(self, context: Any, user: str, role: str) -> Any:
-        """In a Playwright browser ``context``, a user opens the activity's course page in the LMS;
-        the page once the launch has gone through to the tool's page in its iframe."""
+    def open_activity(self, context: Any, user: str, role: str, locale: str = "") -> Any:
+        """In a Playwright browser ``context``, a user opens the activity's course page in the LMS
+        (shown to them in ``locale``, "": none sent); the page once the launch has gone through
+        to the tool's page in its iframe."""
         page = context.new_page()
-        page.goto(f"{self.platform_url}/course?user={user}&role={role}&link={self.activity_link}")
+        page.goto(f"{self.platform_url}/course?user={user}&role={role}&link={self.activity_link}&locale={locale}")
         page.frame_locator("iframe#tool").locator("h1").wait_for()
         return page
 

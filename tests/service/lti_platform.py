@@ -39,6 +39,7 @@ TOOL_CONFIG = "https://purl.imsglobal.org/spec/lti-tool-configuration"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 COURSE = "42"
+LTI_CLAIM = "https://purl.imsglobal.org/spec/lti/claim"
 
 
 def new_private_key() -> str:
@@ -174,10 +175,11 @@ def create_platform(state: PlatformState) -> FastAPI:
 
     @app.get("/start")
     def start(request: Request, user: str, role: str = "learner", link: str = "", deep_link: bool = False,
-              week: str = "") -> Response:
-        """What Moodle's lti_initiate_login does when a user opens the activity."""
+              week: str = "", locale: str = "") -> Response:
+        """What Moodle's lti_initiate_login does when a user opens the activity (``locale``: the
+        language the LMS shows the user, sent as launch_presentation's locale)."""
         login = OIDCLogin(request, config_for())
-        login.set_lti_message_hint(user=user, role=role, link=link, deep_link=deep_link, week=week)
+        login.set_lti_message_hint(user=user, role=role, link=link, deep_link=deep_link, week=week, locale=locale)
         if deep_link:
             login.set_deeplinking_launch_url()
         return login.initiate_login(user)  # type: ignore[no-any-return]
@@ -209,6 +211,9 @@ def create_platform(state: PlatformState) -> FastAPI:
         launch.set_user_data(user, [role], full_name=f"User {user}", email_address=f"{user}@example.org")
         launch.set_launch_context_claim(COURSE, context_types=["CourseSection"], context_title="ML101",
                                         context_label="ML101")
+        if hint.get("locale"):  # Moodle sends the user's language, as "ja" or "pt_br"
+            launch.lti_claim_launch_presentation = {f"{LTI_CLAIM}/launch_presentation": {
+                "document_target": "iframe", "locale": hint["locale"]}}
         if hint["deep_link"]:
             launch.set_dl(f"{state.base}/deep_link_return", title="Add an activity")
         else:

@@ -13,6 +13,7 @@ from autograder.course import Course
 from autograder.exceptions import Refused
 from autograder.service.deps import AddressLimited, CookiesDep, CourseDep, StoreDep, ToolDep, week_of
 from autograder.service.edge import token
+from autograder.service.locales import page_language
 from autograder.service.lti import DEEP_LINKING, Launch
 from autograder.service.routes.deep_link import deep_link_fields
 from autograder.service.sessions import STATE_COOKIE, Session, SessionCookies, set_cookie
@@ -52,7 +53,8 @@ def launched(request: Request, form: FormData, tool: Tool, store: Store, course:
         if not launch.is_instructor:
             raise Refused(403, "Only instructors add activities.")
         session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context,
-                          name=launch.name, instructor=True, weeks=[], deep_link=deep_link_fields(launch))
+                          name=launch.name, instructor=True, weeks=[], deep_link=deep_link_fields(launch),
+                          language=launch_language(launch, course))
         return cookies.save(RedirectResponse("/deep-link", status_code=303), session)
     named = str(launch.custom.get("week") or "")
     if not named:
@@ -64,11 +66,19 @@ def launched(request: Request, form: FormData, tool: Tool, store: Store, course:
         tool.states.bind_lineitem(launch.lineitem, launch.platform, launch.ags_scopes)
     weeks = [w for w in earlier_weeks(request, launch, cookies) if w != week] + [week]
     session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context, name=launch.name,
-                      instructor=launch.is_instructor, weeks=weeks)
+                      instructor=launch.is_instructor, weeks=weeks, language=launch_language(launch, course))
     target = f"/instructor/{week}" if launch.is_instructor else f"/week/{week}"
     response = cookies.save(RedirectResponse(target, status_code=303), session)
     set_cookie(response, STATE_COOKIE, "", 0)  # spent; deleted with the same attributes it was set with
     return response
+
+
+def launch_language(launch: Launch, course: Course) -> str:
+    """The language this user's pages speak: the LMS's locale for them among the course's
+    languages, else the course's source language (a learner) or ``instructor`` language."""
+    languages = course.languages
+    return page_language(launch.locale, languages.offered,
+                         languages.instructor if launch.is_instructor else languages.source)
 
 
 def earlier_weeks(request: Request, launch: Launch, cookies: SessionCookies) -> list[str]:

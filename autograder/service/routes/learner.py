@@ -12,6 +12,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, Refused, SubmissionError
+from autograder.execution import Limits
 from autograder.notebook import read_notebook
 from autograder.service.deps import (
     CurrentLearner,
@@ -39,10 +40,13 @@ def student_week(session: CurrentLearner, week: LaunchedWeek, store: StoreDep, h
                  settings: SettingsDep, pages: PagesDep) -> HTMLResponse:
     hooks.warm(week.name)
     attempts = store.attempts(context=session.context, user=session.user, week=week.name)
+    policy = hooks.policy_for(week.name)
+    # the rules that decide the score, the CPU budgets among them (the service grades with the
+    # default Limits), stated in the learner's language before they upload
     return pages.render("week.html.j2", week=week, attempts=list(reversed(attempts)), csrf=session.csrf,
                         counted=store.counted_score(context=session.context, user=session.user, week=week.name),
-                        policy=hooks.policy_for(week.name), limit_mib=settings.upload_limit_bytes / 2**20,
-                        session=session)
+                        policy=policy, limit_mib=settings.upload_limit_bytes / 2**20, session=session,
+                        budgets=Limits(), language=session.language or None, zone=policy.timezone)
 
 
 @router.post("/week/{name}/upload")

@@ -10,8 +10,6 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from autograder.exceptions import AutograderError, Refused
-from autograder.i18n.languages import framework_translations
-from autograder.i18n.runtime import untranslated
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
 from autograder.service.marking import answers_to_mark, form_ids, form_number, rubric_view
 
@@ -61,11 +59,9 @@ def rubric_page(week: str) -> str:
 @router.get("/rubric")
 def rubric(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: CourseDep, pages: PagesDep,
            changed: str = "", count: int = 0, task: int = 0) -> HTMLResponse:
-    language = course.languages.instructor
-    translations = framework_translations(language)
     return pages.render("rubric.html.j2", week=week, tasks=rubric_view(store, session.context, week.name),
-                        csrf=session.csrf, language=language, changed=changed, count=count, changed_task=task,
-                        _=translations.gettext if translations is not None else untranslated)
+                        csrf=session.csrf, changed=changed, count=count, changed_task=task,
+                        language=session.language or course.languages.instructor)
 
 
 def rubric_numbers(week: str, *numbers: int) -> None:

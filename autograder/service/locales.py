@@ -1,0 +1,27 @@
+"""Which of the course's languages a page is shown in: the one the LMS shows the user.
+
+An LTI launch names the LMS's locale for the user (``launch_presentation.locale``) in
+whatever form the LMS writes it: ``ja``, ``ja_JP``, ``ja-JP``, ``pt_BR``, ``es_419``,
+``en_US``. Babel reads every such form, and the course's offered language with the same
+language code is taken (``pt_BR`` and ``pt-PT`` both read Portuguese, ``es_419`` Spanish);
+a locale the course does not offer, or none, falls back to the course's language for the
+page (its source language for learners, its ``instructor`` language for instructors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from babel import Locale, UnknownLocaleError, negotiate_locale
+
+
+def page_language(locale: str | None, offered: Sequence[str], fallback: str) -> str:
+    """The offered language closest to the LMS's ``locale``, else ``fallback``."""
+    if not locale:
+        return fallback
+    try:
+        parsed = Locale.parse(locale.strip(), sep="-" if "-" in locale else "_")
+    except (ValueError, UnknownLocaleError):  # not a locale Babel knows: the course's own language
+        return fallback
+    wanted = [str(parsed), parsed.language]
+    return negotiate_locale(wanted, list(offered)) or fallback
