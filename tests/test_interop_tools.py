@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -219,14 +220,17 @@ def otter_solutions(master: nbformat.NotebookNode) -> list[str]:
 
 
 def otter_scores(work: Path, fixture: str, data: tuple[str, ...],
-                 edits: dict[str, Callable[[str], str] | None]) -> dict[str, dict[str, float]]:
+                 edits: dict[str, Callable[[str], str] | None],
+                 student_files: tuple[str, ...] = ()) -> dict[str, dict[str, float]]:
     """``otter assign`` on the fixture, then ``otter run`` on its student notebook with the
     master's answers passed through each edit (None: the student notebook untouched):
-    the points otter gives each question."""
+    the points otter gives each question. With ``student_files`` (the fixture's own
+    ``student_files:``) each submission is a zip holding them beside the notebook, as
+    otter's export hands them in."""
     work.mkdir()
     shutil.copy(FIXTURES / fixture, work / "master.ipynb")
     for name in data:
-        shutil.copy(FIXTURES / name, work / name)
+        shutil.copy(FIXTURES / name, work / Path(name).name)
     run(str(BIN / "otter"), "assign", "master.ipynb", "dist", cwd=work)
     student = nbformat.read(work / "dist" / "student" / "master.ipynb", as_version=4)
     answer_at = [i for i, c in enumerate(student.cells) if "otter_answer_cell" in c.metadata.get("tags", [])
@@ -241,8 +245,14 @@ def otter_scores(work: Path, fixture: str, data: tuple[str, ...],
             nb.cells[i].source = edit(answer) if edit else nb.cells[i].source
         (work / name).mkdir()
         nbformat.write(nb, work / name / "master.ipynb")
-        run(str(BIN / "otter"), "run", "-a", str(zip_file), "-o", str(work / name), str(work / name / "master.ipynb"),
-            cwd=work)
+        submission = work / name / "master.ipynb"
+        if student_files:
+            submission = work / name / "submission.zip"
+            with zipfile.ZipFile(submission, "w") as handed_in:
+                handed_in.write(work / name / "master.ipynb", "master.ipynb")
+                for file in student_files:
+                    handed_in.write(FIXTURES / file, Path(file).name)
+        run(str(BIN / "otter"), "run", "-a", str(zip_file), "-o", str(work / name), str(submission), cwd=work)
         report = json.loads((work / name / "results.json").read_text())
         theirs[name] = {t["name"]: float(t["score"]) for t in report["tests"] if "score" in t}
     return theirs
@@ -288,3 +298,30 @@ def test_otters_function_style_tests_give_an_untouched_notebook_nothing(tmp_path
     assert theirs == ours
     assert theirs == {"reference": {"q1": 2.0, "q2": 3.0}, "wrong": {"q1": 2.0, "q2": 1.5},
                       "untouched": {"q1": 0.0, "q2": 0.0}}
+
+
+@tool("otter")
+@pytest.mark.sandbox
+def test_otters_own_example_scores_as_otter_scores_it(tmp_path: Path):
+    """otter-grader's own master notebook (tests/fixtures/interop/otter_example: manual
+    questions with code, markdown or no solution, a question with no tests, an
+    all_or_nothing question, a test printing None, seeding, a student's module, a
+    solution spread over cells): imported unchanged, its reference, a wrong answer and
+    the untouched student notebook get from our grader what otter run gives each question."""
+    def mistaken(source: str) -> str:
+        for right, bad in (("x = 2", "x = 4"), ("    return y", "    return y + 1"), ("return a + b", "return a - b")):
+            source = source.replace(right, bad)
+        return source
+
+    theirs = otter_scores(tmp_path / "otter", "otter_example/example.ipynb",
+                          ("otter_example/data.csv", "otter_example/student_file.py"),
+                          {"reference": str, "wrong": mistaken, "untouched": None},
+                          student_files=("otter_example/student_file.py",))
+
+    ours = our_scores(imported("otter", "otter_example/example.ipynb", tmp_path / "ours"), by_task=True,
+                      edit=mistaken, untouched=True)
+
+    assert theirs == ours
+    assert theirs == {"reference": {"q1": 16.0, "q3": 12.0, "q8": 12.0, "q9": 1.0},
+                      "wrong": {"q1": 0.0, "q3": 0.0, "q8": 12.0, "q9": 0.0},
+                      "untouched": {"q1": 0.0, "q3": 0.0, "q8": 0.0, "q9": 0.0}}

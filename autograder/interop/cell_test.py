@@ -66,7 +66,7 @@ class Translated:
         raise RemoteAsData(self._remote._ref.typename)
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _as_data
-    __getitem__ = __iter__ = __len__ = __contains__ = __array__ = __float__ = __int__ = __index__ = _as_data
+    __getitem__ = __iter__ = __next__ = __len__ = __contains__ = __array__ = __float__ = __int__ = __index__ = _as_data
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __neg__ = _as_data
     __hash__ = object.__hash__
 

@@ -37,6 +37,7 @@ import nbformat
 import yaml
 from nbformat import NotebookNode
 
+from autograder.authoring import ANSWER_HEADING
 from autograder.authoring.markers import BEGIN, END
 from autograder.interop.importing import Imported, import_week
 from autograder.interop.nbgrader_import import refuse_other_kernels
@@ -68,6 +69,8 @@ IGNORE_LINE = re.compile(r"^\s*#\s*(BEGIN|END)\s*IGNORE\s*$", re.IGNORECASE)
 IGNORE_MARK = re.compile(r"\s*#\s*IGNORE\s*$")
 INCLUDE_TAG = "otter_include"
 IGNORED = "otter removes it from every notebook it writes"
+CODE_ANSWER = "The code cell above: its solution is the model answer (otter graded it by hand)."
+NO_ANSWER = "(otter's question gave no solution: write the model answer markers compare against.)"
 
 
 def unfence(cells: list[NotebookNode]) -> list[tuple[int, NotebookNode]]:
@@ -311,9 +314,31 @@ class _Builder:
                 break
             description = str(config.get("success_message") or f"otter test {k} of {name} passes")
             self.tests.append(CellTest(f"{name}_{k}", self.number, share, description, (test,)))
+        if manual:
+            self.model_answer(name)
+        elif not self.pending:  # otter writes no test file for it: the question is worth nothing
+            self.report.note("changed", f"question {name!r}", "has no tests and is not `manual: true`, so otter "
+                             "grades nothing for it: its cells stay in the week, outside any task")
+            self.number -= 1
+            self.question = None
+            return
         self.cells.insert(self.heading_at, task_cell(self.number, total, name, manual=manual))
         self.total += total
         self.question = None
+
+    def model_answer(self, name: str) -> None:
+        """A manual question's model answer, which markers compare against: otter needs
+        none (a code solution or a prompt alone is common), so the week gets a
+        ``### Model answer`` cell pointing at the code solution, or one to fill."""
+        question = self.cells[self.heading_at:]
+        if any(c.cell_type == "markdown" and ANSWER_HEADING.match(c.source.lstrip()) for c in question):
+            return
+        if any(c.cell_type == "code" and BEGIN in c.source for c in question):
+            self.cells.append(nbformat.v4.new_markdown_cell(model_answer(CODE_ANSWER)))
+            return
+        self.cells.append(nbformat.v4.new_markdown_cell(model_answer(NO_ANSWER)))
+        self.report.note("instructor", f"question {name!r}", "graded by hand with no solution in otter: the week has "
+                         "a '### Model answer' cell at its end for you to fill")
 
     def test(self, cell: NotebookNode, index: int) -> None:
         try:
