@@ -23,7 +23,7 @@ from starlette.datastructures import FormData
 
 from autograder.course import Course, Week
 from autograder.exceptions import CourseError, Refused
-from autograder.i18n.runtime import N_
+from autograder.i18n.runtime import N_, _
 from autograder.service.edge import token
 from autograder.service.marking import is_row_id
 from autograder.service.pages import Pages
@@ -112,6 +112,8 @@ LimitsDep = Annotated[RateLimits, Depends(_part("limits"))]
 
 
 def too_many(wait: float, what: str = "requests") -> Refused:
+    if what == "uploads":  # in the learner's language when it is active (the upload route)
+        return Refused(429, _("Too many uploads: wait {seconds} s and try again.").format(seconds=f"{wait:.0f}"))
     return Refused(429, f"Too many {what}: wait {wait:.0f} s and try again.")
 
 

@@ -81,21 +81,23 @@ class WeekPolicy:
         ``attempts_made`` counts the attempts that count against ``max_attempts`` (those
         the grader failed on do not); ``last_submitted`` is the latest of those."""
         if self.opens is not None and now < self.opens:
-            return f"This week opens for submissions at {self.show(self.opens)}; upload again from then."
+            return _("This week opens for submissions at {moment}; upload again from then.").format(
+                moment=self.show(self.opens))
         if self.due is not None and self.late_cutoff_days is not None:
             cutoff = self.due + timedelta(days=self.late_cutoff_days)
             if now >= cutoff:
-                return (f"Submissions closed at {self.show(cutoff)} (due {self.show(self.due)}, late uploads "
-                        f"accepted for {self.late_cutoff_days:g} days). Ask your instructor if you need an extension.")
+                return _("Submissions closed at {closed} (due {due}, late uploads accepted for {days} days). Ask "
+                         "your instructor if you need an extension.").format(
+                    closed=self.show(cutoff), due=self.show(self.due), days=f"{self.late_cutoff_days:g}")
         if self.max_attempts is not None and attempts_made >= self.max_attempts:
-            return (f"You have used all {self.max_attempts} attempts for this week; your counted score stays as it "
-                    "is. Ask your instructor if you need another attempt.")
+            return _("You have used all {count} attempts for this week; your counted score stays as it is. Ask "
+                     "your instructor if you need another attempt.").format(count=self.max_attempts)
         if last_submitted is not None and self.min_interval_s > 0:
             ready = last_submitted + timedelta(seconds=self.min_interval_s)
             if now < ready:
                 wait = math.ceil((ready - now).total_seconds())
-                return (f"Attempts must be at least {_duration(self.min_interval_s)} apart: upload again at "
-                        f"{self.show(ready)} (in {_duration(wait)}).")
+                return _("Attempts must be at least {interval} apart: upload again at {moment} (in {wait}).").format(
+                    interval=_duration(self.min_interval_s), moment=self.show(ready), wait=_duration(wait))
         return None
 
     def show(self, moment: datetime) -> str:

@@ -1,7 +1,7 @@
 """The service's pages in the learner's language, in a real browser (Debian's chromium through
 Playwright, inside the stand-in LMS's iframe): a learner launched with the LMS shown in
 Japanese, Portuguese, Spanish or English (``launch_presentation.locale``, in the forms LMSs
-write it) reads the week's page and a refusal in that language, from the framework's gettext
+write it) reads the week's page, a refused upload and a refused page in that language, from the framework's gettext
 catalogs, with ``<html lang>`` saying so and no axe violation (WCAG 2.1 AA)."""
 
 from __future__ import annotations
@@ -56,6 +56,18 @@ def test_a_learner_reads_the_week_and_a_refusal_in_the_lms_language(lms: Lms, ch
                                   check=True).stdout
         assert re.search(rf"^{re.escape(CJK_FONT)}(,|$)", families, re.MULTILINE), families
     assert_accessible(page, f"{locale} week page", frames=lms.tool_url)
+
+    # an upload refused (not a notebook): the refusal's words, formatted, from the same catalog
+    tool.locator("#notebook").set_input_files(files=[{"name": "notes.txt", "mimeType": "text/plain",
+                                                      "buffer": b"my answers"}])
+    with page.expect_event("framenavigated"):
+        tool.locator("#upload button").click()
+    tool = lms.tool_frame(page)
+    assert tool.locator("#error").inner_text() == _(
+        "{file} is not a notebook: upload the week's .ipynb file (in Jupyter: File > Download as > Notebook)."
+    ).format(file="'notes.txt'")
+    assert tool.evaluate("document.documentElement.lang") == language
+    assert_accessible(page, f"{locale} refused upload", frames=lms.tool_url)
 
     tool.goto(f"{lms.tool_url}/instructor/week01")  # a learner on the instructors' page: refused
     refusal = tool.locator("#error").inner_text()

@@ -13,6 +13,8 @@ from starlette.datastructures import FormData, UploadFile
 from autograder.course import Week
 from autograder.exceptions import AutograderError, Refused, SubmissionError
 from autograder.execution import Limits
+from autograder.i18n.languages import framework_translations
+from autograder.i18n.runtime import _, speaking
 from autograder.notebook import read_notebook
 from autograder.service.deps import (
     CurrentLearner,
@@ -68,7 +70,14 @@ async def upload(request: Request, session: CurrentLearner, week: LaunchedWeek, 
 
 def _queue(form: FormData, session: Session, week: Week, store: Store, hooks: Hooks, settings: Settings,
            limits: RateLimits) -> Attempt:
-    """The upload's attempt, queued, if the rate limit, the file and the course's policy allow it."""
+    """The upload's attempt, queued, if the rate limit, the file and the course's policy allow
+    it; a refusal in the learner's language (the policy's and the rate limit's words are ``_``'s)."""
+    with speaking(framework_translations(session.language) if session.language else None):
+        return _queue_checked(form, session, week, store, hooks, settings, limits)
+
+
+def _queue_checked(form: FormData, session: Session, week: Week, store: Store, hooks: Hooks, settings: Settings,
+                   limits: RateLimits) -> Attempt:
     wait = limits.uploads.allow(*session.who)
     if wait:
         raise too_many(wait, "uploads")
@@ -83,18 +92,19 @@ def _queue(form: FormData, session: Session, week: Week, store: Store, hooks: Ho
 def _notebook(file: object, limit_bytes: int) -> bytes:
     """The uploaded notebook's bytes, if it is a readable notebook within the limit."""
     if not isinstance(file, UploadFile) or not file.filename:
-        raise Refused(400, "Choose the notebook file (.ipynb) to upload.")
+        raise Refused(400, _("Choose the notebook file (.ipynb) to upload."))
     content = file.file.read(limit_bytes + 1)
     if len(content) > limit_bytes:
-        raise Refused(413, f"The notebook is over the {limit_bytes / 2**20:.0f} MiB limit: "
-                           "clear its outputs (Kernel > Restart & Clear Output) and upload it again.")
+        raise Refused(413, _("The notebook is over the {size} MiB limit: clear its outputs (Kernel > Restart & "
+                             "Clear Output) and upload it again.").format(size=f"{limit_bytes / 2**20:.0f}"))
     if not file.filename.lower().endswith(".ipynb"):
-        raise Refused(415, f"{file.filename!r} is not a notebook: upload the week's .ipynb file "
-                           "(in Jupyter: File > Download as > Notebook).")
+        raise Refused(415, _("{file} is not a notebook: upload the week's .ipynb file (in Jupyter: File > "
+                             "Download as > Notebook).").format(file=repr(file.filename)))
     try:
         read_notebook(content)
     except SubmissionError as exc:
-        raise Refused(415, f"{file.filename!r} is not a readable Jupyter notebook ({exc}).") from exc
+        raise Refused(415, _("{file} is not a readable Jupyter notebook ({problem}).").format(
+            file=repr(file.filename), problem=exc)) from exc
     return content
 
 
