@@ -22,7 +22,7 @@ def attempt_page(session: CurrentLearner, attempt: OwnAttempt, store: StoreDep, 
                  pages: PagesDep) -> HTMLResponse:
     position = store.queue_position(attempt.id) if attempt.state == "queued" else 0
     return pages.render("attempt.html.j2", attempt=attempt, position=position, week=week_of(course, attempt.week),
-                        session=session)
+                        session=session, language=session.language or None)
 
 
 @router.get("/state")
