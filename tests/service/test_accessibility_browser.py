@@ -4,8 +4,8 @@ iframe as Moodle shows the tool; and the students' and instructors' main paths d
 keyboard alone (Tab, Shift+Tab, Enter, Space, arrows), the grading announced by a live region.
 
 A student of each of the four languages hands in that language's notebook, so the feedback
-inside the tool's iframe is checked in each language (the service's own pages are English:
-docs/ACCESSIBILITY.md). To check a new page, add its path to ``INSTRUCTOR_PAGES`` (or a
+inside the tool's iframe is checked in each language (launched without a locale, the service's
+own pages are in the course's source language; test_languages_browser.py launches in each). To check a new page, add its path to ``INSTRUCTOR_PAGES`` (or a
 student's to ``STUDENT_PAGES``). Screenshots go to tests/artefacts/ (not committed).
 """
 
