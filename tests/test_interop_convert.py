@@ -509,3 +509,29 @@ def test_an_existing_week_is_never_overwritten(tmp_path: Path):
     with pytest.raises(InteropError, match="exists already"):
         import_otter(FIXTURES / "cubes.ipynb", week="week90", out_root=tmp_path)
     assert not (tmp_path / "source" / "week90" / "tests" / "test_week90_otter.py").exists()
+
+
+@pytest.mark.sandbox  # the import's negative control grades the student notebook
+def test_an_nbgrader_test_cell_sees_what_an_earlier_test_cell_imported(tmp_path: Path):
+    """nbgrader runs the test cells in one kernel, so a later cell may use an import only an
+    earlier test cell made (the numerical-methods course's `from numpy.testing import
+    assert_allclose` in its first hidden test): the converted tests import it too, and a
+    name an earlier test cell computed is refused, saying to compute it in the cell."""
+    import nbformat
+
+    from autograder.exceptions import InteropError
+
+    nb = nbformat.read(FIXTURES / "squares.ipynb", as_version=4)
+    nb.cells[4].source = nb.cells[4].source.replace(
+        "### BEGIN HIDDEN TESTS\n", "### BEGIN HIDDEN TESTS\nfrom numpy.testing import assert_array_equal\n")
+    nb.cells[8].source = nb.cells[8].source.replace(
+        "### END HIDDEN TESTS", "assert_array_equal(squares(3), [1, 4, 9])\n### END HIDDEN TESTS")
+    nbformat.write(nb, tmp_path / "shared.ipynb")
+    import_nbgrader(tmp_path / "shared.ipynb", week="week90", out_root=tmp_path / "course")
+    assert run_hidden_tests(tmp_path / "course", "week90").returncode == 0
+
+    nb.cells[4].source = nb.cells[4].source.replace("### END", "nine = squares(3)\n### END")  # hidden: not in the notebook
+    nb.cells[8].source = nb.cells[8].source.replace("squares(3), [1", "nine, [1")
+    nbformat.write(nb, tmp_path / "computed.ipynb")
+    with pytest.raises(InteropError, match=r"it reads `nine`, which neither .* compute it in this test cell too"):
+        import_nbgrader(tmp_path / "computed.ipynb", week="week90", out_root=tmp_path / "other")

@@ -37,6 +37,7 @@ Build = Callable[[Path, ImportReport, str], ImportedWeek]
 TEST_TIMEOUT = 900  # seconds for every hidden test on the reference together
 NOT_LIBRARIES = {"otter", "nbgrader", "__future__"}
 OUR_ERROR = re.compile(r"^autograder\.[\w.]+: ")  # our own error's module path: internal, not the instructor's
+MISSING = re.compile(r"^autograder\.exceptions\.MissingName: (\S+)$")  # a name the submission lacks
 
 
 @dataclass(frozen=True)
@@ -253,5 +254,9 @@ def _reference_passes(week: Week, imported: ImportedWeek, report: ImportReport) 
         test = origin.get(name.rstrip("_"))
         said = (failed.get("message") or "").strip().splitlines()
         came = f" (from {test.name!r})" if test else ""
-        report.problems.append(f"hidden test {name}{came} fails on the reference: "
-                               f"{OUR_ERROR.sub('', said[0])[:800] if said else 'see pytest'}")
+        missing = MISSING.match(said[0]) if said else None
+        why = (f"it reads `{missing[1]}`, which neither the notebook's imports nor the reference's answers define: "
+               "each converted test cell runs on its own, so a name an earlier test cell computed is not there; "
+               "compute it in this test cell too" if missing else
+               OUR_ERROR.sub('', said[0])[:800] if said else 'see pytest')
+        report.problems.append(f"hidden test {name}{came} fails on the reference: {why}")

@@ -141,6 +141,7 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
     cells: list[NotebookNode] = []
     tests: list[CellTest] = []
     plain_code: list[NotebookNode] = []
+    test_code: list[NotebookNode] = []  # nbgrader runs test cells in one kernel: a later one sees their imports
     total = 0.0
     number = 0
     task_at: int | None = None  # where the next autograded task's heading goes
@@ -192,6 +193,7 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
                 cells.append(cell)
             tests.append(CellTest(grade_id, number, points, f"nbgrader test cell {grade_id} passes",
                                   (TestCell(whole),)))
+            test_code.append(nbformat.v4.new_code_cell(whole))
         else:
             if cell.cell_type == "code":
                 plain_code.append(cell)
@@ -206,7 +208,7 @@ def build_nbgrader(source_notebook: Path, report: ImportReport, week: str) -> Im
     out.cells = cells  # not through new_notebook, which validates as 4.5 before the cells have ids
     title = title_cell(out, week, source_notebook.stem.replace("_", " "), total)
     return ImportedWeek(notebook=current_format(out), title=title, tool="nbgrader", origin=source_notebook.name,
-                        prelude=notebook_imports(plain_code), tests=tests, language="", data_files=[])
+                        prelude=notebook_imports(plain_code + test_code), tests=tests, language="", data_files=[])
 
 
 def import_nbgrader(notebook: Path, *, week: str, out_root: Path, language: str | None = None) -> Imported:
