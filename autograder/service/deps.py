@@ -23,6 +23,7 @@ from starlette.datastructures import FormData
 
 from autograder.course import Course, Week
 from autograder.exceptions import CourseError, Refused
+from autograder.i18n.languages import framework_translations
 from autograder.i18n.runtime import N_, _
 from autograder.service.edge import token
 from autograder.service.marking import is_row_id
@@ -117,6 +118,13 @@ def too_many(wait: float, what: str = "requests") -> Refused:
     return Refused(429, f"Too many {what}: wait {wait:.0f} s and try again.")
 
 
+def said(session: Session, message: str, **values: object) -> str:
+    """``message`` (marked ``N_``) in the session's language, formatted with ``values``: for a
+    refusal raised before any route has made the language active."""
+    translations = framework_translations(session.language) if session.language else None
+    return (translations.gettext(message) if translations is not None else message).format(**values)
+
+
 def limit_address(request: Request, limits: LimitsDep) -> None:
     """The LTI routes' rate limit, per address: no one is known before a launch."""
     wait = limits.per_address.allow(request.client.host if request.client else "unknown")
@@ -137,7 +145,8 @@ def current_session(request: Request, cookies: CookiesDep, limits: LimitsDep) ->
         raise Refused(401, N_("The session has expired or is not valid: open the activity again from the LMS."))
     wait = limits.per_user.allow(*session.who)
     if wait:
-        raise too_many(wait)
+        raise Refused(429, said(session, N_("Too many requests: wait {seconds} s and try again."),
+                                seconds=f"{wait:.0f}"))
     return session
 
 
@@ -187,8 +196,8 @@ def launched_week(session: CurrentLearner, week: PathWeek) -> Week:
     """The path's week, if this session was launched into it: a learner launched from week
     1's activity cannot upload to (and be graded in) week 4's."""
     if week.name not in session.weeks:
-        raise Refused(403, f"This page was not opened from {week.name}'s activity: open {week.name} from the "
-                           "course page in the LMS.")
+        raise Refused(403, said(session, N_("This page was not opened from {week}'s activity: open {week} from "
+                                            "the course page in the LMS."), week=week.name))
     return week
 
 

@@ -74,5 +74,9 @@ def test_a_learner_reads_the_week_and_a_refusal_in_the_lms_language(lms: Lms, ch
     assert refusal == _("This page is for the course's instructors (the Instructor role in the LMS).")
     assert tool.evaluate("document.documentElement.lang") == language
     assert_accessible(page, f"{locale} refusal page", frames=lms.tool_url)
+    tool.goto(f"{lms.tool_url}/week/week02")  # a week this session was not launched into: refused
+    assert tool.locator("#error").inner_text() == _(
+        "This page was not opened from {week}'s activity: open {week} from the course page in the LMS."
+    ).format(week="week02")
     context.close()
 

@@ -16,8 +16,10 @@ from autograder.i18n.catalog import read_catalog
 from autograder.i18n.languages import FRAMEWORK_SOURCE_LANGUAGE, framework_catalog_path, framework_template
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "autograder" / "service" / "templates"
-# the pages a learner can meet: upload, attempt and queue, a refusal, the 503 page, and their frame
-LEARNER_PAGES = ("base.html.j2", "week.html.j2", "attempt.html.j2", "error.html.j2", "unavailable.html.j2")
+# the pages a learner can meet: upload, attempt and queue, a refusal, the 503 page, and their frame;
+# and the instructor's deep-linking picker
+LEARNER_PAGES = ("base.html.j2", "week.html.j2", "attempt.html.j2", "error.html.j2", "unavailable.html.j2",
+                 "deep_link.html.j2")
 NOT_TEXT = [r"\{#.*?#\}", r"<script.*?</script>", r"<style.*?</style>", r"\{%.*?%\}", r"\{\{.*?\}\}"]
 READ_ALOUD = re.compile(r'\b(?:title|aria-label|alt|placeholder)="([^"]*)"')
 WORD = re.compile(r"[^\W\d_]{2,}")
@@ -46,7 +48,7 @@ def test_the_learners_pages_messages_are_extracted_and_translated(course: Course
     found = {message.id for message in template
              if any(Path(where).name in LEARNER_PAGES for where, _line in message.locations)}
     assert {"Upload your notebook", "How this week is scored", "This page updates itself.", "back",
-            "Your uploads are safe."} <= found
+            "Your uploads are safe.", "Add the activity"} <= found
     for language in course.languages.offered:
         if language == FRAMEWORK_SOURCE_LANGUAGE:
             continue

@@ -19,7 +19,7 @@ def deep_link_pick(session: CurrentInstructor, course: CourseDep, pages: PagesDe
     if not session.deep_link:
         raise Refused(400, NOTHING_BEING_ADDED)
     weeks = [course.week(name) for name in course.week_names()]
-    return pages.render("deep_link.html.j2", weeks=weeks, csrf=session.csrf)
+    return pages.render("deep_link.html.j2", weeks=weeks, csrf=session.csrf, language=session.language or None)
 
 
 @router.post("/deep-link")
