@@ -535,3 +535,21 @@ def test_an_nbgrader_test_cell_sees_what_an_earlier_test_cell_imported(tmp_path:
     nbformat.write(nb, tmp_path / "computed.ipynb")
     with pytest.raises(InteropError, match=r"it reads `nine`, which neither .* compute it in this test cell too"):
         import_nbgrader(tmp_path / "computed.ipynb", week="week90", out_root=tmp_path / "other")
+
+
+def test_an_otter_notebook_in_format_v0_is_refused_naming_the_format(tmp_path: Path):
+    """otter's older format v0 (its documentation's assign-code-question.ipynb: BEGIN QUESTION
+    in a markdown cell's code block, `## Test ##` cells) has no v1 delimiters: the refusal says
+    which format it is and what to do, not only that there are no questions."""
+    import nbformat
+
+    from autograder.exceptions import InteropError
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("**Question 1.** Assign `x`.\n\n```\nBEGIN QUESTION\nname: q1\npoints: 2\n```"),
+        nbformat.v4.new_code_cell("x = 2 # SOLUTION"),
+        nbformat.v4.new_code_cell("## Test ##\nisinstance(x, int)"),
+    ])
+    nbformat.write(nb, tmp_path / "v0.ipynb")
+    with pytest.raises(InteropError, match=r"no questions .*: this looks like otter's older format v0 .* format v1"):
+        import_otter(tmp_path / "v0.ipynb", week="week90", out_root=tmp_path / "course")

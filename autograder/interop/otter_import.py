@@ -68,6 +68,7 @@ FENCE_CLOSE = re.compile(r"^\s*```\s*$")
 IGNORE_LINE = re.compile(r"^\s*#\s*(BEGIN|END)\s*IGNORE\s*$", re.IGNORECASE)
 IGNORE_MARK = re.compile(r"\s*#\s*IGNORE\s*$")
 INCLUDE_TAG = "otter_include"
+V0_QUESTION = re.compile(r"^BEGIN QUESTION\s*$", re.MULTILINE)  # format v0: in a markdown cell's ``` block
 IGNORED = "otter removes it from every notebook it writes"
 CODE_ANSWER = "The code cell above: its solution is the model answer (otter graded it by hand)."
 NO_ANSWER = "(otter's question gave no solution: write the model answer markers compare against.)"
@@ -453,7 +454,10 @@ def build_otter(master_notebook: Path, report: ImportReport, week: str) -> Impor
     if build.question is not None:
         report.problems.append(f"question {build.question.get('name')!r} has no END QUESTION")
     if not build.number:
-        report.problems.append("no questions (raw cells # BEGIN QUESTION ... # END QUESTION)")
+        v0 = any(c.cell_type == "markdown" and V0_QUESTION.search(c.source) for c in nb.cells)
+        hint = (": this looks like otter's older format v0 (BEGIN QUESTION inside a markdown cell, `## Test ##` "
+                "cells), which the import does not read; rewrite its delimiters as format v1's raw cells, then import")
+        report.problems.append("no questions (raw cells # BEGIN QUESTION ... # END QUESTION)" + (hint if v0 else ""))
     plain = [t.name for t in build.tests if t.description.startswith("otter test ")]
     if plain:
         report.note("instructor", "test cells", f"{len(plain)} hidden tests have no success_message, so students "
