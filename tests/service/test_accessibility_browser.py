@@ -4,8 +4,8 @@ iframe as Moodle shows the tool; and the students' and instructors' main paths d
 keyboard alone (Tab, Shift+Tab, Enter, Space, arrows), the grading announced by a live region.
 
 A student of each of the four languages hands in that language's notebook, so the feedback
-inside the tool's iframe is checked in each language (launched without a locale, the service's
-own pages are in the course's source language; test_languages_browser.py launches in each). To check a new page, add its path to ``INSTRUCTOR_PAGES`` (or a
+inside the tool's iframe is checked in each language; the LMS is shown to each in that language
+(``launch_presentation.locale``), so the upload and attempt pages around the feedback are in it too. To check a new page, add its path to ``INSTRUCTOR_PAGES`` (or a
 student's to ``STUDENT_PAGES``). Screenshots go to tests/artefacts/ (not committed).
 """
 
@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from autograder.i18n.languages import framework_translations
+from autograder.i18n.runtime import untranslated
 from tests.helpers import assert_accessible, axe_violations, focus_outline
 from tests.service.lms import Lms
 
@@ -24,6 +26,7 @@ pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is no
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions" / "week01"
 LANGUAGES = ("en", "ja", "pt", "es")
+LOCALES = {"en": "en", "ja": "ja", "pt": "pt_br", "es": "es_mx"}  # as Moodle sends its users' languages
 CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 # The tool's pages an instructor opens, checked after the students have handed in ({attempt}: one of theirs).
 INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/rubric",
@@ -51,7 +54,9 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
     choosers: list[Any] = []  # every file chooser a page opened, in order
     for language in LANGUAGES:
         context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
-        page = lms.open_activity(context, f"s-a11y-{language}", "learner")
+        page = lms.open_activity(context, f"s-a11y-{language}", "learner", locale=LOCALES[language])
+        translations = framework_translations(language)
+        _ = translations.gettext if translations is not None else untranslated
         # Playwright turns Chromium's file-chooser interception on when the first listener comes,
         # without waiting for it: listening from the start, not only around the key press, keeps a
         # loaded machine's Space from reaching the field before the interception does.
@@ -80,6 +85,8 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
         waited = tool.locator("#score").count() == 0  # queued or being graded when the page came
         tool.evaluate("window.notReloaded = true")
         tool.locator("#score").wait_for(timeout=180_000)
+        assert tool.evaluate("document.documentElement.lang") == language
+        assert state.inner_text().startswith(_("Graded:"))
         if waited:  # announced: the live region's words changed, the page was not reloaded
             assert tool.evaluate("window.notReloaded === true"), "the attempt page reloaded instead of announcing"
             announced += 1
