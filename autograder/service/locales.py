@@ -14,6 +14,9 @@ from collections.abc import Sequence
 
 from babel import Locale, UnknownLocaleError, negotiate_locale
 
+from autograder.course import Week
+from autograder.i18n.languages import translations
+
 
 def page_language(locale: str | None, offered: Sequence[str], fallback: str) -> str:
     """The offered language closest to the LMS's ``locale``, else ``fallback``."""
@@ -25,3 +28,9 @@ def page_language(locale: str | None, offered: Sequence[str], fallback: str) -> 
         return fallback
     wanted = [str(parsed), parsed.language]
     return negotiate_locale(wanted, list(offered)) or fallback
+
+
+def week_title(week: Week, language: str | None) -> str:
+    """The week's title as its notebook in ``language`` has it (the week's catalog), else as written."""
+    found = translations(week, language) if language else None
+    return found.gettext(week.title) if found is not None else week.title

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from autograder.i18n.languages import framework_translations
+from autograder.course import Course
+from autograder.i18n.languages import framework_translations, translations
 from autograder.i18n.runtime import untranslated
 from tests.helpers import assert_accessible
 from tests.service.lms import Lms
@@ -32,8 +33,8 @@ def catalog(language: str) -> Any:
 
 
 @pytest.mark.parametrize(("locale", "language"), LOCALES)
-def test_a_learner_reads_the_week_and_a_refusal_in_the_lms_language(lms: Lms, chromium: Any, locale: str,
-                                                                     language: str) -> None:
+def test_a_learner_reads_the_week_and_a_refusal_in_the_lms_language(lms: Lms, chromium: Any, course: Course,
+                                                                     locale: str, language: str) -> None:
     _ = catalog(language)
     context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
     page = lms.open_activity(context, f"s-lang-{language}", "learner", locale=locale)
@@ -45,6 +46,11 @@ def test_a_learner_reads_the_week_and_a_refusal_in_the_lms_language(lms: Lms, ch
     if language != "en":
         assert _("Upload your notebook") != "Upload your notebook"
         assert "Upload your notebook" not in headings
+    week = course.week("week01")
+    in_its_language = translations(week, language)  # the week's title as its notebook in the language has it
+    assert tool.locator("h1").inner_text() == (in_its_language.gettext(week.title) if in_its_language else week.title)
+    if language == "ja":
+        assert tool.locator("h1").inner_text() != week.title
     rules = tool.locator("#rules").inner_text()
     budget = _("Your code runs with a budget of CPU time: {cell} seconds for each notebook cell and {call} "
                "seconds for each call a check makes to it. Code that takes longer is stopped, and the checks "

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from autograder.exceptions import Refused
 from autograder.service.deps import CourseDep, CurrentLearner, OwnAttempt, PagesDep, StoreDep, week_of
+from autograder.service.locales import week_title
 
 router = APIRouter(prefix="/attempt/{attempt_id}")
 # the feedback page is the grader's HTML: shown in a sandboxed frame, reaching nothing
@@ -21,8 +22,9 @@ FEEDBACK_POLICY = ("sandbox allow-scripts; default-src 'none'; style-src 'unsafe
 def attempt_page(session: CurrentLearner, attempt: OwnAttempt, store: StoreDep, course: CourseDep,
                  pages: PagesDep) -> HTMLResponse:
     position = store.queue_position(attempt.id) if attempt.state == "queued" else 0
-    return pages.render("attempt.html.j2", attempt=attempt, position=position, week=week_of(course, attempt.week),
-                        session=session, language=session.language or None)
+    week = week_of(course, attempt.week)
+    return pages.render("attempt.html.j2", attempt=attempt, position=position, week=week, session=session,
+                        language=session.language or None, title=week_title(week, session.language))
 
 
 @router.get("/state")

@@ -30,6 +30,7 @@ from autograder.service.deps import (
     too_many,
 )
 from autograder.service.events import attempt_fields, event
+from autograder.service.locales import week_title
 from autograder.service.sessions import Session
 from autograder.service.settings import Settings
 from autograder.service.store import Attempt, Store
@@ -48,7 +49,8 @@ def student_week(session: CurrentLearner, week: LaunchedWeek, store: StoreDep, h
     return pages.render("week.html.j2", week=week, attempts=list(reversed(attempts)), csrf=session.csrf,
                         counted=store.counted_score(context=session.context, user=session.user, week=week.name),
                         policy=policy, limit_mib=settings.upload_limit_bytes / 2**20, session=session,
-                        budgets=Limits(), language=session.language or None, zone=policy.timezone)
+                        budgets=Limits(), language=session.language or None, zone=policy.timezone,
+                        title=week_title(week, session.language))
 
 
 @router.post("/week/{name}/upload")
