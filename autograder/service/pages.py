@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from babel.dates import format_datetime
+from babel.dates import format_date, format_time
 from babel.numbers import format_decimal, format_percent
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
@@ -43,8 +43,11 @@ def _when(context: Context, moment: datetime | None) -> str:
     """A moment as the page's language writes one, in the page's time zone (``zone``), named."""
     if moment is None:
         return "–"
-    return format_datetime(moment, "long", tzinfo=ZoneInfo(context.get("zone", "UTC")),
-                           locale=context.get("lang", "en"))
+    zone, lang = context.get("zone", "UTC"), context.get("lang", "en")
+    # to the minute and the zone named as service.toml names it, as the refusals write moments
+    local = moment.astimezone(ZoneInfo(zone))  # the date too is the zone's (past midnight there)
+    day, time = format_date(local, "medium", locale=lang), format_time(local, "short", tzinfo=local.tzinfo, locale=lang)
+    return f"{day} {time} {zone}"
 
 
 def templates() -> Environment:
