@@ -229,6 +229,20 @@ class InteropError(AutograderError):
     """An nbgrader or otter notebook cannot be imported as a week (says the file and cell)."""
 
 
+class RemoteAsData(TypeError):
+    """A test cell used a student's object (a figure, axes, a fitted model) as data: indexed,
+    iterated, measured, compared or computed with it. That object stays in the student's
+    process (the trust boundary), so only its attributes and methods can be reached."""
+
+    def __init__(self, typename: str) -> None:
+        super().__init__(
+            f"the test cell uses the student's {typename} object as data (indexes, iterates, compares, measures or "
+            "computes with it), but a converted test cell reaches the student's objects only through their "
+            "attributes and methods, since they stay in the student's process: check the plain values those "
+            "return instead (numbers, strings, arrays: `ax.get_title()`, `ax.get_xlim()`, `model.predict(X)`), "
+            "or grade the question by hand (docs/INTEROP.md, 'How a converted test runs')")
+
+
 # -- signals inside the grader/worker machinery --------------------------------------------
 # Caught where they arise and turned into a result status or one of the errors above; they
 # never reach a user. Deliberately not AutograderErrors: the batch and the CLI treat an

@@ -47,7 +47,9 @@ def test_a_grade_run_of_a_multi_language_week_prints_its_table_and_results_only(
                             env={**os.environ, "COLUMNS": "200"}, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     said = [line for line in result.stderr.splitlines() if line.strip()]
-    assert said == [f"report: {tmp_path / 'out' / 'report.html'}",
+    # the one line at start that says which sandbox layers are on (docs/SECURITY.md), then the outputs
+    assert said[0].startswith("sandbox layers: "), result.stderr[-3000:]
+    assert said[1:] == [f"report: {tmp_path / 'out' / 'report.html'}",
                     f"marking sheet: {tmp_path / 'out' / 'manual-marking.csv'}"], result.stderr[-3000:]
     table = [line for line in result.stdout.splitlines() if line.strip()]
     assert table[0].strip() == "week01: The perceptron"

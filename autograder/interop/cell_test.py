@@ -21,22 +21,8 @@ import re
 import symtable
 from typing import Any
 
-from autograder.exceptions import StudentCodeError
+from autograder.exceptions import RemoteAsData, StudentCodeError
 from autograder.testing.student import Remote, Student
-
-
-class RemoteAsData(TypeError):
-    """A test cell used a student's object (a figure, axes, a fitted model) as data: indexed,
-    iterated, measured, compared or computed with it. That object stays in the student's
-    process (the trust boundary), so only its attributes and methods can be reached."""
-
-    def __init__(self, typename: str) -> None:
-        super().__init__(
-            f"the test cell uses the student's {typename} object as data (indexes, iterates, compares, measures or "
-            "computes with it), but a converted test cell reaches the student's objects only through their "
-            "attributes and methods, since they stay in the student's process: check the plain values those "
-            "return instead (numbers, strings, arrays: `ax.get_title()`, `ax.get_xlim()`, `model.predict(X)`), "
-            "or grade the question by hand (docs/INTEROP.md, 'How a converted test runs')")
 
 
 class Translated:
