@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,7 +37,7 @@ from autograder.authoring.markers import find_regions, rewrite
 from autograder.course import Week
 from autograder.exceptions import CourseError
 from autograder.execution import Limits
-from autograder.grading.pool import Feed, GraderPool, Job
+from autograder.grading.pool import GraderPool
 from autograder.results import SubmissionResult, TestResult
 from autograder.submission import Submission
 
@@ -116,14 +115,12 @@ def check_weeks(weeks: Sequence[tuple[Week, bytes]], *, jobs: int = 0,
     what earned points."""
     if not weeks:
         return []
-    feed = _Controls(weeks)
     pool = GraderPool(min(jobs or os.cpu_count() or 1, len(weeks)), limits)
     try:
-        pool.add(feed)
-        pool.run(until=lambda: feed.finished and not pool.running)
+        graded = pool.grade_weeks([(week, control_submissions(week, student)) for week, student in weeks])
     finally:
         pool.close()
-    return [f for week, _ in weeks for f in findings(week, feed.results.get(week, []))]
+    return [f for (week, _), results in zip(weeks, graded) for f in findings(week, results)]
 
 
 def refuse(weeks: Sequence[tuple[Week, bytes]], *, jobs: int = 0) -> None:
@@ -131,27 +128,3 @@ def refuse(weeks: Sequence[tuple[Week, bytes]], *, jobs: int = 0) -> None:
     found = check_weeks(weeks, jobs=jobs)
     if found:
         raise CourseError(refusal(found))
-
-
-class _Controls(Feed):
-    """Every week's control notebooks, as one feed: a grader of a week takes that week's."""
-
-    def __init__(self, weeks: Sequence[tuple[Week, bytes]]) -> None:
-        self.jobs = {week: deque(Job(self, week, s) for s in control_submissions(week, student))
-                     for week, student in weeks}
-        self.expected = sum(len(jobs) for jobs in self.jobs.values())
-        self.results: dict[Week, list[SubmissionResult]] = {}
-
-    def waiting(self, room: int) -> list[tuple[Week, int]]:
-        return [(week, len(jobs)) for week, jobs in self.jobs.items() if jobs]
-
-    def take(self, week: Week) -> Job | None:
-        jobs = self.jobs.get(week)
-        return jobs.popleft() if jobs else None
-
-    def done(self, job: Job, result: SubmissionResult) -> None:
-        self.results.setdefault(job.week, []).append(result)
-
-    @property
-    def finished(self) -> bool:
-        return sum(len(r) for r in self.results.values()) == self.expected

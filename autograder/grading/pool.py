@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
@@ -183,24 +183,26 @@ class GraderPool:
         except OSError:  # already woken, or closed
             pass
 
-    @property
-    def running(self) -> int:
-        """Grader processes alive now: a caller running several feeds waits for none to be left
-        (each retires once it has no work), as ``grade`` does for its one batch."""
-        return len(self._graders)
-
     # -- the pool's own thread -------------------------------------------------------------------
     def grade(self, week: Week, submissions: Iterable[Submission],
               on_result: OnResult | None = None) -> list[SubmissionResult]:
         """Grade one batch in this pool, in this thread; results in submission order, the same as
         ``grade()`` gives (but for ``duration_s``). ``on_result`` runs here, in arrival order."""
-        batch = _Batch(week, submissions, on_result)
-        self.add(batch)
+        return self.grade_weeks([(week, submissions)], on_result)[0]
+
+    def grade_weeks(self, batches: Sequence[tuple[Week, Iterable[Submission]]],
+                    on_result: OnResult | None = None) -> list[list[SubmissionResult]]:
+        """Grade one batch per week at once, the weeks sharing this pool's graders; each batch's
+        results in submission order, as ``grade`` gives them."""
+        feeds = [_Batch(week, submissions, on_result) for week, submissions in batches]
+        for feed in feeds:
+            self.add(feed)
         try:
-            self.run(until=lambda: batch.finished and not self._graders)
+            self.run(until=lambda: all(feed.finished for feed in feeds) and not self._graders)
         finally:
-            self.remove(batch)
-        return batch.in_order()
+            for feed in feeds:
+                self.remove(feed)
+        return [feed.in_order() for feed in feeds]
 
     def run(self, until: Callable[[], bool], *, poll_s: float | None = None) -> None:
         """Hand out work and settle results until ``until()`` (checked after every wake-up);
