@@ -11,11 +11,6 @@ saw at a deadline rush. On CPU time every grading gives full marks.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,23 +20,12 @@ from autograder.execution import Limits
 from autograder.grading.parallel import grade_parallel
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
+from tests.helpers import cpu_hogs
 
 pytestmark = pytest.mark.sandbox
 
 SLOW = Path(__file__).parent / "fixtures" / "week02" / "slow_pure_python_pocket.ipynb"
 LIMITS = Limits(cell_timeout_s=3, call_timeout_s=2.5, submission_timeout_s=20, tests_timeout_s=20)
-
-
-@contextmanager
-def cpu_hogs() -> Iterator[None]:
-    """Two processes spinning per core for as long as the block runs."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
-    try:
-        yield
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
 
 
 def scores(results: list[SubmissionResult]) -> list[list[tuple[str, float, str]]]:
