@@ -6,7 +6,8 @@ taken with ``SELECT ... FOR UPDATE SKIP LOCKED`` (a row another claimer holds is
 over, not waited for), on SQLite the write transaction holds the whole file. A claim
 expires when the process holding it dies: while it lives, a thread renews its claims'
 ``claimed_at`` every third of ``claim_ttl_s``; a claim not renewed for ``claim_ttl_s`` goes
-back in the queue (``requeue_interrupted``, and before ``queued_weeks`` answers). Each claim
+back in the queue (``requeue_interrupted``, and before ``queued_weeks`` answers), logged as
+``taken over`` with the replica whose claim it was. Each claim
 has its owner in ``claimed_by`` (``claims.py``): the renewal, the result, a release and a
 failure only act on an attempt this process still holds, so one that stalled past the TTL
 changes nothing its successor does. A student's upload checks the attempt limit under a
@@ -15,6 +16,7 @@ lock on that student's week (``Database.lock``), so two uploads at once cannot b
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,7 +29,8 @@ from autograder.course import normalise_week_name
 from autograder.database import Database
 from autograder.database.tables import attempts
 from autograder.exceptions import AttemptRefused, CourseError
-from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token, still_held
+from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_owner, replica_claim_token, still_held
+from autograder.service.events import event
 from autograder.service.policy import WeekPolicy
 
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
@@ -270,7 +273,7 @@ class AttemptQueue:
                         f"grading stopped unexpectedly {tries} times while this notebook was graded; it was not "
                         "graded and does not count as an attempt. Tell your instructor.")))
                     continue
-                token = claim_token()
+                token = replica_claim_token()
                 db.execute(update(attempts).where(attempts.c.id == id_)
                            .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC)),
                                    claimed_by=token))
@@ -294,14 +297,31 @@ class AttemptQueue:
     def requeue_interrupted(self) -> int:
         """Put attempts whose claim expired (their process stopped or died: the claim was not
         renewed for ``claim_ttl_s``) back in the queue; how many. Claims this process holds
-        and those another live process renews stay."""
+        and those another live process renews stay. Each is logged as ``taken over``, naming
+        the replica whose claim expired where its token says (the operator's trace of a
+        replica that died or stalled mid-grading)."""
         expired = self._expired() & ~attempts.c.id.in_(self._claims.held())
         with self.database.read() as db:
             if db.execute(select(func.count()).where(expired)).scalar_one() == 0:
                 return 0  # the usual answer, without taking the write lock
         with self.database.write() as db:
-            return db.execute(update(attempts).where(expired)
-                              .values(state="queued", claimed_at=None, claimed_by=None)).rowcount
+            # locked as they are read (SQLite's write transaction holds the whole file): a row
+            # another replica is requeuing at once is skipped, so each is logged by one replica
+            taken = db.execute(select(attempts.c.id, attempts.c.week, attempts.c.user, attempts.c.context,
+                                      attempts.c.claimed_by).where(expired).order_by(attempts.c.id)
+                               .with_for_update(skip_locked=True)).all()
+            if not taken:
+                return 0
+            requeued = db.execute(update(attempts).where(attempts.c.id.in_([row.id for row in taken]))
+                                  .values(state="queued", claimed_at=None, claimed_by=None)).rowcount
+        for row in taken:
+            owner = claim_owner(row.claimed_by)
+            event("taken over", level=logging.WARNING, attempt=row.id, week=row.week, learner=row.user,
+                  course=row.context, from_replica=owner, message=(
+                      f"the claim of {owner or 'a replica'} on this attempt was not renewed for "
+                      f"{self.claim_ttl_s:g} s (it died or stalled): queued again, for this replica or another "
+                      "to grade"))
+        return requeued
 
     def _expired(self) -> Any:
         """The condition of a claim not renewed for ``claim_ttl_s`` (or made before claims were)."""

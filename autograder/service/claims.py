@@ -15,12 +15,18 @@ process that stalled past the TTL (a GC pause, a partition from the database, SI
 and lost the row changes nothing: the step returns False (None for a result), the caller
 logs that another replica took the row over and its outcome stands, and the new owner
 finishes the row. A process holding no claim on a row acts only while nobody claims it.
+
+A token names the replica that made it (``replica_claim_token``: host, pid, then the random
+part), so the replica that takes a row over can log whose claim expired (``claim_owner``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 import secrets
+import socket
 import threading
 from collections.abc import Callable, Collection, Mapping
 
@@ -34,9 +40,32 @@ log = logging.getLogger(__name__)
 CLAIM_TTL_S = 30.0  # a claim not renewed this long is its dead replica's: another may take the row
 
 
+_RANDOM_PART = re.compile(r" [0-9a-f]{32}$")
+
+
 def claim_token() -> str:
     """A fresh owner token for one claim (random: no two claims, in any replica, share one)."""
     return secrets.token_hex(16)
+
+
+def replica() -> str:
+    """This process as the logs name a replica: its host and pid (read at each call: a forked
+    process is another replica)."""
+    return f"{socket.gethostname()} (pid {os.getpid()})"
+
+
+def replica_claim_token() -> str:
+    """A fresh owner token that also names this replica, so whoever takes the row over after
+    this process died can say whose claim it was (``claim_owner``)."""
+    return f"{replica()} {claim_token()}"
+
+
+def claim_owner(token: str | None) -> str | None:
+    """The replica a ``replica_claim_token`` names; None for a token that names none (one from
+    before tokens did, a migration's, a test's)."""
+    if token is None or not _RANDOM_PART.search(token):
+        return None
+    return _RANDOM_PART.sub("", token) or None
 
 
 def still_held(ids: ColumnElement[int], owners: ColumnElement[str | None],

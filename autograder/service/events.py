@@ -10,10 +10,13 @@ one of three formats:
 - ``text`` (the default): ``TIME LEVEL event field=value ...: message``, for a person at a terminal
 
 The events (docs/LMS.md, "Logs"): ``listening``, ``database`` (its URL without the password),
-``queued``, ``graded``, ``failed``, ``taken over``, ``score posted``, ``score refused``,
-``score retried``, ``shutdown``. Their fields name the attempt, the week, the learner and the
-course (LTI ids) where known, never a token, a cookie or a password: the callers pass
-only those, and a record's traceback is folded into its one line.
+``queued``, ``graded``, ``failed``, ``taken over`` (by the replica taking over an attempt or
+a score post whose claim expired, naming the replica it was taken from, and by the one that
+finds its claim lost), ``score posted``, ``score already there`` and ``score superseded``
+(a 409 that means nothing is wrong), ``score refused``, ``score retried``, ``shutdown``.
+Their fields name the attempt, the week, the learner and the course (LTI ids) where known,
+never a token, a cookie or a password: the callers pass only those, and a record's
+traceback is folded into its one line.
 """
 
 from __future__ import annotations

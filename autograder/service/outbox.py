@@ -9,16 +9,19 @@ replicas send them. The claim is renewed while the send lasts and expires
 (``claims.CLAIM_TTL_S``) when the sending process dies: another then sends the post again,
 knowing the platform may already hold that score. A send whose claim was taken over that
 way while this process stalled writes nothing of its outcome (``claims.py``): the replica
-that holds the post now finishes it, and a warning says so.
+that holds the post now finishes it, and a warning says so; the replica taking a post
+over logs ``taken over``, naming the replica whose claim expired.
 
 What each answer means (Moodle's behaviour, docs/LMS.md "What the tool relies on"):
 
 - success: posted.
 - 409: the platform holds a score with this timestamp or a newer one. After a send whose
   outcome was unknown (the process died, the connection broke mid-request) that is our
-  own score: posted. If a newer post for the same user exists, this one is superseded.
+  own score: posted (logged ``score already there``). If a newer post for the same user
+  exists, this one is superseded (``score superseded``). Both are normal, logged at info.
   Otherwise the platform's clock is ahead of ours or someone wrote the grade since:
-  the post gets a later timestamp and goes again, at most ``MAX_CONFLICTS`` times.
+  the post gets a later timestamp and goes again (``score retried``), at most
+  ``MAX_CONFLICTS`` times, then fails (``score refused``).
 - a retryable error (no answer, 5xx, 429, 401: a token to fetch again, and any refusal
   from the token endpoint but ``invalid_scope``: Moodle answers 400 there even for a clock
   a second off):
@@ -52,7 +55,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder.exceptions import ScorePostError
 from autograder.service.ags import redated
-from autograder.service.claims import ClaimRenewer, claim_token
+from autograder.service.claims import ClaimRenewer, claim_owner, replica_claim_token
 from autograder.service.events import event
 from autograder.service.health import Outage, database_away
 from autograder.service.store import Post, Store
@@ -128,7 +131,7 @@ class Outbox:
         tried = 0
         with ThreadPoolExecutor(self.senders, thread_name_prefix="autograder-outbox-send") as pool:
             while not self._stop.is_set():
-                claim = claim_token()
+                claim = replica_claim_token()
                 claimed = self.store.claim_due_posts(now or datetime.now(UTC), ttl_s=self._claims.ttl_s,
                                                      limit=10 * self.senders, owner=claim)
                 if not claimed:
@@ -153,12 +156,17 @@ class Outbox:
         tries = post.tries + 1
         about: dict[str, Any] = {"post": post.id, "week": post.week, "learner": post.user, "course": post.context,
                                  "try": tries}
+        if uncertain:
+            owner = claim_owner(post.claimed_by)
+            event("taken over", level=logging.WARNING, **about, from_replica=owner, message=(
+                f"the claim of {owner or 'a replica'} on this score post was not renewed for "
+                f"{self._claims.ttl_s:g} s (it died or stalled mid-send): this replica sends it again"))
         try:
             self.sender.post_score(post.lineitem, post.payload)
         except ScorePostError as exc:
-            event("score retried" if exc.retryable else "score refused", level=logging.WARNING, **about,
-                  status=exc.status, message=str(exc))
-            return self._written(partial(self._refused, post, claim, exc, tries, uncertain))
+            name, level, note, write = self._refused(post, claim, exc, tries, uncertain)
+            event(name, level=level, **about, status=exc.status, message=note)
+            return self._written(write)
         except Exception as exc:  # a sender bug must not stop the outbox: kept as the reason, retried
             log.exception("score sender failed on post %s", post.id)
             event("score retried", level=logging.WARNING, **about, error=type(exc).__name__)
@@ -181,25 +189,34 @@ class Outbox:
             self._outcomes.recovered()
             return written
 
-    def _refused(self, post: Post, claim: str, exc: ScorePostError, tries: int, uncertain: bool) -> bool:
+    def _refused(self, post: Post, claim: str, exc: ScorePostError, tries: int,
+                 uncertain: bool) -> tuple[str, int, str, Callable[[], bool]]:
+        """What a refusal of the post means: the event to log (a 409 is mostly benign: the
+        platform already holds this score, or a newer one), its level, the note saying why,
+        and the write of the post's outcome."""
         if exc.status == 409:
             if uncertain:
-                return self.store.post_done(post.id, datetime.now(UTC), note="the platform already held this score "
-                                            "(409 after a send whose answer was lost)", claim=claim)
-            if self.store.newer_post_exists(post):
-                return self.store.post_superseded(post.id, "the platform holds a newer score (409); a later post "
-                                                  "carries the current one", claim=claim)
+                note = "the platform already held this score (409 after a send whose answer was lost)"
+                return "score already there", logging.INFO, note, partial(
+                    self.store.post_done, post.id, datetime.now(UTC), note=note, claim=claim)
+            if self._written(partial(self.store.newer_post_exists, post)):
+                note = "the platform holds a newer score (409); a later post carries the current one"
+                return "score superseded", logging.INFO, note, partial(
+                    self.store.post_superseded, post.id, note, claim=claim)
             if post.conflicts + 1 >= MAX_CONFLICTS:
-                return self.store.post_failed(post.id, f"the platform answered 409 {MAX_CONFLICTS} times: it holds "
-                                              "a score newer than ours (was the grade changed in the LMS, or is its "
-                                              f"clock ahead?); last answer: {exc}", claim=claim)
+                note = (f"the platform answered 409 {MAX_CONFLICTS} times: it holds a score newer than ours (was the "
+                        f"grade changed in the LMS, or is its clock ahead?); last answer: {exc}")
+                return "score refused", logging.WARNING, note, partial(
+                    self.store.post_failed, post.id, note, claim=claim)
             now = datetime.now(UTC)
-            return self.store.post_retry(post.id, f"409 conflict {post.conflicts + 1}: {exc}",
-                                         now + timedelta(seconds=1), payload=redated(post.payload, now),
-                                         conflict=True, claim=claim)
+            note = f"409 conflict {post.conflicts + 1}: {exc}"
+            return "score retried", logging.WARNING, f"{note}; sent again with a later timestamp", partial(
+                self.store.post_retry, post.id, note, now + timedelta(seconds=1), payload=redated(post.payload, now),
+                conflict=True, claim=claim)
         if exc.retryable:
-            return self._retry(post, claim, str(exc), tries)
-        return self.store.post_failed(post.id, str(exc), claim=claim)
+            return "score retried", logging.WARNING, str(exc), partial(self._retry, post, claim, str(exc), tries)
+        return "score refused", logging.WARNING, str(exc), partial(self.store.post_failed, post.id, str(exc),
+                                                                   claim=claim)
 
     def _retry(self, post: Post, claim: str, error: str, tries: int) -> bool:
         delay = min(self.max_delay_s, self.base_delay_s * 2 ** max(tries - 1, 0))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -46,6 +46,9 @@ class Post:
     posted_at: datetime | None
     sending_since: datetime | None = None
     conflicts: int = 0  # 409s in a row
+    # the token of the claim on it (``claims.py``): from ``claim_due``, the previous sender's,
+    # whose replica the one taking the post over names in its log
+    claimed_by: str | None = field(default=None, compare=False)
 
     @property
     def status(self) -> str:
@@ -57,15 +60,16 @@ class Post:
 
 _SELECT = select(posts.c.id, posts.c.context, posts.c.user, posts.c.week, posts.c.lineitem, posts.c.payload,
                  posts.c.state, posts.c.tries, posts.c.next_try_at, posts.c.last_error, posts.c.posted_at,
-                 posts.c.sending_since, posts.c.conflicts)
+                 posts.c.sending_since, posts.c.conflicts, posts.c.claimed_by)
 
 
 def _post(row: Sequence[Any]) -> Post:
     (id_, context, user, week, lineitem, payload, state, tries, next_try_at, last_error, posted_at,
-     sending_since, conflicts) = row
+     sending_since, conflicts, claimed_by) = row
     return Post(id=id_, context=context, user=user, week=week, lineitem=lineitem, payload=json.loads(payload),
                 state=state, tries=tries, next_try_at=moment(next_try_at), last_error=last_error,
-                posted_at=moment(posted_at), sending_since=moment(sending_since), conflicts=conflicts)
+                posted_at=moment(posted_at), sending_since=moment(sending_since), conflicts=conflicts,
+                claimed_by=claimed_by)
 
 
 def _score_of(context: str, user: str, week: str) -> tuple[Any, ...]:
