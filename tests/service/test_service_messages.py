@@ -43,15 +43,44 @@ def test_the_words_outside_the_catalog_are_found() -> None:
     assert words_outside_gettext(page) == ["Upload", "Feedback"]
 
 
-def test_the_learners_pages_messages_are_extracted_and_translated(course: Course) -> None:
-    template = framework_template()
-    found = {message.id for message in template
-             if any(Path(where).name in LEARNER_PAGES for where, _line in message.locations)}
-    assert {"Upload your notebook", "How this week is scored", "This page updates itself.", "back",
-            "Your uploads are safe.", "Add the activity"} <= found
+def messages_of(pages: tuple[str, ...]) -> set[str]:
+    """The messages ``autograder i18n update`` extracts from ``pages``."""
+    return {message.id for message in framework_template()
+            if any(Path(where).name in pages for where, _line in message.locations)}
+
+
+def assert_translated(messages: set[str], course: Course) -> None:
+    """Every one of ``messages`` has a finished translation in each language the course offers."""
     for language in course.languages.offered:
         if language == FRAMEWORK_SOURCE_LANGUAGE:
             continue
         catalog = read_catalog(framework_catalog_path(language))
-        lacking = [m for m in found if not (catalog.get(m) and catalog[m].string and not catalog[m].fuzzy)]
+        lacking = sorted(m for m in messages if not (catalog.get(m) and catalog[m].string and not catalog[m].fuzzy))
         assert lacking == [], f"{language}: {lacking}"
+
+
+def test_the_learners_pages_messages_are_extracted_and_translated(course: Course) -> None:
+    found = messages_of(LEARNER_PAGES)
+    assert {"Upload your notebook", "How this week is scored", "This page updates itself.", "back",
+            "Your uploads are safe.", "Add the activity"} <= found
+    assert_translated(found, course)
+
+
+# -- the instructor's pages ----------------------------------------------------------------
+# The live report, marking by hand and with a rubric, the registration help and the page after
+# registering, the deep-linking answer: in the instructor's language (the LMS's locale for them
+# among the offered languages, else course.toml's `instructor`), so every offered language too.
+INSTRUCTOR_PAGES = ("instructor.html.j2", "marking.html.j2", "rubric.html.j2", "config.html.j2",
+                    "registered.html.j2", "autosubmit.html.j2")
+
+
+@pytest.mark.parametrize("name", INSTRUCTOR_PAGES)
+def test_an_instructors_page_has_no_words_outside_the_catalog(name: str) -> None:
+    assert words_outside_gettext((TEMPLATES / name).read_text(encoding="utf-8")) == []
+
+
+def test_the_instructors_pages_messages_are_extracted_and_translated(course: Course) -> None:
+    found = messages_of(INSTRUCTOR_PAGES)
+    assert {"Regrade the week", "Students ({count})", "Save the marks", "Rubric", "Registering {tool} in an LMS "
+            "(LTI 1.3)", "{tool} is registered", "Continue"} <= found
+    assert_translated(found, course)

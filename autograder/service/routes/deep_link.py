@@ -31,7 +31,8 @@ def deep_link_send(session: CurrentInstructor, form: CheckedForm, course: Course
     launch = _launch_for_response(session.deep_link, tool.platforms)
     jwt = deep_linking_response(launch, tool.keys, title=week.title, week=week.name,
                                 points=week.max_score, launch_url=tool.urls.launch)
-    return pages.render("autosubmit.html.j2", action=session.deep_link["return_url"], fields={"JWT": jwt})
+    return pages.render("autosubmit.html.j2", action=session.deep_link["return_url"], fields={"JWT": jwt},
+                        language=session.language or None)
 
 
 def deep_link_fields(launch: Launch) -> dict[str, str | None]:

@@ -13,16 +13,27 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from autograder.exceptions import Refused
 from autograder.formats.cells import spreadsheet_cell
-from autograder.service.deps import CheckedForm, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
+from autograder.service.deps import (
+    CheckedForm,
+    CourseDep,
+    CurrentInstructor,
+    HooksDep,
+    PagesDep,
+    PathWeek,
+    StoreDep,
+)
 from autograder.service.marking import is_row_id
+from autograder.service.routes.marking import instructor_language
 from autograder.service.store import Attempt
 
 router = APIRouter(prefix="/instructor/{name}")
 
 
 @router.get("")
-def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep, hooks: HooksDep,
+def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep, hooks: HooksDep, course: CourseDep,
                     pages: PagesDep) -> HTMLResponse:
+    """The live report, in the instructor's language (the LMS's locale for them, else the
+    course's ``instructor`` language), its moments in service.toml's time zone."""
     attempts = store.week_attempts(context=session.context, week=week.name)
     latest: dict[str, Attempt] = {}
     for attempt in attempts:
@@ -35,7 +46,8 @@ def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep,
                         counts=counts, counted=counted, posts=store.posts(context=session.context, week=week.name),
                         names={user: store.user_name(session.context, user) or user for user in latest},
                         syncs=[status for status in hooks.syncs() if status.entry.week == week.name],
-                        csrf=session.csrf, session=session)
+                        csrf=session.csrf, session=session, zone=hooks.policy_for(week.name).timezone,
+                        language=instructor_language(session, course))
 
 
 @router.post("/regrade")

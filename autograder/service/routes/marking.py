@@ -9,44 +9,58 @@ import re
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from autograder.course import Course
 from autograder.exceptions import AutograderError, Refused
+from autograder.i18n.languages import framework_translations
+from autograder.i18n.runtime import _, speaking
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
 from autograder.service.marking import answers_to_mark, form_ids, form_number, rubric_view
+from autograder.service.sessions import Session
 
 router = APIRouter(prefix="/instructor/{name}")
 MARK_FIELD = re.compile(r"points-(\d{1,18})-(\d{1,6})")
 
 
+def instructor_language(session: Session, course: Course) -> str:
+    """The language an instructor's pages speak: the LMS's locale for them among the course's
+    languages (kept in the session at launch), else the course's ``instructor`` language."""
+    return session.language or course.languages.instructor
+
+
 @router.get("/marking")
-def marking(session: CurrentInstructor, week: PathWeek, store: StoreDep, pages: PagesDep) -> HTMLResponse:
+def marking(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: CourseDep,
+            pages: PagesDep) -> HTMLResponse:
     return pages.render("marking.html.j2", week=week, rows=answers_to_mark(store, session.context, week.name),
-                        csrf=session.csrf, problems=[])
+                        csrf=session.csrf, problems=[], language=instructor_language(session, course))
 
 
 @router.post("/marking")
-def save_marks(session: CurrentInstructor, form: CheckedForm, week: PathWeek, store: StoreDep,
+def save_marks(session: CurrentInstructor, form: CheckedForm, week: PathWeek, store: StoreDep, course: CourseDep,
                hooks: HooksDep, pages: PagesDep) -> Response:
+    language = instructor_language(session, course)
     problems = []
-    for key, value in form.items():
-        field_name = MARK_FIELD.fullmatch(key)  # the form's own fields; any other key is not ours
-        if field_name is None or not str(value).strip():
-            continue
-        attempt_id, task = field_name.groups()
-        try:
-            points = float(str(value))
-        except ValueError:
-            problems.append(f"attempt {attempt_id}, task {task}: {value!r} is not a number of points")
-            continue
-        try:
-            store.mark(int(attempt_id), context=session.context, task=int(task), points=points,
-                       comment=str(form.get(f"comment-{attempt_id}-{task}", "")))
-        except AutograderError as exc:
-            problems.append(f"attempt {attempt_id}, task {task}: {exc}")
+    with speaking(framework_translations(language)):  # the problems in the page's language
+        for key, value in form.items():
+            field_name = MARK_FIELD.fullmatch(key)  # the form's own fields; any other key is not ours
+            if field_name is None or not str(value).strip():
+                continue
+            attempt_id, task = field_name.groups()
+            where = _("attempt {attempt}, task {task}").format(attempt=attempt_id, task=task)
+            try:
+                points = float(str(value))
+            except ValueError:
+                problems.append(_("{where}: {value} is not a number of points").format(where=where, value=repr(value)))
+                continue
+            try:
+                store.mark(int(attempt_id), context=session.context, task=int(task), points=points,
+                           comment=str(form.get(f"comment-{attempt_id}-{task}", "")))
+            except AutograderError as exc:
+                problems.append(f"{where}: {exc}")
     hooks.scores_changed()
     if problems:
         return pages.render("marking.html.j2", status=400, week=week,
                             rows=answers_to_mark(store, session.context, week.name), csrf=session.csrf,
-                            problems=problems)
+                            problems=problems, language=language)
     return RedirectResponse(f"/instructor/{week.name}/marking", status_code=303)
 
 
@@ -61,7 +75,7 @@ def rubric(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: 
            changed: str = "", count: int = 0, task: int = 0) -> HTMLResponse:
     return pages.render("rubric.html.j2", week=week, tasks=rubric_view(store, session.context, week.name),
                         csrf=session.csrf, changed=changed, count=count, changed_task=task,
-                        language=session.language or course.languages.instructor)
+                        language=instructor_language(session, course))
 
 
 def rubric_numbers(week: str, *numbers: int) -> None:

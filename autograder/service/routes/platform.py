@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from autograder.exceptions import Refused
-from autograder.service.deps import AddressLimited, PagesDep, SettingsDep, ToolDep
+from autograder.service.deps import AddressLimited, CourseDep, PagesDep, SettingsDep, ToolDep
 from autograder.service.edge import token
 from autograder.service.lti import register_dynamically
 
@@ -20,9 +20,11 @@ def jwks(tool: ToolDep) -> JSONResponse:
 
 
 @router.get("/config")
-def config(tool: ToolDep, pages: PagesDep) -> HTMLResponse:
-    # the values an admin types; which platforms are registered is no one else's business
-    return pages.render("config.html.j2", values=tool.urls.manual_values(), register_url=tool.urls.register)
+def config(tool: ToolDep, course: CourseDep, pages: PagesDep) -> HTMLResponse:
+    # the values an admin types; which platforms are registered is no one else's business. No
+    # launch has said which language the admin reads: the course's instructor language
+    return pages.render("config.html.j2", values=tool.urls.manual_values(), register_url=tool.urls.register,
+                        language=course.languages.instructor)
 
 
 @router.get("/register", dependencies=[AddressLimited])
@@ -32,12 +34,12 @@ def register_without_code() -> HTMLResponse:
 
 
 @router.get("/register/{code}", dependencies=[AddressLimited])
-def register(code: str, openid_configuration: str, tool: ToolDep, settings: SettingsDep, pages: PagesDep,
-             registration_token: str | None = None) -> HTMLResponse:
+def register(code: str, openid_configuration: str, tool: ToolDep, settings: SettingsDep, course: CourseDep,
+             pages: PagesDep, registration_token: str | None = None) -> HTMLResponse:
     if not tool.states.use_registration_code(token(code, "registration code")):
         raise Refused(403, "This registration URL is used up, expired or was never issued here: run "
                            "`autograder serve --registration-url` on the server for a new one.")
     platform = register_dynamically(tool.client, openid_configuration=openid_configuration,
                                     registration_token=registration_token, urls=tool.urls,
                                     tool_name=settings.tool_name, platforms=tool.platforms)
-    return pages.render("registered.html.j2", platform=platform)
+    return pages.render("registered.html.j2", platform=platform, language=course.languages.instructor)

@@ -1,0 +1,46 @@
+"""The instructor's pages in the instructor's language, in a real browser (Debian's chromium
+through Playwright, inside the stand-in LMS's iframe): an instructor launched with the LMS
+shown in Japanese (``launch_presentation.locale`` ``ja_JP``) reads the live report and the
+marking page in Japanese, from the framework's gettext catalog, with ``<html lang="ja">``
+and no axe violation (WCAG 2.1 AA). Without a locale the pages fall back to course.toml's
+``instructor`` language, which the other service tests read in English."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from autograder.i18n.languages import framework_translations
+from tests.helpers import assert_accessible
+from tests.service.lms import Lms
+
+pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
+pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]
+
+
+def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japanese(lms: Lms,
+                                                                                      chromium: Any) -> None:
+    translations = framework_translations("ja")
+    assert translations is not None
+    _ = translations.gettext
+    context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+    page = lms.open_activity(context, "t-lang-ja", "instructor", locale="ja_JP")
+    tool = lms.tool_frame(page)
+    tool.locator("#report").wait_for()
+    assert tool.evaluate("document.documentElement.lang") == "ja"
+    assert tool.locator("#report th").all_inner_texts() == [
+        _("Student"), _("Attempts"), _("Latest"), _("State"), _("Latest score"), _("Counted")]
+    assert tool.locator("#regrade button").inner_text() == _("Regrade the week") != "Regrade the week"
+    headings = tool.locator("h2").all_inner_texts()
+    assert _("Scores sent to the LMS") in headings and "Scores sent to the LMS" not in headings
+    assert _("Students ({count})").format(count=0) in headings
+    assert_accessible(page, "ja_JP instructor's report", frames=lms.tool_url)
+
+    with page.expect_event("framenavigated"):
+        tool.locator("#mark").click()  # the marking page keeps the session's language
+    tool = lms.tool_frame(page)
+    assert tool.locator("h1").inner_text() == _("Marking the hand-graded tasks")
+    assert tool.evaluate("document.documentElement.lang") == "ja"
+    assert tool.locator("main p.muted").inner_text() == _("No graded attempt has a task to mark yet.")
+    context.close()
