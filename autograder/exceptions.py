@@ -7,9 +7,10 @@ wording stays the same wherever the error is raised.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from autograder.i18n.runtime import _
+from autograder.i18n.runtime import N_, _, untranslated
 
 
 class AutograderError(Exception):
@@ -301,7 +302,26 @@ class ScorePostError(AutograderError):
 
 
 class LaunchRefused(AutograderError):
-    """A login, launch or registration that must not go on; the message says why."""
+    """A login, launch or registration that must not go on.
+
+    ``str()`` says why in English, with the claims and addresses involved: for the LMS's
+    administrator and the logs. The person in front of the browser (a learner, mostly) reads
+    ``advice`` first, a short catalog message (``N_``) in their language saying what to do,
+    with that English detail below it on the error page."""
+
+    def __init__(self, detail: str, advice: str = N_(
+            "The LMS's launch was refused: open the activity again from the course page in the LMS. If it fails "
+            "again, show the details below to the LMS's administrator.")) -> None:
+        super().__init__(detail)
+        self.advice = advice
+
+    @property
+    def detail(self) -> str:
+        return str(self)
+
+    def said(self, gettext: Callable[[str], str]) -> str:
+        """The advice in the language ``gettext`` translates to."""
+        return gettext(self.advice)
 
 
 class ScoreNotSent(AutograderError):
@@ -313,10 +333,29 @@ class KeysError(AutograderError):
 
 
 class Refused(Exception):
-    """A request the app answers with an error page: status and what to do."""
+    """A request the app answers with an error page: status and what to do.
 
-    def __init__(self, status: int, message: str, back: str | None = None) -> None:
-        super().__init__(message)
+    ``message`` is a catalog message (marked ``N_`` where it is written, so ``autograder i18n
+    update`` finds it) and ``values`` fill its ``{fields}``. The error page translates it when
+    it is rendered, in the page's language: a refusal is often raised where no language is
+    known (the body's size at the edge, the session's check), the page always knows one.
+    ``terms`` are values that are catalog messages themselves (a form field's name), translated
+    with it. ``detail`` is English for whoever runs the service, shown below the message.
+    ``str()`` is the message in English, for the logs."""
+
+    def __init__(self, status: int, message: str, back: str | None = None, *, detail: str | None = None,
+                 terms: Mapping[str, str] | None = None, **values: object) -> None:
         self.status = status
         self.message = message
         self.back = back  # the page to go back to, when there is one
+        self.detail = detail
+        self.terms = dict(terms or {})
+        self.values = values
+        super().__init__(self.said(untranslated))
+
+    def said(self, gettext: Callable[[str], str]) -> str:
+        """The message in the language ``gettext`` translates to, its values filled in. A message
+        without values is not formatted: it may be text already translated by ``_``, braces and all."""
+        if not self.values and not self.terms:
+            return gettext(self.message)
+        return gettext(self.message).format(**self.values, **{name: gettext(term) for name, term in self.terms.items()})

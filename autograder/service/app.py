@@ -32,10 +32,12 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from autograder.course import Course
 from autograder.exceptions import GradebookError, LaunchRefused, Refused
+from autograder.i18n.runtime import N_
 from autograder.service.deps import Hooks, Services, services
-from autograder.service.edge import BodyLimit, raise_open_files_limit, uvicorn_config
+from autograder.service.edge import BodyCap, BodyLimit, raise_open_files_limit, uvicorn_config
 from autograder.service.events import event
 from autograder.service.health import Health, LogLimit, database_away, describe
+from autograder.service.locales import accepted_language
 from autograder.service.routes import ROUTERS
 from autograder.service.routes.health import router as health_router
 from autograder.service.settings import Settings
@@ -101,7 +103,7 @@ async def _database_away(request: Request, exc: Exception) -> Response:
 
 async def _refused(request: Request, exc: Refused) -> Response:
     """Every refusal, as a page saying what to do (and the way back, when there is one)."""
-    response = services(request).pages.render("error.html.j2", status=exc.status, message=exc.message, back=exc.back,
+    response = services(request).pages.render("error.html.j2", status=exc.status, refusal=exc, back=exc.back,
                                               language=page_language(request))
     if exc.status == 429:
         response.headers.update({"Retry-After": "60"})
@@ -110,27 +112,33 @@ async def _refused(request: Request, exc: Refused) -> Response:
 
 def page_language(request: Request) -> str:
     """The language of a page shown outside a route (a refusal, the 503 page): the session's,
-    when the browser has one, else the course's source language (no session: not launched)."""
+    when the browser has one; before any launch (a refused login or launch) the browser's
+    ``Accept-Language`` among the course's languages; else the course's source language."""
     parts = services(request)
     session = parts.cookies.read(request)
-    return session.language if session is not None and session.language else parts.course.languages.source
+    if session is not None and session.language:
+        return session.language
+    languages = parts.course.languages
+    return accepted_language(request.headers.get("accept-language"), languages.offered, languages.source)
 
 
 async def _launch_refused(request: Request, exc: LaunchRefused) -> Response:
-    return services(request).pages.render("error.html.j2", status=401, message=str(exc), back=None)
+    """A refused login, launch or registration: what to do in the page's language, why in English below."""
+    return services(request).pages.render("error.html.j2", status=401, refusal=exc, back=None,
+                                          language=page_language(request))
 
 
-def _body_limits(settings: Settings) -> Callable[[str], tuple[int, str]]:
+def _body_limits(settings: Settings) -> Callable[[str], BodyCap]:
     """Each route's largest body, and what to do when it is passed: a notebook upload gets the
     upload limit (and its form's envelope), everything else ``edge.form_limit_bytes``."""
     upload_mib = settings.upload_limit_bytes / 2**20
-    upload = (settings.upload_limit_bytes + UPLOAD_FORM_OVERHEAD,
-              f"The upload is over the {upload_mib:.0f} MiB limit: clear the notebook's outputs (Kernel > Restart "
-              "& Clear Output) and upload it again.")
-    other = (settings.edge.form_limit_bytes,
-             f"The request is over the {settings.edge.form_limit_bytes / 2**20:.0f} MiB this page accepts.")
+    upload = BodyCap(settings.upload_limit_bytes + UPLOAD_FORM_OVERHEAD,
+                     N_("The notebook is over the {size} MiB limit: clear its outputs (Kernel > Restart & Clear "
+                        "Output) and upload it again."), upload_mib)
+    other = BodyCap(settings.edge.form_limit_bytes, N_("The request is over the {size} MiB this page accepts."),
+                    settings.edge.form_limit_bytes / 2**20)
 
-    def limit_for(path: str) -> tuple[int, str]:
+    def limit_for(path: str) -> BodyCap:
         return upload if path.startswith("/week/") and path.endswith("/upload") else other
 
     return limit_for

@@ -16,15 +16,14 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
 
 from autograder.course import Course, Week
 from autograder.exceptions import CourseError, Refused
-from autograder.i18n.languages import framework_translations
-from autograder.i18n.runtime import N_, _
+from autograder.i18n.runtime import N_
 from autograder.service.edge import token
 from autograder.service.marking import is_row_id
 from autograder.service.pages import Pages
@@ -112,17 +111,13 @@ CookiesDep = Annotated[SessionCookies, Depends(_part("cookies"))]
 LimitsDep = Annotated[RateLimits, Depends(_part("limits"))]
 
 
-def too_many(wait: float, what: str = "requests") -> Refused:
-    if what == "uploads":  # in the learner's language when it is active (the upload route)
-        return Refused(429, _("Too many uploads: wait {seconds} s and try again.").format(seconds=f"{wait:.0f}"))
-    return Refused(429, f"Too many {what}: wait {wait:.0f} s and try again.")
+TOO_MANY = {"requests": N_("Too many requests: wait {seconds} s and try again."),
+            "uploads": N_("Too many uploads: wait {seconds} s and try again.")}
 
 
-def said(session: Session, message: str, **values: object) -> str:
-    """``message`` (marked ``N_``) in the session's language, formatted with ``values``: for a
-    refusal raised before any route has made the language active."""
-    translations = framework_translations(session.language) if session.language else None
-    return (translations.gettext(message) if translations is not None else message).format(**values)
+def too_many(wait: float, what: Literal["requests", "uploads"] = "requests") -> Refused:
+    """A 429 saying how long to wait (translated on the error page, in its language)."""
+    return Refused(429, TOO_MANY[what], seconds=f"{wait:.0f}")
 
 
 def limit_address(request: Request, limits: LimitsDep) -> None:
@@ -145,8 +140,7 @@ def current_session(request: Request, cookies: CookiesDep, limits: LimitsDep) ->
         raise Refused(401, N_("The session has expired or is not valid: open the activity again from the LMS."))
     wait = limits.per_user.allow(*session.who)
     if wait:
-        raise Refused(429, said(session, N_("Too many requests: wait {seconds} s and try again."),
-                                seconds=f"{wait:.0f}"))
+        raise too_many(wait)
     return session
 
 
@@ -181,8 +175,9 @@ def week_of(course: Course, name: str) -> Week:
     alias is never stored."""
     try:
         return course.week(name)
-    except CourseError as exc:
-        raise Refused(404, str(exc)) from exc
+    except CourseError as exc:  # its message names the server's folders: for the logs, not the page
+        raise Refused(404, N_("This course has no week {week}: open the week's activity from the course page in "
+                              "the LMS."), week=repr(name[:40])) from exc
 
 
 def path_week(name: str, course: CourseDep) -> Week:
@@ -196,8 +191,8 @@ def launched_week(session: CurrentLearner, week: PathWeek) -> Week:
     """The path's week, if this session was launched into it: a learner launched from week
     1's activity cannot upload to (and be graded in) week 4's."""
     if week.name not in session.weeks:
-        raise Refused(403, said(session, N_("This page was not opened from {week}'s activity: open {week} from "
-                                            "the course page in the LMS."), week=week.name))
+        raise Refused(403, N_("This page was not opened from {week}'s activity: open {week} from the course page "
+                              "in the LMS."), week=week.name)
     return week
 
 

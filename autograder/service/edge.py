@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from autograder.exceptions import Refused
+from autograder.i18n.runtime import N_
 
 TOKEN_MAX_CHARS = 512
 
@@ -57,15 +58,28 @@ class EdgeLimits:
     body_timeout_s: float = 120.0       # the whole body (5 MiB at ~45 kB/s): 408 past it
 
 
+@dataclass(frozen=True)
+class BodyCap:
+    """A route's largest body in bytes, and the refusal past it: a catalog message (``N_``)
+    whose ``{size}`` is ``size_mib``, the limit as the person sending it knows it."""
+
+    limit_bytes: int
+    advice: str
+    size_mib: float
+
+
 def token(value: object, what: str) -> str:
     """``value`` as a secret, state or CSRF token may be: printable ASCII, not too long.
 
     Anything else cannot match (ours are URL-safe) and would make ``hmac.compare_digest``
-    raise: refused here with a 400 that says which value is wrong."""
+    raise: refused here with a 400 that tells the learner what to do, in their language, and
+    whoever runs the service which value is wrong."""
     text = str(value or "")
     if len(text) > TOKEN_MAX_CHARS or not (text.isascii() and text.isprintable()):
-        raise Refused(400, f"The {what} in this request is not one this service issued (it must be short "
-                           "printable ASCII): start again from the LMS.")
+        raise Refused(400, N_("This request carries a value this service did not issue: start again from the "
+                              "course page in the LMS."),
+                      detail=f"The {what} in this request is not one this service issued (it must be short "
+                             "printable ASCII).")
     return text
 
 
@@ -118,12 +132,12 @@ def edge_protocol(limits: EdgeLimits) -> type[H11Protocol]:
 class BodyLimit:
     """Counts each request body as it streams in and stops it at its route's limit or deadline.
 
-    ``limit_for(path)`` gives the limit in bytes and the sentence that tells the user what to
-    do when it is passed. The refusal is raised from ``receive``, inside the route that reads
+    ``limit_for(path)`` gives the route's ``BodyCap``: the limit in bytes and the sentence that
+    tells the user what to do when it is passed. The refusal is raised from ``receive``, inside the route that reads
     the body, so the app's own error page answers it; the rest of the body is never read (the
     server closes the connection)."""
 
-    def __init__(self, app: ASGIApp, *, limit_for: Callable[[str], tuple[int, str]],
+    def __init__(self, app: ASGIApp, *, limit_for: Callable[[str], BodyCap],
                  idle_timeout_s: float, total_timeout_s: float) -> None:
         self.app = app
         self.limit_for = limit_for
@@ -134,7 +148,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit, advice = self.limit_for(scope["path"])
+        cap = self.limit_for(scope["path"])
+        limit = cap.limit_bytes
         declared = dict(scope["headers"]).get(b"content-length")
         over = declared is not None and (not declared.isdigit() or int(declared) > limit)
         received, started, done = 0, time.monotonic(), False
@@ -142,19 +157,19 @@ class BodyLimit:
         async def counted() -> Message:
             nonlocal received, done
             if over:  # refused before a byte of it is read
-                raise Refused(413, advice)
+                raise Refused(413, cap.advice, size=f"{cap.size_mib:.0f}")
             if done:  # the body is read: what follows is the disconnect, whenever it comes
                 return await receive()
             left = self.total_timeout_s - (time.monotonic() - started)
             try:
                 message = await asyncio.wait_for(receive(), timeout=max(0.0, min(self.idle_timeout_s, left)))
             except TimeoutError:
-                raise Refused(408, "The request's body came too slowly and was dropped: check the connection "
-                                   "and send it again.") from None
+                raise Refused(408, N_("The request's body came too slowly and was dropped: check the connection "
+                                      "and send it again.")) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise Refused(413, advice)
+                    raise Refused(413, cap.advice, size=f"{cap.size_mib:.0f}")
                 done = not message.get("more_body", False)
             return message
 

@@ -30,6 +30,28 @@ def page_language(locale: str | None, offered: Sequence[str], fallback: str) -> 
     return negotiate_locale(wanted, list(offered)) or fallback
 
 
+def accepted_language(header: str | None, offered: Sequence[str], fallback: str) -> str:
+    """The offered language a browser's ``Accept-Language`` header (``ja,en-US;q=0.7``) ranks
+    highest, else ``fallback``: the language of a page shown before any launch said which the
+    LMS uses (a refused login or launch). Tags are taken by weight, then in the order written;
+    ``q=0`` means "not this one"."""
+    ranked = []
+    for position, part in enumerate((header or "").split(",")):
+        tag, _, parameters = part.partition(";")
+        name, _, weight = parameters.strip().partition("=")
+        try:
+            q = float(weight) if name.strip().lower() == "q" else 1.0
+        except ValueError:
+            q = 0.0  # a weight that is not a number: the tag is not taken
+        if tag.strip() and tag.strip() != "*" and q > 0:
+            ranked.append((-q, position, tag.strip()))
+    for _q, _position, tag in sorted(ranked):
+        language = page_language(tag, offered, "")
+        if language:
+            return language
+    return fallback
+
+
 def week_title(week: Week, language: str | None) -> str:
     """The week's title as its notebook in ``language`` has it (the week's catalog), else as written."""
     found = translations(week, language) if language else None

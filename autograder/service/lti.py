@@ -33,6 +33,7 @@ from autograder.database import open_database
 from autograder.database.tables import lti_lineitem, lti_nonce, lti_registration, lti_state
 from autograder.exceptions import AutograderError, LaunchRefused, ScoreNotSent, ScorePostError
 from autograder.formats.atomic import write_text
+from autograder.i18n.runtime import N_
 from autograder.service.keys import ALGORITHM, ToolKeys
 
 LTI = "https://purl.imsglobal.org/spec/lti"
@@ -59,6 +60,22 @@ ASSERTION_BACKDATE_S = 60
 ASSERTION_LIFETIME_S = 300
 JWKS_MAX_AGE_S = 3600
 REGISTRATION_LIFETIME_S = 24 * 3600  # a one-time registration URL is good for a day
+
+# What the person in the browser reads first when a login, launch or registration is refused,
+# in their language (the error page translates it), above the English detail for the LMS's
+# administrator. LaunchRefused's own advice (open it again, else show the details) is the rest's.
+ASK_ADMIN = N_("This tool cannot take launches from this LMS as it is set up now: show the details below to the "
+               "LMS's administrator.")
+COOKIES = N_("Your browser did not keep this tool's login: open the activity again from the course page in the "
+             "LMS. If it fails again, allow this site's cookies in your browser (the LMS shows the tool inside its "
+             "page).")
+EXPIRED = N_("This login has already been used or has expired: open the activity again from the course page in "
+             "the LMS.")
+FROM_THE_LMS = N_("This address is for the LMS: open the activity from the course page in the LMS.")
+ANONYMOUS = N_("The LMS did not say who you are: log in to the LMS and open the activity from the course page.")
+NOT_AN_ACTIVITY_PLACE = N_("This place in the LMS does not take the tool's activities: add the tool as an external "
+                           "tool activity instead.")
+REGISTRATION = N_("The registration did not go through: the details below say why and what to do.")
 
 
 
@@ -119,7 +136,7 @@ class Platforms:
                     if not merge:
                         raise LaunchRefused(f"{platform.issuer} already has a registration with client id "
                                             f"{platform.client_id!r}: it is kept as it is. To change it, edit "
-                                            f"{self.path} by hand or use `autograder lti-platform`")
+                                            f"{self.path} by hand or use `autograder lti-platform`", REGISTRATION)
                     ids = tuple(dict.fromkeys(known.deployment_ids + platform.deployment_ids))
                     rows[i] = Platform(**{**asdict(platform), "deployment_ids": ids})
                     break
@@ -228,7 +245,7 @@ class JwksCache:
             keys = KeySet.import_key_set(data)
         except (httpx.HTTPError, ValueError, JoseError) as exc:
             raise LaunchRefused(f"the platform's public keys could not be fetched from {url} ({exc}); check the "
-                                "JWKS URL of the registration") from exc
+                                "JWKS URL of the registration", ASK_ADMIN) from exc
         kids = {str(k.get("kid")) for k in data.get("keys", [])}
         with self._lock:
             self._cache[url] = (time.monotonic(), keys, kids)
@@ -279,14 +296,16 @@ class LaunchValidator:
         """The platform's authorization URL for an OIDC login initiation, and the state to set as a cookie."""
         issuer, hint = params.get("iss", ""), params.get("login_hint", "")
         if not issuer or not hint:
-            raise LaunchRefused("the login initiation lacks iss or login_hint: start the activity from the LMS")
+            raise LaunchRefused("the login initiation lacks iss or login_hint: start the activity from the LMS",
+                                FROM_THE_LMS)
         platform = self.platforms.find(issuer, params.get("client_id") or None)
         if platform is None:
             raise LaunchRefused(f"no platform with issuer {issuer!r} (client id {params.get('client_id')!r}) is "
-                                "registered here: an administrator registers it first (see the /lti/config page)")
+                                "registered here: an administrator registers it first (see the /lti/config page)",
+                                ASK_ADMIN)
         deployment = params.get("lti_deployment_id")
         if deployment and deployment not in platform.deployment_ids:
-            raise LaunchRefused(f"deployment {deployment!r} of {issuer} is not registered here")
+            raise LaunchRefused(f"deployment {deployment!r} of {issuer} is not registered here", ASK_ADMIN)
         state, nonce = self.states.begin(platform.issuer, platform.client_id)
         query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
                  "client_id": platform.client_id, "redirect_uri": redirect_uri, "login_hint": hint,
@@ -301,10 +320,10 @@ class LaunchValidator:
         if not state or not secrets.compare_digest(state, state_cookie or ""):
             raise LaunchRefused("the launch's state does not match this browser's login (the state cookie is "
                                 "missing or different): start the activity again from the LMS; if it keeps "
-                                "failing, the browser blocks the tool's cookies inside the LMS frame")
+                                "failing, the browser blocks the tool's cookies inside the LMS frame", COOKIES)
         pending = self.states.take(state)
         if pending is None:
-            raise LaunchRefused("this login has already been used or has expired: start the activity again")
+            raise LaunchRefused("this login has already been used or has expired: start the activity again", EXPIRED)
         expected_nonce, issuer, client_id = pending
         try:
             unverified = extract_compact(id_token.encode())
@@ -313,7 +332,7 @@ class LaunchValidator:
             raise LaunchRefused(f"the id_token is not a JWT ({exc})") from exc
         platform = self.platforms.find(issuer, client_id)
         if platform is None:
-            raise LaunchRefused(f"the platform {issuer} is no longer registered here")
+            raise LaunchRefused(f"the platform {issuer} is no longer registered here", ASK_ADMIN)
         keys = self.jwks.keys_for(platform.jwks_url, header.get("kid"))
         try:
             token = jwt.decode(id_token, keys, algorithms=[ALGORITHM])
@@ -334,11 +353,12 @@ class LaunchValidator:
         if (len(audiences) > 1 or "azp" in claims) and claims.get("azp") != platform.client_id:
             raise LaunchRefused("the id_token's azp is not this tool's client id")
         if claims["iat"] > time.time() + CLOCK_LEEWAY_S:
-            raise LaunchRefused("the id_token was issued in the future: check the platform's clock")
+            raise LaunchRefused("the id_token was issued in the future: check the platform's clock", ASK_ADMIN)
         if not secrets.compare_digest(str(claims["nonce"]), expected_nonce):
             raise LaunchRefused("the id_token's nonce is not the one this login asked for")
         if not self.states.use_nonce(platform.issuer, str(claims["nonce"])):
-            raise LaunchRefused("this id_token has already been used (replayed nonce): start the activity again")
+            raise LaunchRefused("this id_token has already been used (replayed nonce): start the activity again",
+                                EXPIRED)
         return _launch_from(claims, platform)
 
 
@@ -346,26 +366,26 @@ def _launch_from(claims: dict[str, Any], platform: Platform) -> Launch:
     deployment = str(claims.get(f"{CLAIM}/deployment_id", ""))
     if deployment not in platform.deployment_ids:
         raise LaunchRefused(f"deployment {deployment!r} of {platform.issuer} is not registered here: the "
-                            "administrator registers the tool again, or adds the deployment id by hand")
+                            "administrator registers the tool again, or adds the deployment id by hand", ASK_ADMIN)
     if claims.get(f"{CLAIM}/version") != "1.3.0":
-        raise LaunchRefused(f"LTI version {claims.get(f'{CLAIM}/version')!r} is not supported (1.3.0 is)")
+        raise LaunchRefused(f"LTI version {claims.get(f'{CLAIM}/version')!r} is not supported (1.3.0 is)", ASK_ADMIN)
     message_type = claims.get(f"{CLAIM}/message_type")
     if message_type not in (RESOURCE_LINK, DEEP_LINKING):
-        raise LaunchRefused(f"message type {message_type!r} is not supported")
+        raise LaunchRefused(f"message type {message_type!r} is not supported", ASK_ADMIN)
     sub = str(claims.get("sub") or "")
     if not sub:
-        raise LaunchRefused("the launch carries no user (sub): anonymous launches are not supported")
+        raise LaunchRefused("the launch carries no user (sub): anonymous launches are not supported", ANONYMOUS)
     context = claims.get(f"{CLAIM}/context") or {}
     link = claims.get(f"{CLAIM}/resource_link") or {}
     if message_type == RESOURCE_LINK and not link.get("id"):
-        raise LaunchRefused("a resource link launch without a resource_link id")
+        raise LaunchRefused("a resource link launch without a resource_link id", ASK_ADMIN)
     ags = claims.get(AGS_ENDPOINT) or {}
     settings = claims.get(f"{DL_CLAIM}/deep_linking_settings") or {}
     if message_type == DEEP_LINKING and not settings.get("deep_link_return_url"):
-        raise LaunchRefused("a deep linking request without deep_link_return_url")
+        raise LaunchRefused("a deep linking request without deep_link_return_url", ASK_ADMIN)
     if message_type == DEEP_LINKING and "ltiResourceLink" not in settings.get("accept_types", ["ltiResourceLink"]):
         raise LaunchRefused("this place in the LMS does not accept LTI links (accept_types lacks ltiResourceLink): "
-                            "add the tool as an external tool activity")
+                            "add the tool as an external tool activity", NOT_AN_ACTIVITY_PLACE)
     name = str(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name"))))
                or sub)
     return Launch(
@@ -421,16 +441,16 @@ def register_dynamically(client: httpx.Client, *, openid_configuration: str, reg
     try:
         config = client.get(openid_configuration, timeout=10).raise_for_status().json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise LaunchRefused(f"the platform's configuration could not be read from {openid_configuration} ({exc})"
-                            ) from exc
+        raise LaunchRefused(f"the platform's configuration could not be read from {openid_configuration} ({exc})",
+                            REGISTRATION) from exc
     issuer = str(config.get("issuer") or "")
     if not _issued_by(openid_configuration, issuer):
         raise LaunchRefused(f"the platform's configuration at {openid_configuration} names the issuer {issuer!r}, "
                             "which is not the configuration's own site (scheme, host and port, no user name, the "
-                            "issuer's path above it): refusing to register")
+                            "issuer's path above it): refusing to register", REGISTRATION)
     for key in ("registration_endpoint", "authorization_endpoint", "token_endpoint", "jwks_uri"):
         if not config.get(key):
-            raise LaunchRefused(f"the platform's configuration lacks {key}")
+            raise LaunchRefused(f"the platform's configuration lacks {key}", REGISTRATION)
     request = {
         "application_type": "web", "response_types": ["id_token"], "grant_types": ["implicit", "client_credentials"],
         "initiate_login_uri": urls.login, "redirect_uris": [urls.launch], "client_name": tool_name,
@@ -449,12 +469,12 @@ def register_dynamically(client: httpx.Client, *, openid_configuration: str, reg
         answer = reply.json()
     except httpx.HTTPStatusError as exc:
         raise LaunchRefused(f"the platform refused the registration ({exc.response.status_code}: "
-                            f"{exc.response.text[:300]})") from exc
+                            f"{exc.response.text[:300]})", REGISTRATION) from exc
     except (httpx.HTTPError, ValueError) as exc:
-        raise LaunchRefused(f"the registration could not be sent ({exc})") from exc
+        raise LaunchRefused(f"the registration could not be sent ({exc})", REGISTRATION) from exc
     tool_config = answer.get(TOOL_CONFIGURATION) or {}
     if not answer.get("client_id") or not tool_config.get("deployment_id"):
-        raise LaunchRefused("the platform's registration answer lacks client_id or deployment_id")
+        raise LaunchRefused("the platform's registration answer lacks client_id or deployment_id", REGISTRATION)
     platform = Platform(issuer=issuer, client_id=str(answer["client_id"]),
                         auth_login_url=config["authorization_endpoint"], token_url=config["token_endpoint"],
                         jwks_url=config["jwks_uri"], deployment_ids=(str(tool_config["deployment_id"]),),

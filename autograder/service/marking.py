@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from autograder.exceptions import Refused
 from autograder.gradebook import ManualMark
 from autograder.grouping import group_answers
+from autograder.i18n.runtime import N_
 from autograder.manual import parse_number, task_answer
 from autograder.notebook import read_notebook
 from autograder.results import TaskResult
@@ -94,23 +95,26 @@ def is_row_id(number: int) -> bool:
 
 def form_ids(values: Sequence[object], what: str, *, back: str) -> list[int]:
     """Row numbers a form or a path sent (attempt ids, task and item numbers); Refused (400)
-    for anything else, so a number SQLite cannot hold is never asked for."""
+    for anything else, so a number SQLite cannot hold is never asked for. ``what`` names the
+    field, a catalog message (``N_``): the refusal is shown in the instructor's language."""
     ids = []
     for value in values:
         text = str(value).strip()
         if not text.isdigit() or not is_row_id(int(text)):
-            raise Refused(400, f"{what}: {text[:40]!r} is not one of this page's numbers: reload the page.", back=back)
+            raise Refused(400, N_("{what}: {value} is not one of this page's numbers: reload the page."), back=back,
+                          terms={"what": what}, value=repr(text[:40]))
         ids.append(int(text))
     return ids
 
 
 def form_number(text: object, what: str, *, back: str, empty: float | None = None) -> float:
     """A number an instructor typed (``7.5`` or ``7,5``; ``empty`` when left blank, if
-    given); Refused (400) saying which field is wrong, with a way ``back``."""
+    given); Refused (400) saying which field is wrong (``what``, a catalog message), with a way ``back``."""
     value = str(text or "").strip()
     if not value and empty is not None:
         return empty
     number = parse_number(value)
     if number is None:
-        raise Refused(400, f"{what}: {value!r} is not a number (write e.g. 5, -2 or 7.5).", back=back)
+        raise Refused(400, N_("{what}: {value} is not a number (write e.g. 5, -2 or 7.5)."), back=back,
+                      terms={"what": what}, value=repr(value))
     return number

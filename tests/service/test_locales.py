@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from autograder.service.locales import page_language
+from autograder.service.locales import accepted_language, page_language
 from autograder.service.pages import templates
 
 OFFERED = ("en", "ja", "pt", "es")
@@ -25,6 +25,17 @@ def test_a_locale_gives_the_offered_language_it_is_written_in(locale: str, langu
 def test_no_locale_or_one_not_offered_gives_the_fallback(locale: str | None) -> None:
     assert page_language(locale, OFFERED, "pt") == "pt"
     assert page_language(locale, ("ja",), "ja") == "ja"
+
+
+@pytest.mark.parametrize(("header", "language"), [
+    ("ja-JP,ja;q=0.9,en;q=0.5", "ja"), ("fr-CH, fr;q=0.9, pt-BR;q=0.8, *;q=0.5", "pt"),
+    ("pt-BR;q=0.8, es-419;q=0.9", "es"), ("ja;q=0, es", "es"), ("ja;q=lots, es", "es"),
+    ("fr", "pt"), ("*", "pt"), (None, "pt"), (" , ;q=1", "pt"),
+])
+def test_a_browsers_accept_language_gives_the_offered_language_it_ranks_highest(header: str | None,
+                                                                                 language: str) -> None:
+    """The language of a page before any launch (a refused login): by weight, then order; else the fallback."""
+    assert accepted_language(header, OFFERED, "pt") == language
 
 
 @pytest.mark.parametrize(("lang", "zone", "written"), [

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from autograder.exceptions import Refused
+from autograder.i18n.runtime import N_
 from autograder.service.deps import CourseDep, CurrentLearner, OwnAttempt, PagesDep, StoreDep, week_of
 from autograder.service.locales import week_title
 
@@ -37,6 +38,6 @@ def attempt_state(attempt: OwnAttempt, store: StoreDep) -> JSONResponse:
 @router.get("/feedback")
 def feedback(attempt: OwnAttempt) -> Response:
     if attempt.feedback_path is None or not Path(attempt.feedback_path).exists():
-        raise Refused(404, "The feedback is not ready yet: this page updates itself when it is.")
+        raise Refused(404, N_("The feedback is not ready yet: this page updates itself when it is."))
     return HTMLResponse(Path(attempt.feedback_path).read_text(encoding="utf-8"),
                         headers={"Content-Security-Policy": FEEDBACK_POLICY})

@@ -11,6 +11,7 @@ from starlette.datastructures import FormData
 
 from autograder.course import Course
 from autograder.exceptions import Refused
+from autograder.i18n.runtime import N_
 from autograder.service.deps import AddressLimited, CookiesDep, CourseDep, StoreDep, ToolDep, week_of
 from autograder.service.edge import token
 from autograder.service.locales import page_language
@@ -51,15 +52,15 @@ def launched(request: Request, form: FormData, tool: Tool, store: Store, course:
     store.remember_user(launch.context, launch.sub, launch.name, launch.email)
     if launch.message_type == DEEP_LINKING:
         if not launch.is_instructor:
-            raise Refused(403, "Only instructors add activities.")
+            raise Refused(403, N_("Only instructors add activities."))
         session = Session(issuer=launch.platform.issuer, user=launch.sub, context=launch.context,
                           name=launch.name, instructor=True, weeks=[], deep_link=deep_link_fields(launch),
                           language=launch_language(launch, course))
         return cookies.save(RedirectResponse("/deep-link", status_code=303), session)
     named = str(launch.custom.get("week") or "")
     if not named:
-        raise Refused(400, "This activity names no week: the instructor adds it again through the "
-                           "tool's activity picker, or sets the custom parameter week=weekNN.")
+        raise Refused(400, N_("This activity names no week: the instructor adds it again through the tool's "
+                              "activity picker, or sets the custom parameter week=weekNN."))
     week = week_of(course, named).name
     if launch.lineitem:
         store.set_lineitem(launch.context, week, launch.lineitem)
