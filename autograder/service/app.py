@@ -105,8 +105,8 @@ async def _refused(request: Request, exc: Refused) -> Response:
     """Every refusal, as a page saying what to do (and the way back, when there is one)."""
     response = services(request).pages.render("error.html.j2", status=exc.status, refusal=exc, back=exc.back,
                                               language=page_language(request))
-    if exc.status == 429:
-        response.headers.update({"Retry-After": "60"})
+    if exc.status == 429:  # deps.too_many's: the seconds until the limit lets the next request through
+        response.headers["Retry-After"] = str(exc.values["seconds"])
     return response
 
 

@@ -115,9 +115,10 @@ TOO_MANY = {"requests": N_("Too many requests: wait {seconds} s and try again.")
             "uploads": N_("Too many uploads: wait {seconds} s and try again.")}
 
 
-def too_many(wait: float, what: Literal["requests", "uploads"] = "requests") -> Refused:
-    """A 429 saying how long to wait (translated on the error page, in its language)."""
-    return Refused(429, TOO_MANY[what], seconds=f"{wait:.0f}")
+def too_many(wait: int, what: Literal["requests", "uploads"] = "requests") -> Refused:
+    """A 429 saying how long to wait (translated on the error page, in its language): ``wait``
+    is the limiter's whole seconds, which the page's ``Retry-After`` repeats."""
+    return Refused(429, TOO_MANY[what], seconds=wait)
 
 
 def limit_address(request: Request, limits: LimitsDep) -> None:

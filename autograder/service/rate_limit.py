@@ -9,7 +9,9 @@ redis-cell use). A request is one upsert that moves that moment on by ``60 / rat
 unless it is already a whole minute ahead, and returns it (``INSERT ... ON CONFLICT DO
 UPDATE ... WHERE ... RETURNING``, atomic on SQLite and PostgreSQL alike), so two replicas
 counting at once never lose a request. A refused request changes nothing: a client polling
-faster than the limit still gets ``rate`` requests a minute through.
+faster than the limit still gets ``rate`` requests a minute through. It is told the real time
+until its bucket has a token again, in whole seconds rounded up (what ``Retry-After`` and the
+page's "wait N s" say): a client that waits that long gets through.
 
 A row whose moment has passed is a full bucket, the same as no row: each limiter deletes
 its bucket's such rows once a minute, so the table holds the keys seen in the last two
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable
 
@@ -44,8 +47,10 @@ class RateLimiter:
         self._interval = WINDOW_S / rate  # a token comes back this often
         self._swept = 0.0  # when this limiter last deleted its bucket's full buckets
 
-    def allow(self, *key: str) -> float:
-        """0 when a request for ``key`` may go on (it is counted), else the seconds to wait."""
+    def allow(self, *key: str) -> int:
+        """0 when a request for ``key`` may go on (it is counted), else the whole seconds until
+        its bucket has a token again: rounded up, so that a client waiting them is let through,
+        and so at least 1 (``Retry-After: 0`` would ask for the refused request again at once)."""
         now = self._clock()
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
         full_at = rate_limits.c.full_at
@@ -58,9 +63,13 @@ class RateLimiter:
         with self.database.write() as db:
             taken = db.execute(counted).first()
             if taken is None:
-                held = db.execute(select(full_at).where(rate_limits.c.bucket == self.bucket,
-                                                        rate_limits.c.key == digest)).scalar_one()
+                held = float(db.execute(select(full_at).where(rate_limits.c.bucket == self.bucket,
+                                                              rate_limits.c.key == digest)).scalar_one())
             if now - self._swept >= WINDOW_S:
                 db.execute(delete(rate_limits).where(rate_limits.c.bucket == self.bucket, full_at < now))
                 self._swept = now
-        return 0.0 if taken is not None else held - now - (WINDOW_S - self._interval)
+        if taken is not None:
+            return 0
+        # to the millisecond first: the stored moment is a float near 2e9, whose last bits
+        # would otherwise turn a wait of exactly 15 s into 16 (and a refusal is never 0)
+        return max(1, math.ceil(round(held - now - (WINDOW_S - self._interval), 3)))

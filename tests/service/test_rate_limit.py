@@ -1,18 +1,27 @@
 """The rate limits are counted in the service's database (issue 37): the replicas on one
 database share a learner's budget, and counting many addresses leaves no more behind than
-the keys of the last minutes. On SQLite and on PostgreSQL (the ``database_url`` fixture)."""
+the keys of the last minutes. On SQLite and on PostgreSQL (the ``database_url`` fixture).
+A refusal's ``Retry-After`` and its page say the real wait until the bucket has a token again."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import select
 
+from autograder.course import Course
 from autograder.database.tables import rate_limits
+from autograder.service.app import create_app
+from autograder.service.policy import policy_for
 from autograder.service.rate_limit import WINDOW_S, RateLimiter
+from autograder.service.settings import Settings
 from autograder.service.store import Store
+from autograder.service.tool import Tool
+from tests.service.web import free_port, serving
 
 START = 1_800_000_000.0
 
@@ -74,3 +83,25 @@ def test_many_addresses_leave_only_the_last_minutes_rows(replicas: tuple[Store, 
     assert not any("10." in key for key in stored)  # digests, not the addresses
     # and nothing per key in the process
     assert not [value for value in vars(limiter).values() if isinstance(value, dict | list | set)]
+
+
+def test_a_refusal_says_the_real_wait_until_a_token_is_back(tmp_path: Path, course: Course) -> None:
+    """The 429's ``Retry-After`` and its page's "wait N s": the time until the bucket refills,
+    rounded up (a client waiting that long gets through), not a fixed minute."""
+    clock = Clock()
+    settings = Settings(public_url="https://127.0.0.1", data=tmp_path / "service")
+    with Store(settings.data) as store:
+        app = create_app(settings, course=course, store=store, tool=Tool(settings),
+                         policy_for=lambda week: policy_for(course.root, week), wake=lambda: None)
+        parts = app.state.services  # the LTI routes' limit, per address, at 3 a minute on the test's clock
+        app.state.services = replace(parts, limits=replace(
+            parts.limits, per_address=RateLimiter(store.database, "address", 3, clock=clock)))
+        with serving(app, free_port()) as url, httpx.Client(base_url=url) as client:
+            assert [client.get("/lti/login").status_code for _ in range(3)].count(429) == 0
+            clock.now += 5.5  # a token comes back every 20 s: 14.5 s to wait
+            refused = client.get("/lti/login")
+            clock.now += 14.5
+            assert client.get("/lti/login").status_code != 429  # waiting that long was enough
+    assert refused.status_code == 429
+    assert refused.headers["Retry-After"] == "15"
+    assert "wait 15 s and try again" in refused.text
