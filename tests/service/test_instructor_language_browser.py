@@ -3,14 +3,17 @@ through Playwright, inside the stand-in LMS's iframe): an instructor launched wi
 shown in Japanese (``launch_presentation.locale`` ``ja_JP``) reads the live report and the
 marking page in Japanese, from the framework's gettext catalog, with ``<html lang="ja">``
 and no axe violation (WCAG 2.1 AA). Without a locale the pages fall back to course.toml's
-``instructor`` language, which the other service tests read in English."""
+``instructor`` language, which the other service tests read in English. The registration
+help, which no launch precedes, follows the browser's ``Accept-Language``."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from autograder.course import Course
 from autograder.i18n.languages import framework_translations
 from tests.helpers import assert_accessible
 from tests.service.lms import Lms
@@ -44,3 +47,15 @@ def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japa
     assert tool.evaluate("document.documentElement.lang") == "ja"
     assert tool.locator("main p.muted").inner_text() == _("No graded attempt has a task to mark yet.")
     context.close()
+
+
+def test_the_registration_help_follows_the_browsers_language_else_the_instructors(lms: Lms, course: Course) -> None:
+    translations = framework_translations("ja")
+    assert translations is not None
+    menu = "Site administration › Plugins › Activity modules › External tool › Manage tools"
+    client = lms.browser().client
+    japanese = client.get(f"{lms.tool_url}/lti/config", headers={"Accept-Language": "ja-JP,ja;q=0.9,en;q=0.5"})
+    assert re.search(r'<html lang="([^"]*)"', japanese.text)[1] == "ja"  # type: ignore[index]
+    assert translations.gettext(menu) in japanese.text and menu not in japanese.text
+    other = client.get(f"{lms.tool_url}/lti/config", headers={"Accept-Language": "fr-CH, fr;q=0.9"})
+    assert re.search(r'<html lang="([^"]*)"', other.text)[1] == course.languages.instructor  # type: ignore[index]
