@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from autograder.course import Course
 from autograder.exceptions import AutograderError, Refused
 from autograder.i18n.languages import framework_translations
-from autograder.i18n.runtime import _, speaking
+from autograder.i18n.runtime import N_, _, speaking
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
 from autograder.service.marking import answers_to_mark, form_ids, form_number, rubric_view
 from autograder.service.sessions import Session
@@ -80,7 +80,7 @@ def rubric(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: 
 
 def rubric_numbers(week: str, *numbers: int) -> None:
     """A rubric route's path numbers (task, item) checked as row numbers."""
-    form_ids(numbers, "The page's address", back=rubric_page(week))
+    form_ids(numbers, N_("The page's address"), back=rubric_page(week))
 
 
 def rubric_done(week: str, changed: str, count: int, task: int) -> Response:
@@ -92,7 +92,7 @@ def rubric_done(week: str, changed: str, count: int, task: int) -> Response:
 def add_rubric_item(task: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek,
                     store: StoreDep) -> Response:
     rubric_numbers(week.name, task)
-    points = form_number(form.get("points"), "Points", back=rubric_page(week.name))
+    points = form_number(form.get("points"), N_("Points"), back=rubric_page(week.name))
     try:
         store.gradebook.add_rubric_item(week.name, task, points=points, comment=str(form.get("comment", "")))
     except AutograderError as exc:
@@ -104,7 +104,7 @@ def add_rubric_item(task: int, session: CurrentInstructor, form: CheckedForm, we
 def edit_rubric_item(task: int, number: int, session: CurrentInstructor, form: CheckedForm, week: PathWeek,
                      store: StoreDep, hooks: HooksDep) -> Response:
     rubric_numbers(week.name, task, number)
-    points = form_number(form.get("points"), "Points", back=rubric_page(week.name))
+    points = form_number(form.get("points"), N_("Points"), back=rubric_page(week.name))
     try:
         changed = store.edit_rubric_item(week.name, task, number, points=points,
                                          comment=str(form.get("comment", "")))
@@ -119,14 +119,14 @@ def rubric_mark(task: int, session: CurrentInstructor, form: CheckedForm, week: 
                 hooks: HooksDep) -> Response:
     rubric_numbers(week.name, task)
     back = rubric_page(week.name)
-    attempts = form_ids(form.getlist("attempt"), "Answer", back=back)
-    items = form_ids(form.getlist("item"), "Rubric item", back=back)
+    attempts = form_ids(form.getlist("attempt"), N_("Answer"), back=back)
+    items = form_ids(form.getlist("item"), N_("Rubric item"), back=back)
     if not attempts:
-        raise Refused(400, "Select at least one answer to mark.", back=back)
-    adjustment = form_number(form.get("adjustment"), "Adjustment", back=back, empty=0.0)
+        raise Refused(400, N_("Select at least one answer to mark."), back=back)
+    adjustment = form_number(form.get("adjustment"), N_("Adjustment"), back=back, empty=0.0)
     note = str(form.get("comment", "")).strip()
     if not items and not adjustment and not note:
-        raise Refused(400, "Choose the rubric items (or an adjustment or a comment) the selected answers get.",
+        raise Refused(400, N_("Choose the rubric items (or an adjustment or a comment) the selected answers get."),
                       back=back)
     try:
         marked = store.rubric_mark(attempts, context=session.context, task=task, items=items,
