@@ -11,6 +11,10 @@ would.  With ``--database postgresql`` the service keeps its attempts, queue and
 a throwaway PostgreSQL server (``tests.helpers.PostgresServer``) instead of its SQLite
 files, and ``--replicas N`` runs N ``serve`` processes on it and one data folder behind the
 tests' round-robin proxy (``tests.helpers.RoundRobinProxy``; ``--kill`` kills the first).
+With ``--hogs`` the rush is run twice on the same servers, first on the idle machine, then
+beside CPU hogs (two spinning processes per core, ``tests.helpers.cpu_hogs``) with the same
+notebooks made byte-unique again, and ``idle_vs_loaded`` compares each upload's two scores
+(issue 37: budgets in CPU time give the same score whatever the load).
 Reported: p50/p95 seconds from upload to feedback ready and to the score arriving at the
 LMS, the servers' peak memory (RSS, their process trees, summed), and uploads lost (accepted
 but never graded) or duplicated (graded twice, or a score posted twice): both must be 0.
@@ -18,12 +22,14 @@ but never graded) or duplicated (graded twice, or a score posted twice): both mu
     .venv/bin/python benchmarks/service_rush.py --students 300 --uploads 1000 --seconds 180 --jobs 2 --kill
     .venv/bin/python benchmarks/service_rush.py --week week06 --students 300 --uploads 1000 --seconds 180
     .venv/bin/python benchmarks/service_rush.py --database postgresql --replicas 2 --uploads 100 --seconds 60
+    .venv/bin/python benchmarks/service_rush.py --week week02 --students 60 --uploads 120 --seconds 60 --hogs
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
 import json
 import os
 import signal
@@ -35,6 +41,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 
@@ -45,8 +52,8 @@ from sqlalchemy import create_engine, text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.submissions import build
-from tests.helpers import PostgresServer, RoundRobinProxy, kill_alone
+from benchmarks.submissions import build, kind_of
+from tests.helpers import PostgresServer, RoundRobinProxy, cpu_hogs, kill_alone
 from tests.service.lti_platform import PlatformState, create_platform
 from tests.service.web import Browser, forms, free_port, make_certificate, serving
 
@@ -98,12 +105,11 @@ class Server:
         self.peak_rss = max(self.peak_rss, rss)
 
 
-def registration_url(log: Path) -> str:
-    """The one-time registration URL ``autograder serve`` printed when it started."""
-    for line in log.read_text().splitlines():
-        if "/lti/register/" in line:
-            return "https://" + line.split("https://")[-1].split()[0]
-    raise RuntimeError(f"no registration URL in {log}")
+def registration_url(server: Server) -> str:
+    """A one-time registration URL, as an admin asks ``autograder serve`` for one (it prints
+    none at start: one in the log would be good to anyone reading it)."""
+    asked = subprocess.run([*server.command, "--registration-url"], capture_output=True, text=True, check=True)
+    return asked.stdout.strip()
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -111,6 +117,46 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
         return {"p50": None, "p95": None}
     ordered = sorted(values)
     return {"p50": round(statistics.median(ordered), 3), "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3)}
+
+
+def made_unlike(notebook: bytes, label: str) -> bytes:
+    """The notebook with ``label`` in its metadata: the same code in a file no earlier upload
+    had, so the service grades it again instead of finding it graded."""
+    document = json.loads(notebook)
+    document["metadata"]["rush"] = label
+    return json.dumps(document).encode()
+
+
+BUDGET_WORDS = (" s of CPU time", " s of wall-clock time")  # how the English feedback names a budget that ran out
+
+
+def stopped_by_a_budget(result_path: str | None) -> bool:
+    """Whether a graded attempt's feedback says a budget stopped some of its code."""
+    if not result_path:
+        return False
+    result = json.loads(Path(result_path).read_text(encoding="utf-8"))
+    said = [test["output"] for test in result["tests"]] + result.get("messages", [])
+    return any(words in line for line in said for words in BUDGET_WORDS)
+
+
+def idle_vs_loaded(kinds: list[str], scores: dict[tuple[str, int], float | None],
+                   stopped: dict[tuple[str, int], bool]) -> dict[str, object]:
+    """Each fixture kind's scores in the idle rush and beside the hogs, the uploads whose two
+    scores differ (index, kind, idle, loaded) and how many feedbacks name a budget that ran
+    out. A wrong notebook may score differently on the fresh data each upload draws (the
+    week's ``seed`` fixture), load or not: a budget named only beside the hogs is the load."""
+    by_kind: dict[str, dict[str, Counter[str]]] = {}
+    for index, kind in enumerate(kinds):
+        for label in ("idle", "loaded"):
+            by_kind.setdefault(kind, {"idle": Counter(), "loaded": Counter()})[label][
+                str(scores.get((label, index)))] += 1
+    differ = [(index, kind, scores.get(("idle", index)), scores.get(("loaded", index)))
+              for index, kind in enumerate(kinds) if scores.get(("idle", index)) != scores.get(("loaded", index))]
+    return {"uploads_scored_differently": len(differ), "differing_uploads": differ[:20],
+            "stopped_by_a_budget": {label: sum(was for (of, _), was in stopped.items() if of == label)
+                                    for label in ("idle", "loaded")},
+            "scores_by_kind": {kind: {label: dict(counts) for label, counts in each.items()}
+                               for kind, each in by_kind.items()}}
 
 
 def main() -> None:
@@ -126,6 +172,8 @@ def main() -> None:
                         help="the service's SQLite files, or a throwaway PostgreSQL server")
     parser.add_argument("--replicas", type=int, default=1, help="serve processes behind a round-robin proxy "
                         "(more than one needs --database postgresql)")
+    parser.add_argument("--hogs", action="store_true", help="run the rush again beside CPU hogs and compare "
+                        "each upload's idle and loaded scores")
     parser.add_argument("--out", type=Path, default=None, help="write the summary JSON here too")
     args = parser.parse_args()
     if args.replicas > 1 and args.database != "postgresql":
@@ -134,7 +182,11 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="service-rush-"))
     certificate = make_certificate(folder)
     os.environ["REQUESTS_CA_BUNDLE"] = str(certificate[0])  # the LMS fetches the tool's JWKS over https
-    notebooks = [p.read_bytes() for p in build(folder / "notebooks", args.uploads, args.week)]
+    paths = build(folder / "notebooks", args.uploads, args.week)
+    notebooks = [p.read_bytes() for p in paths]
+    passes = [("idle", notebooks)] + ([("loaded", [made_unlike(n, "loaded") for n in notebooks])] if args.hogs else [])
+    pass_of = {hashlib.sha256(content).hexdigest(): (label, index)  # what the store keys an upload by
+               for label, contents in passes for index, content in enumerate(contents)}
     state = PlatformState()
     platform_port, ports = free_port(), [free_port() for _ in range(args.replicas)]
     state.base = f"http://127.0.0.1:{platform_port}"
@@ -152,7 +204,7 @@ def main() -> None:
         with ThreadPoolExecutor(len(servers)) as starting:
             list(starting.map(Server.start, servers))
         admin = Browser(certificate[0])
-        admin.get(registration_url(server.log), params={
+        admin.get(registration_url(server), params={
             "openid_configuration": f"{lms}/.well-known/openid-configuration",
             "registration_token": state.new_registration_token()})
         picker = admin.get(f"{lms}/start", params={"user": "teacher", "role": "instructor", "deep_link": "true"})
@@ -173,11 +225,10 @@ def main() -> None:
         accepted: list[tuple[str, float]] = []   # (attempt URL, wall time of the upload)
         retried = Counter[str]()
         lock = threading.Lock()
-        start = time.time()
         killed = threading.Event()
         orphans: list[int] = []
 
-        def upload(index: int) -> None:
+        def upload(index: int, notebook: bytes, start: float) -> None:
             browser, csrf = students[index % len(students)]
             at = start + index * args.seconds / args.uploads
             time.sleep(max(0.0, at - time.time()))
@@ -189,7 +240,7 @@ def main() -> None:
                 sent = time.time()
                 try:
                     reply = browser.client.post(f"{tool}/week/{args.week}/upload", data={"csrf": csrf}, files={
-                        "notebook": (f"{args.week}-{index}.ipynb", notebooks[index], "application/x-ipynb+json")})
+                        "notebook": (f"{args.week}-{index}.ipynb", notebook, "application/x-ipynb+json")})
                 except httpx.TransportError:
                     retried["server down"] += 1
                     time.sleep(0.5)
@@ -212,30 +263,35 @@ def main() -> None:
                 time.sleep(0.5)
 
         threading.Thread(target=sample, daemon=True).start()
-        with ThreadPoolExecutor(args.clients) as pool:
-            list(pool.map(upload, range(args.uploads)))
-        uploaded_by = time.time()
-        print(f"uploads done after {uploaded_by - start:.0f} s; waiting for grading and scores", flush=True)
-
         engine = create_engine(database)
-        while True:
-            with engine.connect() as db:
-                waiting = db.execute(text("SELECT COUNT(*) FROM attempts WHERE state IN ('queued', 'grading')")
-                                     ).scalar_one()
-                unsent = db.execute(text("SELECT COUNT(*) FROM posts WHERE state = 'pending'")).scalar_one()
-            if not waiting and not unsent:
-                break
-            if time.time() - uploaded_by > 1800:
-                print("gave up waiting after 30 min", flush=True)
-                break
-            time.sleep(1)
-        finished = time.time()
+        for label, contents in passes:  # the idle rush; with --hogs, then the loaded one
+            with cpu_hogs() if label == "loaded" else nullcontext():
+                start = time.time()
+                with ThreadPoolExecutor(args.clients) as pool:
+                    list(pool.map(upload, range(args.uploads), contents, [start] * args.uploads))
+                uploaded_by = time.time()
+                print(f"{label} rush: uploads done after {uploaded_by - start:.0f} s; waiting for grading and scores",
+                      flush=True)
+                while True:
+                    with engine.connect() as db:
+                        waiting = db.execute(text("SELECT COUNT(*) FROM attempts WHERE state IN ('queued', 'grading')")
+                                             ).scalar_one()
+                        unsent = db.execute(text("SELECT COUNT(*) FROM posts WHERE state = 'pending'")).scalar_one()
+                    if not waiting and not unsent:
+                        break
+                    if time.time() - uploaded_by > 1800:
+                        print("gave up waiting after 30 min", flush=True)
+                        break
+                    time.sleep(1)
+                finished = time.time()
         sampler_stop.set()
         for each in servers:
             each.stop()
 
     with engine.connect() as db:
         rows = db.execute(text('SELECT "user", content_hash, submitted_at, graded_at, state FROM attempts')).all()
+        graded = [(pass_of[content_hash], score, result_path) for content_hash, score, result_path in db.execute(text(
+            "SELECT content_hash, score, result_path FROM attempts")).all() if content_hash in pass_of]
         posts = db.execute(text('SELECT "user", payload, state FROM posts')).all()
     engine.dispose()
     if proxy:
@@ -271,6 +327,14 @@ def main() -> None:
         "graders_alive_5s_after_the_kill": orphans[0] if orphans else None,
         "load_average_1min_at_end": os.getloadavg()[0],
     }
+    if args.hogs:
+        summary["upload_to_feedback_s_by_rush"] = {label: percentiles([
+            datetime.fromisoformat(g).timestamp() - datetime.fromisoformat(s).timestamp()
+            for _, content_hash, s, g, state_ in rows
+            if g and state_ == "graded" and pass_of.get(content_hash, ("",))[0] == label]) for label, _ in passes}
+        summary["idle_vs_loaded"] = idle_vs_loaded([kind_of(path) for path in paths],
+                                                   {upload: score for upload, score, _ in graded},
+                                                   {upload: stopped_by_a_budget(path) for upload, _, path in graded})
     report = json.dumps(summary, indent=2)
     print(report)
     if args.out:
