@@ -86,6 +86,7 @@ def _replica_that_dies_holding_work(database: str, data: Path) -> None:
     os._exit(0)
 
 
+@pytest.mark.slow  # the dead replica's claims expire first (TTL_S): 2 s on a loaded machine
 def test_the_replica_taking_over_a_dead_replicas_attempt_and_score_post_logs_each_naming_it(
         tmp_path: Path, endpoint: ScoreEndpoint, caplog: pytest.LogCaptureFixture) -> None:
     database = f"sqlite:///{tmp_path / 'shared.sqlite'}"
