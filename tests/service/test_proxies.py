@@ -147,6 +147,16 @@ def _ready(port: int, replica: subprocess.Popen[bytes], tmp_path: Path) -> bool:
         return False
 
 
+def announcing(site: Deployment, length: int) -> int:
+    """The status the proxy answers a POST whose headers announce ``length`` bytes, sent
+    before any of them (the proxy must refuse an upload too large before taking it in)."""
+    host, port = site.url.removeprefix("https://").split(":")
+    with socket.create_connection((host, int(port))) as raw, site.verify.wrap_socket(raw, server_hostname=host) as tls:
+        tls.sendall(f"POST /healthz HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
+                    f"Content-Length: {length}\r\n\r\n".encode())
+        return int(tls.recv(4096).split(b" ")[1])
+
+
 def learner_uploads_through_the_proxy(site: Deployment) -> None:
     """The admin registers the tool, the instructor adds week01, a learner launches and uploads:
     every step through the proxy on a fresh connection (so through one replica and the other),
@@ -195,21 +205,25 @@ def start_nginx(tmp_path: Path, port: int, backends: list[int], certificate: tup
     return process
 
 
-def nginx_log(tmp_path: Path) -> list[list[str]]:
-    """The access log's lines: method, path, status, upstream addresses, upstream statuses."""
-    return [line.split("|") for line in (tmp_path / "nginx" / "logs" / "access.log").read_text().splitlines()]
+def nginx_log(tmp_path: Path, lines: int = 0) -> list[list[str]]:
+    """The access log's lines (method, path, status, upstream addresses, upstream statuses),
+    once it has at least ``lines``: nginx writes a request's line after its answer."""
+    log = tmp_path / "nginx" / "logs" / "access.log"
+    return wait_until(lambda: read if len(read := [line.split("|") for line in log.read_text().splitlines()]) >= lines
+                      else None, timeout=30)
 
 
-def stuck(send: Callable[[], httpx.Response]) -> tuple[threading.Thread, list[httpx.Response]]:
+def stuck(send: Callable[[], httpx.Response]) -> tuple[threading.Thread, list[httpx.Response], int]:
     """Requests sent one after another until one does not come back within 3 s (round robin
-    gave it to the stopped replica): that request's thread and where its answer will be."""
-    for _ in range(4):
+    gave it to the stopped replica): that request's thread, where its answer will be, and how
+    many requests were sent."""
+    for sent in range(1, 5):
         answer: list[httpx.Response] = []
         thread = threading.Thread(target=lambda a=answer: a.append(send()), daemon=True)
         thread.start()
         thread.join(3)
         if thread.is_alive():
-            return thread, answer
+            return thread, answer, sent
     raise AssertionError("every request came back: none went to the stopped replica")
 
 
@@ -221,29 +235,33 @@ def test_nginx_as_documented_spreads_requests_retries_a_get_but_never_a_post_pas
         for path in ("/healthz", "/readyz", "/healthz", "/readyz"):
             assert site.get(path).status_code == 200
         learner_uploads_through_the_proxy(site)
+        served = len(nginx_log(tmp_path, 1))
+        assert announcing(site, 7 * 2**20) == 413  # client_max_body_size 6m, refused before reaching a replica
+        log = nginx_log(tmp_path, served + 1)
+        assert log[-1][:4] == ["POST", "/healthz", "413", "-"], log[-1]  # "-": no replica
         first, second = (f"127.0.0.1:{port}" for port in site.ports)
-        reached = [line[3] for line in nginx_log(tmp_path)]
+        reached = [line[3] for line in log]
         assert reached.count(first) >= 4 and reached.count(second) >= 4, reached
-        assert all(int(line[2]) < 400 for line in nginx_log(tmp_path)), nginx_log(tmp_path)
+        assert all(int(line[2]) < 400 for line in log[:-1]), log
 
         # the second replica stops answering: a GET and a POST it took hang there until it dies
         os.kill(site.replicas[1].pid, signal.SIGSTOP)
-        get, got = stuck(lambda: site.get("/healthz"))
-        post, posted = stuck(lambda: site.post("/healthz"))
+        get, got, gets = stuck(lambda: site.get("/healthz"))
+        post, posted, posts = stuck(lambda: site.post("/healthz"))
         kill_alone(site.replicas[1], grace_s=0.5)  # its graders too, once it is gone
         get.join(30)
         post.join(30)
+        log = nginx_log(tmp_path, len(log) + gets + posts)
         assert got[0].status_code == 200 and got[0].json() == {"status": "alive"}
         assert posted[0].status_code == 502, posted[0].text  # nginx's error page: the learner must look again
-        retried = [line for line in nginx_log(tmp_path) if line[3] == f"{second}, {first}"]
-        assert [line[:3] for line in retried] == [["GET", "/healthz", "200"]], nginx_log(tmp_path)
-        assert [line[:4] for line in nginx_log(tmp_path) if line[0] == "POST"][-1] == ["POST", "/healthz", "502",
-                                                                                        second]
+        retried = [line for line in log if line[3] == f"{second}, {first}"]
+        assert [line[:3] for line in retried] == [["GET", "/healthz", "200"]], log
+        assert [line[:4] for line in log if line[0] == "POST"][-1] == ["POST", "/healthz", "502", second], log
         # two failures within fail_timeout (max_fails=2): the dead replica is left out, nothing waits on it
-        before = len(nginx_log(tmp_path))
         for _ in range(6):
             assert site.get("/readyz").status_code == 200
-        assert [line[3] for line in nginx_log(tmp_path)[before:]] == [first] * 6, nginx_log(tmp_path)[before:]
+        after = nginx_log(tmp_path, len(log) + 6)[len(log):]
+        assert [line[3] for line in after] == [first] * 6, after
 
 
 # --- HAProxy -------------------------------------------------------------------------------------
@@ -317,6 +335,8 @@ def test_haproxy_as_documented_takes_a_replica_that_is_not_ready_out_of_rotation
         # the learner's launch and upload (the graded attempt's pages are the nginx test's)
         upload_through_the_lms(site.lms, site.registration_url, "s-proxied")[0].close()
         assert all(n >= 4 for n in took(tmp_path)), haproxy_servers(tmp_path)
+        before = took(tmp_path)
+        assert announcing(site, 7 * 2**20) == 413 and took(tmp_path) == before  # refused before any replica
 
         # the second replica stops answering: its /readyz check fails twice and it leaves the rotation
         os.kill(site.replicas[1].pid, signal.SIGSTOP)
