@@ -1,6 +1,6 @@
 """The deployment docs/LMS.md shows, run as far as this machine allows (issue 38): real nginx and
 real HAProxy (Debian's packages) in front of two real ``autograder serve`` replicas on one real
-PostgreSQL database, each proxy configured with the snippet TAKEN FROM the doc (only ports and
+PostgreSQL database, each proxy configured with the snippet taken from the doc (only ports and
 file paths substituted), so the doc is what is tested; the Compose files through
 ``docker-compose config`` and the systemd unit through ``systemd-analyze verify``.
 
@@ -162,7 +162,7 @@ def learner_uploads_through_the_proxy(site: Deployment) -> None:
     every step through the proxy on a fresh connection (so through one replica and the other),
     then the graded attempt's page and feedback through it."""
     browser, attempt = upload_through_the_lms(site.lms, site.registration_url, "s-proxied")
-    assert browser.client.cookies.get("__Host-ag-session"), "no session: the replicas did not see https"
+    assert browser.client.cookies.get("__Host-ag-session"), "no session cookie came back through the proxy"
     state = wait_until(lambda: (s := browser.client.get(f"{attempt}/state").json())["state"] in ("graded", "failed")
                        and s)
     assert state["state"] == "graded", state
