@@ -11,13 +11,20 @@ zygote from its own workers (same uid):
   whose flags a filter cannot read, says ENOSYS so the C library falls back to ``clone``);
 - no mounts, ``chroot``, modules, ``bpf``, ``perf_event_open``, ``userfaultfd``, keyrings,
   ``io_uring`` (whose requests bypass seccomp);
-- sockets of the ``AF_UNIX`` family only (multiprocessing and joblib need those).
+- sockets of the ``AF_UNIX`` family only (multiprocessing and joblib need those);
+- no memory that takes no address space (``memfd_create``, ``memfd_secret``, SysV
+  ``shmget``, ``semget``, ``msgget``): ``RLIMIT_AS`` never counts it, so where the memory
+  cgroup is off nothing else would. What a caller falls back on, a file in ``/tmp`` or
+  ``/dev/shm`` (POSIX shared memory, multiprocessing's semaphores), is held by the scratch
+  tmpfs's size.
 
-Denied calls fail with EPERM (ENOSYS for ``clone3``/``io_uring``); nothing is killed, so
-a submission sees an ordinary ``OSError``. The filter is installed once in the zygote,
-after the imports, without ``unshare``, ``mount`` and ``clone`` into a new PID namespace
-(it forks each worker into its own and sets up its fresh namespaces), and again, whole,
-by every worker before any student code runs; filters stack and cannot be removed.
+Denied calls fail with EPERM (ENOSYS for ``clone3``, ``io_uring`` and the memory calls,
+as from a kernel built without them, which is what callers with a fallback test for);
+nothing is killed, so a submission sees an ordinary ``OSError``. The filter is installed
+once in the zygote, after the imports, without ``unshare``, ``mount`` and ``clone`` into a
+new PID namespace (it forks each worker into its own and sets up its fresh namespaces), and
+again, whole, by every worker before any student code runs; filters stack and cannot be
+removed.
 """
 
 from __future__ import annotations
@@ -47,6 +54,11 @@ DENIED = (
     "open_by_handle_at", "name_to_handle_at", "syslog", "lookup_dcookie",
 )
 NOT_AVAILABLE = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register")
+# memory outside every rlimit: a memfd written with write() (its pages are in no mapping),
+# SysV shared memory touched and detached, semaphore sets and messages (kernel memory). The
+# IPC namespace's own caps (kernel.shmall, msgmni, semmni...) cannot be lowered instead: its
+# sysctl files answer only the namespace's root, and the sandbox maps no uid 0
+UNCOUNTED_MEMORY = ("memfd_create", "memfd_secret", "shmget", "semget", "msgget")
 # syscall -> index of the argument that names a process
 AIMED_AT_A_PID = {
     "kill": 0, "tkill": 0, "tgkill": 0, "rt_sigqueueinfo": 0, "rt_tgsigqueueinfo": 0, "pidfd_open": 0,
@@ -132,7 +144,7 @@ def compile_filter(protected_pid: int, allow: tuple[str, ...] = ()) -> tuple[byt
         for name in DENIED:
             if name not in allow:
                 rule(name, eperm)
-        for name in NOT_AVAILABLE:
+        for name in NOT_AVAILABLE + UNCOUNTED_MEMORY:
             rule(name, _errno_action(errno.ENOSYS))
         # -pid names the zygote's process group, but -1 means "every process I may signal"
         # (which excludes a PID namespace's init): the zygote relies on kill(-1) itself
@@ -144,7 +156,7 @@ def compile_filter(protected_pid: int, allow: tuple[str, ...] = ()) -> tuple[byt
             if not (flag == CLONE_NEWPID and "clone(CLONE_NEWPID)" in allow):
                 rule("clone", eperm, (0, SCMP_CMP_MASKED_EQ, flag, flag))
         rule("socket", eperm, (0, SCMP_CMP_NE, AF_UNIX, 0))  # compares 64 bits: fails closed
-        fd = os.memfd_create("seccomp-bpf")
+        fd = os.memfd_create("seccomp-bpf")  # so compiled before any filter is loaded: it refuses memfds
         try:
             code = lib.seccomp_export_bpf(ctx, fd)
             if code < 0:
