@@ -7,7 +7,9 @@ file paths substituted), so the doc is what is tested; the Compose files through
 What the proxies must show: requests reach both replicas and a learner's launch and upload go
 through; HAProxy's ``/readyz`` check takes a stopped replica out of rotation and puts it back
 when it answers again; nginx (open source: passive checks only) retries a GET that met a dead
-replica on the other one but never re-sends a POST that reached it."""
+replica on the other one but never re-sends a POST that reached it; and a POST that met a
+dying replica gets deploy/proxy-error.html from either proxy, which tells the learner to look
+at their attempts before sending again."""
 
 from __future__ import annotations
 
@@ -41,6 +43,9 @@ from tests.service.web import free_port, make_certificate, serving, wait_until
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "LMS.md"
 DOC_PORTS = ("8001", "8002")  # the replicas' ports in the doc's snippets
+DOC_DEPLOY = "/srv/ml101/deploy"  # where the doc's snippets find deploy/proxy-error.html
+# the page a proxy shows for a request no replica answered: its English and Japanese headings
+PROXY_ERROR = ("The grading service did not answer", "採点サービスが応答しませんでした")
 # Debian installs both proxies in /usr/sbin, which a non-root PATH may leave out
 NGINX, HAPROXY = (shutil.which(name) or shutil.which(name, path="/usr/sbin") for name in ("nginx", "haproxy"))
 
@@ -187,7 +192,8 @@ def start_nginx(tmp_path: Path, port: int, backends: list[int], certificate: tup
     for line in ("listen 443 ssl;", "ssl_certificate /etc/ssl/certs/grader.example.edu.pem;",
                  "ssl_certificate_key /etc/ssl/private/grader.example.edu.key;"):
         assert line in site, f"docs/LMS.md's nginx snippet no longer has {line!r}"
-    site = (site.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
+    assert f"root {DOC_DEPLOY};" in site, f"docs/LMS.md's nginx snippet no longer serves {DOC_DEPLOY}"
+    site = (site.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;").replace(DOC_DEPLOY, str(ROOT / "deploy"))
             .replace("/etc/ssl/certs/grader.example.edu.pem", str(certificate[0]))
             .replace("/etc/ssl/private/grader.example.edu.key", str(certificate[1])))
     (prefix / "grader.conf").write_text(site)
@@ -253,10 +259,13 @@ def test_nginx_as_documented_spreads_requests_retries_a_get_but_never_a_post_pas
         post.join(30)
         log = nginx_log(tmp_path, len(log) + gets + posts)
         assert got[0].status_code == 200 and got[0].json() == {"status": "alive"}
-        assert posted[0].status_code == 502, posted[0].text  # nginx's error page: the learner must look again
+        # deploy/proxy-error.html: the learner is told to look at the attempts before sending again
+        assert posted[0].status_code == 502 and all(words in posted[0].text for words in PROXY_ERROR), posted[0].text
         retried = [line for line in log if line[3] == f"{second}, {first}"]
         assert [line[:3] for line in retried] == [["GET", "/healthz", "200"]], log
-        assert [line[:4] for line in log if line[0] == "POST"][-1] == ["POST", "/healthz", "502", second], log
+        # the POST's line, once nginx turned it into the GET of its error page: it went to the dead replica alone
+        assert [line[:4] for line in log if line[1] == "/proxy-error.html"] == [["GET", "/proxy-error.html", "502",
+                                                                                  second]], log
         # two failures within fail_timeout (max_fails=2): the dead replica is left out, nothing waits on it
         for _ in range(6):
             assert site.get("/readyz").status_code == 200
@@ -293,7 +302,8 @@ def start_haproxy(tmp_path: Path, port: int, backends: list[int], certificate: t
     sections = with_ports(doc_block("haproxy", "backend autograder"), backends)
     bind = "bind :443 ssl crt /etc/haproxy/grader.example.edu.pem"
     assert bind in sections, f"docs/LMS.md's HAProxy snippet no longer has {bind!r}"
-    sections = sections.replace(bind, f"bind 127.0.0.1:{port} ssl crt {pem}")
+    assert f"file {DOC_DEPLOY}/proxy-error.html" in sections, sections
+    sections = sections.replace(bind, f"bind 127.0.0.1:{port} ssl crt {pem}").replace(DOC_DEPLOY, str(ROOT / "deploy"))
     config = folder / "haproxy.cfg"
     config.write_text(HAPROXY_BASE.format(socket=folder / "admin.sock") + sections)
     log = folder / "haproxy.log"
@@ -360,6 +370,15 @@ def test_haproxy_as_documented_takes_a_replica_that_is_not_ready_out_of_rotation
         kill_alone(site.replicas[1], grace_s=0.5)
         for _ in range(4):
             assert site.get("/healthz").status_code == 200
+
+        # the last replica stops, then dies with an upload-like POST sent to it: HAProxy's 502 is
+        # deploy/proxy-error.html, which tells the learner to look at the attempts before sending again
+        os.kill(site.replicas[0].pid, signal.SIGSTOP)
+        post, posted, _ = stuck(lambda: site.post("/healthz"))
+        kill_alone(site.replicas[0], grace_s=0.5)
+        post.join(30)
+        assert posted[0].status_code == 502 and all(words in posted[0].text for words in PROXY_ERROR), posted[0].text
+        assert posted[0].headers["content-type"] == "text/html; charset=utf-8"
 
 
 # --- Compose and systemd -------------------------------------------------------------------------
