@@ -104,9 +104,8 @@ def test_the_instructors_pages_messages_are_extracted_and_translated(course: Cou
 # or ``LaunchRefused``'s advice) translated when the error page is rendered, never English
 # written where it is raised. LaunchRefused's detail stays English: it is for the administrator.
 SERVICE = TEMPLATES.parent
-# the refusals that still speak English: to instructors (the live report, the activity picker's
-# answer), to the administrator registering the tool, and to the monitoring
-ENGLISH_REFUSALS = {"routes/instructor.py", "routes/deep_link.py", "routes/platform.py", "routes/metrics.py"}
+# the one refusal that stays English: to the monitoring (a machine reading /metrics)
+ENGLISH_REFUSALS = {"routes/metrics.py"}
 
 
 def refusals_outside_the_catalog(source: str) -> list[int]:

@@ -7,11 +7,12 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from autograder.exceptions import Refused
+from autograder.i18n.runtime import N_
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, PagesDep, ToolDep, week_of
 from autograder.service.lti import DEEP_LINKING, Launch, Platforms, deep_linking_response
 
 router = APIRouter()
-NOTHING_BEING_ADDED = "No activity is being added: start from 'Add an activity' in the LMS."
+NOTHING_BEING_ADDED = N_("No activity is being added: start from 'Add an activity' in the LMS.")
 
 
 @router.get("/deep-link")
@@ -47,7 +48,7 @@ def _launch_for_response(fields: dict[str, str | None], platforms: Platforms) ->
     """The parts of the deep-linking launch the response needs, back from the session."""
     platform = platforms.find(str(fields["issuer"]), str(fields["client_id"]))
     if platform is None:
-        raise Refused(400, "The platform that asked for this activity is no longer registered.")
+        raise Refused(400, N_("The platform that asked for this activity is no longer registered."))
     return Launch(message_type=DEEP_LINKING, platform=platform, deployment_id=str(fields["deployment_id"]),
                   sub="", name="", email=None, roles=(), context_id="", context_title="", resource_link_id=None,
                   deep_link_return_url=fields["return_url"], deep_link_data=fields["data"])

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from autograder.exceptions import Refused
 from autograder.formats.cells import spreadsheet_cell
+from autograder.i18n.runtime import N_
 from autograder.service.deps import (
     CheckedForm,
     CourseDep,
@@ -63,7 +64,7 @@ def resend(post_id: int, session: CurrentInstructor, _: CheckedForm, week: PathW
            hooks: HooksDep) -> Response:
     """Send a failed score post again (after the instructor fixed what the LMS refused)."""
     if not (is_row_id(post_id) and store.retry_post(post_id, context=session.context)):
-        raise Refused(404, "There is no failed score post with this number in your course: reload the page.",
+        raise Refused(404, N_("There is no failed score post with this number in your course: reload the page."),
                       back=f"/instructor/{week.name}")
     hooks.scores_changed()
     return RedirectResponse(f"/instructor/{week.name}", status_code=303)

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from autograder.course import Course
 from autograder.exceptions import Refused
+from autograder.i18n.runtime import N_
 from autograder.service.deps import AddressLimited, CourseDep, PagesDep, SettingsDep, ToolDep
 from autograder.service.edge import token
 from autograder.service.locales import accepted_language
@@ -42,8 +43,8 @@ def config(tool: ToolDep, course: CourseDep, pages: PagesDep, accept_language: A
 
 @router.get("/register", dependencies=[AddressLimited])
 def register_without_code() -> HTMLResponse:
-    raise Refused(403, "This registration URL lacks its one-time code: run `autograder serve --registration-url` "
-                       "on the server and paste the URL it prints (…/lti/register/<code>).")
+    raise Refused(403, N_("This registration URL lacks its one-time code: run `autograder serve --registration-url` "
+                          "on the server and paste the URL it prints (…/lti/register/<code>)."))
 
 
 @router.get("/register/{code}", dependencies=[AddressLimited])
@@ -51,8 +52,8 @@ def register(code: str, openid_configuration: str, tool: ToolDep, settings: Sett
              pages: PagesDep, registration_token: str | None = None,
              accept_language: AcceptLanguage = None) -> HTMLResponse:
     if not tool.states.use_registration_code(token(code, "registration code")):
-        raise Refused(403, "This registration URL is used up, expired or was never issued here: run "
-                           "`autograder serve --registration-url` on the server for a new one.")
+        raise Refused(403, N_("This registration URL is used up, expired or was never issued here: run "
+                              "`autograder serve --registration-url` on the server for a new one."))
     platform = register_dynamically(tool.client, openid_configuration=openid_configuration,
                                     registration_token=registration_token, urls=tool.urls,
                                     tool_name=settings.tool_name, platforms=tool.platforms)
