@@ -24,8 +24,9 @@ gets its own: it is forked into a PID namespace of its own (as its pid 1), enter
 mount, IPC and cgroup namespace, mounts a fresh size-capped tmpfs on both, and only then
 drops the one capability the zygote holds for this (``CAP_SYS_ADMIN``, in the sandbox's
 own user namespace) and installs the seccomp filter that forbids mounts and namespaces.
-Whatever a submission writes (files at any depth, SysV or POSIX IPC objects, the memory
-they hold) dies with its namespaces when its last process is killed: the next submission
+Whatever a submission writes (files at any depth, POSIX IPC objects, the memory they hold;
+SysV IPC and memfd the filter refuses, since their memory counts against no rlimit) dies
+with its namespaces when its last process is killed: the next submission
 starts from the zygote's state, with nothing to restore and no walk of what the last one
 left.
 """
