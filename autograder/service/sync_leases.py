@@ -2,7 +2,7 @@
 assignment in the service's database (``service_syncs``), shared by every replica (issue 27).
 
 A replica runs an entry only while it holds the row's lease. ``take`` sets ``owner`` (the
-replica's host and pid and a token of this claim, ``claims.claim_token``) and
+replica's host and pid and a token of this claim, ``claims.replica_claim_token``) and
 ``claimed_at`` in one UPDATE whose WHERE says the lease is free (or expired) and the run
 due (``next_run`` passed), so of several replicas looking at once exactly one gets it:
 PostgreSQL checks the WHERE again on a row another transaction just changed, and SQLite's
@@ -35,8 +35,6 @@ Times are the replicas' clocks, as for every claim: keep them in step (NTP).
 from __future__ import annotations
 
 import json
-import os
-import socket
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -47,7 +45,7 @@ from sqlalchemy import Row, select, update
 from autograder.database import Database
 from autograder.database.tables import service_syncs
 from autograder.service.attempt_queue import moment, stamp
-from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_token, still_held
+from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, replica_claim_token, still_held
 
 
 @dataclass(frozen=True)
@@ -90,8 +88,6 @@ class SyncLeases:
     def __init__(self, database: Database, *, ttl_s: float = CLAIM_TTL_S) -> None:
         self.database = database
         self.ttl_s = ttl_s
-        # who holds a lease, for the instructor's page and the logs (each lease's token adds a claim_token)
-        self.replica = f"{socket.gethostname()} (pid {os.getpid()})"
         self._renewer = ClaimRenewer(self._renew, ttl_s=ttl_s, name="autograder-sync-leases")
 
     def close(self) -> None:
@@ -118,7 +114,7 @@ class SyncLeases:
         when this process got it (then renewed until ``finish``). ``next_run`` is when the
         following run is due if this one ends sooner."""
         expired = stamp(now - timedelta(seconds=self.ttl_s))
-        token = f"{self.replica} {claim_token()}"
+        token = replica_claim_token()  # names this replica, for the instructor's page and the logs
         with self.database.write() as db:
             taken = db.execute(update(service_syncs).where(
                 service_syncs.c.id == row_id,
