@@ -9,6 +9,7 @@ help, which no launch precedes, follows the browser's ``Accept-Language``."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from tests.service.lms import Lms
 
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
 pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]
+ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 
 
 def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japanese(lms: Lms,
@@ -39,6 +41,7 @@ def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japa
     assert _("Scores sent to the LMS") in headings and "Scores sent to the LMS" not in headings
     assert _("Students ({count})").format(count=0) in headings
     assert_accessible(page, "ja_JP instructor's report", frames=lms.tool_url)
+    page.screenshot(path=str(ARTEFACTS / "service-instructor-ja.png"), full_page=True)
 
     with page.expect_event("framenavigated"):
         tool.locator("#mark").click()  # the marking page keeps the session's language
