@@ -260,8 +260,12 @@ def kill_alone(process: subprocess.Popen[Any], *, grace_s: float = 5.0) -> int:
 @contextmanager
 def cpu_hogs() -> Iterator[None]:
     """Two processes spinning per core for as long as the block runs: a deadline rush's
-    load, beside which a grader with a core to itself gets about a third of it (issue 37)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    load, beside which a grader with a core to itself gets about a third of it (issue 37).
+    Each hog has a session of its own, as each sandbox has: where the kernel shares CPU time
+    between sessions first (autogroup, on by default), hogs in the test's session would share
+    one session's part and hardly slow a sandboxed worker."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(2 * (os.cpu_count() or 1))]
     try:
         yield
     finally:
