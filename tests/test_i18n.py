@@ -36,6 +36,7 @@ from autograder.i18n.catalog import (
 from autograder.i18n.languages import framework_catalog_path, framework_template
 from autograder.i18n.units import notebook_messages, translate_code, translate_markdown, translate_notebook
 from autograder.report import plots
+from autograder.testing.budgets import source_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "source").glob("week*/week*.ipynb"))
@@ -166,8 +167,9 @@ def test_generate_writes_every_language_and_stamps_it(course: Course):
     en = nbformat.read(week.assignment_notebook_in("en"), as_version=4)
     assert [c.id for c in ja.cells] == [c.id for c in en.cells]
     assert [c.metadata for c in ja.cells] == [c.metadata for c in en.cells]  # the grader finds the same cells
-    markdown = [c.source for c in ja.cells if c.cell_type == "markdown" and "answer" not in c.metadata.get("autograder", {})]
-    assert markdown and all("[ja] " in text for text in markdown)  # the week's catalog
+    markdown = [c.source for c in source_cells(ja.cells)
+                if c.cell_type == "markdown" and "answer" not in c.metadata.get("autograder", {})]
+    assert markdown and all("[ja] " in text for text in markdown)  # the week's catalog (the time limits: ours)
     prompt = next(c.source for c in ja.cells if "answer" in c.metadata.get("autograder", {}))
     assert prompt != next(c.source for c in en.cells if "answer" in c.metadata.get("autograder", {}))  # the autograder's
     stub = "\n".join(c.source for c in ja.cells if c.cell_type == "code")

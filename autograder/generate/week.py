@@ -24,6 +24,7 @@ from autograder.exceptions import GenerationError
 from autograder.generate.pipeline import check_markers, solution_notebook, student_notebook
 from autograder.generate.validate import validate_week
 from autograder.i18n.generation import language_plans
+from autograder.testing.budgets import week_budgets
 
 Kind = Literal["missing", "different", "extra"]
 
@@ -95,10 +96,13 @@ def plan_week(week: Week) -> Plan:
     assignments, solutions = week.root / "assignments" / week.name, week.root / "solutions" / week.name
     files: dict[Path, bytes] = {}
     copied = _copied_files(week)
+    budgets = week_budgets(week)
     for language, gettext in language_plans(week):
         student_path, solution_path = week.assignment_notebook_in(language), week.solution_notebook_in(language)
-        student = student_notebook(source, path=week.source_notebook, language=language, gettext=gettext)
-        solution = solution_notebook(source, path=week.source_notebook, language=language, gettext=gettext)
+        student = student_notebook(source, path=week.source_notebook, language=language, gettext=gettext,
+                                   budgets=budgets)
+        solution = solution_notebook(source, path=week.source_notebook, language=language, gettext=gettext,
+                                     budgets=budgets)
         files[student_path] = to_bytes(student, path=week.source_notebook)
         files[solution_path] = to_bytes(solution, path=week.source_notebook)
         for relative in copied:

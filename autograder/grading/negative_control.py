@@ -40,6 +40,7 @@ from autograder.execution import Limits
 from autograder.grading.pool import GraderPool
 from autograder.results import SubmissionResult, TestResult
 from autograder.submission import Submission
+from autograder.testing.budgets import source_cells
 
 UNTOUCHED = "negative-control-untouched"
 EMPTIED = "negative-control-emptied"
@@ -77,11 +78,12 @@ def emptied(week: Week, student: NotebookNode) -> NotebookNode:
     rewritten from the source, every region a ``pass`` at its indentation: the stub gone,
     nothing in its place, the rest of the cell as handed out."""
     source = week.notebook
-    if len(source.cells) != len(student.cells):
-        raise CourseError(f"{week.name}: the student notebook has {len(student.cells)} cells, the source "
-                          f"{len(source.cells)}: run `autograder generate {week.name}` first")
     nb = copy.deepcopy(student)
-    for index, (given, cell) in enumerate(zip(source.cells, nb.cells)):
+    cells = source_cells(nb.cells)  # without the "Time limits" cell generation adds
+    if len(source.cells) != len(cells):
+        raise CourseError(f"{week.name}: the student notebook has {len(cells)} cells from the source, the source "
+                          f"{len(source.cells)}: run `autograder generate {week.name}` first")
+    for index, (given, cell) in enumerate(zip(source.cells, cells)):
         if given.cell_type != "code":
             continue
         regions = find_regions(given.source, path=week.source_notebook, cell=index)

@@ -32,6 +32,7 @@ from autograder.exceptions import AutograderError, InteropError
 from autograder.generate.week import plan_week
 from autograder.interop.report import ImportReport, Note
 from autograder.interop.week_writer import ImportedWeek, python_name, python_source, write_week
+from autograder.testing.budgets import source_cells
 
 Build = Callable[[Path, ImportReport, str], ImportedWeek]
 TEST_TIMEOUT = 900  # seconds for every hidden test on the reference together
@@ -209,7 +210,7 @@ def check_week(week: Week, imported: ImportedWeek, report: ImportReport) -> None
         report.problems.append(str(error))
         return
     student = nbformat.reads(plan.files[week.assignment_notebook].decode("utf-8"), as_version=4)
-    for index, (given, cell) in enumerate(zip(source.cells, student.cells)):
+    for index, (given, cell) in enumerate(zip(source.cells, source_cells(student.cells))):
         if cell.cell_type == "code" and _compiles(given.source) and not _compiles(cell.source):
             report.problems.append(f"cell {index + 1} of the student notebook does not compile although the "
                                    "reference does: fix where its solution markers sit")

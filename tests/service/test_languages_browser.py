@@ -104,9 +104,9 @@ def test_a_learner_reads_the_week_and_a_refusal_in_the_lms_language(lms: Lms, ch
     if language == "ja":
         assert tool.locator("h1").inner_text() != week.title
     rules = tool.locator("#rules").inner_text()
-    budget = _("Your code runs with a budget of CPU time: {cell} seconds for each notebook cell and {call} "
-               "seconds for each call a check makes to it. Code that takes longer is stopped, and the checks "
-               "that need it fail.").format(cell=30, call=10)
+    budget = _("Your code runs with a budget of CPU time: {cell} seconds for each notebook cell, {call} seconds "
+               "for each call a check makes to it and {notebook} seconds for the whole notebook. Code that takes "
+               "longer is stopped, and the checks that need it fail.").format(cell=30, call=10, notebook=120)
     assert budget in rules
     assert CJK_FONT in tool.evaluate("getComputedStyle(document.body).fontFamily")
     if language == "ja":  # the font the stack names is there to draw it (fonts-noto-cjk)

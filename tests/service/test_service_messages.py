@@ -201,3 +201,21 @@ def test_a_refused_launch_speaks_the_browsers_language(lms: Lms) -> None:
     reply = browser.client.post(f"{lms.tool_url}/lti/launch", data={"id_token": "x", "state": "never-issued"},
                                 headers={"Accept-Language": "fr-CH, fr;q=0.9"})
     assert error_page(reply)[:2] == ("en", EXPIRED)
+
+
+@pytest.mark.lms(grading=False)
+def test_the_week_page_states_the_call_budgets_a_weeks_tests_set(lms: Lms) -> None:
+    """Week 6's hidden tests give some of task 3's calls 20 s and 30 s (``call_timeout``):
+    its page says so, one sentence each, beside the budgets of the grading's ``Limits``,
+    in the learner's language (here the course's source language, the catalog's msgid)."""
+    instructor = lms.browser()
+    picker = instructor.get(f"{lms.platform_url}/start", params={"user": "t-budgets", "role": "instructor",
+                                                                 "deep_link": "true"})
+    created = instructor.submit(picker, "pick", data={"week": "week06"})
+    _, page = lms.launch("s-budgets", link=created.json()["created"][0]["resource_link_id"])
+    assert page.status_code == 200 and str(page.url).endswith("/week/week06"), page.text
+    rules = " ".join(html.unescape(re.sub(r"<[^>]*>", " ", page.text)).split())
+    assert ("Your code runs with a budget of CPU time: 30 seconds for each notebook cell, 10 seconds for each call "
+            "a check makes to it and 120 seconds for the whole notebook.") in rules
+    assert ("Some checks of task 3 give each call 20 seconds instead of 10. "
+            "Some checks of task 3 give each call 30 seconds instead of 10.") in rules

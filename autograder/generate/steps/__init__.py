@@ -13,6 +13,7 @@ from autograder.generate.steps.localize import Localize
 from autograder.generate.steps.marker_guard import MarkerGuard
 from autograder.generate.steps.stable_ids import StableIds
 from autograder.generate.steps.strip_markers import StripMarkers
+from autograder.generate.steps.time_limits import TimeLimits
 
 __all__ = [
     "AnswerPrompts",
@@ -26,4 +27,5 @@ __all__ = [
     "Preprocessor",
     "StableIds",
     "StripMarkers",
+    "TimeLimits",
 ]

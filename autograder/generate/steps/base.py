@@ -9,25 +9,29 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from autograder.i18n.runtime import untranslated
+from autograder.testing.budgets import WeekBudgets
 
 
 @dataclass(frozen=True)
 class Context:
     """What every step may read: the source path (named in every error), the source
     notebook as the author wrote it (steps change a copy; guards compare against this), and
-    the language being generated with its translations (identity in the source language)."""
+    the language being generated with its translations (identity in the source language),
+    and the CPU budgets the week is graded under (None outside a week: nothing to state)."""
 
     path: Path
     source: NotebookNode
     language: str = "en"
     gettext: Callable[[str], str] = untranslated
+    budgets: WeekBudgets | None = None
 
 
 class Preprocessor:
     """One transformation or check of the notebook being generated.
 
     Steps change cells in place and never add or remove a cell, so cell N of the output
-    is cell N of the source, as every error message numbers it.
+    is cell N of the source, as every error message numbers it; the one exception,
+    ``TimeLimits``, comes after them all.
     """
 
     def preprocess(self, nb: NotebookNode, context: Context) -> NotebookNode:

@@ -12,7 +12,6 @@ from starlette.datastructures import FormData, UploadFile
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, Refused, SubmissionError
-from autograder.execution import Limits
 from autograder.i18n.languages import framework_translations
 from autograder.i18n.runtime import _, speaking
 from autograder.notebook import read_notebook
@@ -34,6 +33,7 @@ from autograder.service.locales import week_title
 from autograder.service.sessions import Session
 from autograder.service.settings import Settings
 from autograder.service.store import Attempt, Store
+from autograder.testing.budgets import week_budgets
 
 router = APIRouter()
 
@@ -45,11 +45,12 @@ def student_week(session: CurrentLearner, week: LaunchedWeek, store: StoreDep, h
     attempts = store.attempts(context=session.context, user=session.user, week=week.name)
     policy = hooks.policy_for(week.name)
     # the rules that decide the score, the CPU budgets among them (the service grades with the
-    # default Limits), stated in the learner's language before they upload
+    # default Limits; a hidden test's call_timeout marker changes its calls' budget), stated in
+    # the learner's language before they upload, as the notebook's "Time limits" cell states them
     return pages.render("week.html.j2", week=week, attempts=list(reversed(attempts)), csrf=session.csrf,
                         counted=store.counted_score(context=session.context, user=session.user, week=week.name),
                         policy=policy, limit_mib=settings.upload_limit_bytes / 2**20, session=session,
-                        budgets=Limits(), language=session.language or None, zone=policy.timezone,
+                        budgets=week_budgets(week), language=session.language or None, zone=policy.timezone,
                         title=week_title(week, session.language))
 
 
