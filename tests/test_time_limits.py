@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -53,3 +55,30 @@ def test_every_languages_student_notebook_states_the_limits_grading_uses(
             assert cells[1].source == "\n".join([rules, "", *(f"- {e}" for e in exceptions)]), path
         if language != "en":
             assert rules != TimeLimits.rules.format(cell=45, call=12, notebook=150)
+
+
+# another thread of the process writes to fd 2 (as the service's log handler does) while the
+# hidden tests are collected for a week page's budgets; it says how many lines it wrote
+WRITER_DURING_COLLECTION = """
+import os, threading, time
+from autograder.course import Course
+from autograder.testing.hidden import collect
+week = Course.locate().week("week04")
+stop = threading.Event()
+def writer():
+    n = 0
+    while not stop.is_set():
+        os.write(2, b"line\\n"); n += 1; time.sleep(0.001)
+    os.write(2, f"wrote {n}\\n".encode())
+thread = threading.Thread(target=writer); thread.start()
+time.sleep(0.05); collect(week.tests_dir); time.sleep(0.05)
+stop.set(); thread.join()
+"""
+
+
+@pytest.mark.slow
+def test_collecting_a_weeks_markers_loses_no_line_another_thread_writes() -> None:
+    run = subprocess.run([sys.executable, "-c", WRITER_DURING_COLLECTION], capture_output=True, text=True,
+                         timeout=120, check=True, cwd=Path(__file__).resolve().parent.parent)
+    lines = run.stderr.splitlines()
+    assert lines[-1] == f"wrote {lines.count('line')}", f"{lines.count('line')} lines arrived; {lines[-1]}"

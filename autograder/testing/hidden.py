@@ -280,11 +280,15 @@ def collect(tests_dir: Path) -> list[pytest.Item]:
     """Collect the hidden tests in ``tests_dir`` (nothing runs); CourseError if they do not collect.
 
     Collecting is how pytest itself sees markers (class, module ``pytestmark``,
-    parametrize), which reading the files' text would miss.
+    parametrize), which reading the files' text would miss. It leaves the process's file
+    descriptors and logging alone (no capture, no logging plugin): the service collects in
+    its web process (a week page's budgets), where capturing fd 2 for a moment would swallow
+    the log lines other threads write then.
     """
     collector = _Collector()
     with read_afresh(tests_dir), contextlib.redirect_stdout(io.StringIO()):
-        code = pytest.main([*pytest_args(tests_dir), "--collect-only", "-p", "no:randomly"], plugins=[collector])
+        code = pytest.main([*pytest_args(tests_dir, capture=False), "--collect-only", "-p", "no:randomly",
+                            "-p", "no:logging"], plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise CourseError(f"{tests_dir}: the hidden tests do not collect (pytest exit code {int(code)}): "
                           f"run `pytest {tests_dir}` to see why")
