@@ -13,7 +13,7 @@ from starlette.datastructures import FormData, UploadFile
 from autograder.course import Week
 from autograder.exceptions import AutograderError, Refused, SubmissionError
 from autograder.i18n.languages import framework_translations
-from autograder.i18n.runtime import _, speaking
+from autograder.i18n.runtime import N_, speaking
 from autograder.notebook import read_notebook
 from autograder.service.deps import (
     CurrentLearner,
@@ -74,7 +74,8 @@ async def upload(request: Request, session: CurrentLearner, week: LaunchedWeek, 
 def _queue(form: FormData, session: Session, week: Week, store: Store, hooks: Hooks, settings: Settings,
            limits: RateLimits) -> Attempt:
     """The upload's attempt, queued, if the rate limit, the file and the course's policy allow
-    it; a refusal in the learner's language (the policy's and the rate limit's words are ``_``'s)."""
+    it; a refusal in the learner's language (the course policy's words are ``_``'s, said here;
+    the others are catalog messages the error page translates)."""
     with speaking(framework_translations(session.language) if session.language else None):
         return _queue_checked(form, session, week, store, hooks, settings, limits)
 
@@ -95,19 +96,19 @@ def _queue_checked(form: FormData, session: Session, week: Week, store: Store, h
 def _notebook(file: object, limit_bytes: int) -> bytes:
     """The uploaded notebook's bytes, if it is a readable notebook within the limit."""
     if not isinstance(file, UploadFile) or not file.filename:
-        raise Refused(400, _("Choose the notebook file (.ipynb) to upload."))
+        raise Refused(400, N_("Choose the notebook file (.ipynb) to upload."))
     content = file.file.read(limit_bytes + 1)
     if len(content) > limit_bytes:
-        raise Refused(413, _("The notebook is over the {size} MiB limit: clear its outputs (Kernel > Restart & "
-                             "Clear Output) and upload it again.").format(size=f"{limit_bytes / 2**20:.0f}"))
+        raise Refused(413, N_("The notebook is over the {size} MiB limit: clear its outputs (Kernel > Restart & "
+                              "Clear Output) and upload it again."), size=f"{limit_bytes / 2**20:.0f}")
     if not file.filename.lower().endswith(".ipynb"):
-        raise Refused(415, _("{file} is not a notebook: upload the week's .ipynb file (in Jupyter: File > "
-                             "Download as > Notebook).").format(file=repr(file.filename)))
+        raise Refused(415, N_("{file} is not a notebook: upload the week's .ipynb file (in Jupyter: File > "
+                              "Download as > Notebook)."), file=repr(file.filename))
     try:
         read_notebook(content)
     except SubmissionError as exc:
-        raise Refused(415, _("{file} is not a readable Jupyter notebook ({problem}).").format(
-            file=repr(file.filename), problem=exc)) from exc
+        raise Refused(415, N_("{file} is not a readable Jupyter notebook ({problem})."), file=repr(file.filename),
+                      problem=str(exc)) from exc
     return content
 
 
