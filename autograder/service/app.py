@@ -96,7 +96,7 @@ async def _database_away(request: Request, exc: Exception) -> Response:
                     f" ({held} more since the last such line)" if held else "")
     upload = request.method == "POST" and request.url.path.endswith("/upload")
     response = services(request).pages.render("unavailable.html.j2", status=503, upload=upload,
-                                              retry_after=RETRY_AFTER_S, language=page_language(request))
+                                              retry_after=RETRY_AFTER_S, language=request_language(request))
     response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
@@ -104,13 +104,13 @@ async def _database_away(request: Request, exc: Exception) -> Response:
 async def _refused(request: Request, exc: Refused) -> Response:
     """Every refusal, as a page saying what to do (and the way back, when there is one)."""
     response = services(request).pages.render("error.html.j2", status=exc.status, refusal=exc, back=exc.back,
-                                              language=page_language(request))
+                                              language=request_language(request))
     if exc.status == 429:  # deps.too_many's: the seconds until the limit lets the next request through
         response.headers["Retry-After"] = str(exc.values["seconds"])
     return response
 
 
-def page_language(request: Request) -> str:
+def request_language(request: Request) -> str:
     """The language of a page shown outside a route (a refusal, the 503 page): the session's,
     when the browser has one; before any launch (a refused login or launch) the browser's
     ``Accept-Language`` among the course's languages; else the course's source language."""
@@ -125,7 +125,7 @@ def page_language(request: Request) -> str:
 async def _launch_refused(request: Request, exc: LaunchRefused) -> Response:
     """A refused login, launch or registration: what to do in the page's language, why in English below."""
     return services(request).pages.render("error.html.j2", status=401, refusal=exc, back=None,
-                                          language=page_language(request))
+                                          language=request_language(request))
 
 
 def _body_limits(settings: Settings) -> Callable[[str], BodyCap]:

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 from babel import Locale, UnknownLocaleError, negotiate_locale
 
-from autograder.course import Week
+from autograder.course import Course, Week
 from autograder.i18n.languages import translations
+from autograder.service.sessions import Session
 
 
 def page_language(locale: str | None, offered: Sequence[str], fallback: str) -> str:
@@ -50,6 +51,12 @@ def accepted_language(header: str | None, offered: Sequence[str], fallback: str)
         if language:
             return language
     return fallback
+
+
+def instructor_language(session: Session, course: Course) -> str:
+    """The language an instructor's pages speak: the LMS's locale for them among the course's
+    languages (kept in the session at launch), else the course's ``instructor`` language."""
+    return session.language or course.languages.instructor
 
 
 def week_title(week: Week, language: str | None) -> str:

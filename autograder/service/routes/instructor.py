@@ -23,8 +23,8 @@ from autograder.service.deps import (
     PathWeek,
     StoreDep,
 )
+from autograder.service.locales import instructor_language
 from autograder.service.marking import is_row_id
-from autograder.service.routes.marking import instructor_language
 from autograder.service.store import Attempt
 
 router = APIRouter(prefix="/instructor/{name}")

@@ -9,22 +9,15 @@ import re
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from autograder.course import Course
 from autograder.exceptions import AutograderError, Refused
 from autograder.i18n.languages import framework_translations
 from autograder.i18n.runtime import N_, _, speaking
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
+from autograder.service.locales import instructor_language
 from autograder.service.marking import answers_to_mark, form_ids, form_number, rubric_view
-from autograder.service.sessions import Session
 
 router = APIRouter(prefix="/instructor/{name}")
 MARK_FIELD = re.compile(r"points-(\d{1,18})-(\d{1,6})")
-
-
-def instructor_language(session: Session, course: Course) -> str:
-    """The language an instructor's pages speak: the LMS's locale for them among the course's
-    languages (kept in the session at launch), else the course's ``instructor`` language."""
-    return session.language or course.languages.instructor
 
 
 @router.get("/marking")
