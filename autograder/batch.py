@@ -1,6 +1,6 @@
 """One grading job for an instructor: submissions in, a results folder out.
 
-The steps run in one direction: collect submissions (``sources``), skip what the
+The steps run in one direction: collect submissions (``hand_ins``), skip what the
 gradebook already holds unchanged, grade the rest (``grading``), record each result as
 it arrives (``gradebook``), then write the outputs from the gradebook (``write_outputs``):
 per-submission JSON, the instructor's report and feedback pages, the Moodle worksheet and
@@ -26,6 +26,7 @@ from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.formats.result_json import to_dict
 from autograder.formats.worksheet import fill_worksheet, write_worksheet
 from autograder.gradebook import FILENAME, Gradebook, ManualMark
+from autograder.hand_ins import collect, holds_export
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import (
     RUBRIC_CSV,
@@ -42,7 +43,6 @@ from autograder.report.similarity import Pair, own_code, similar_pairs
 from autograder.results import SubmissionResult
 from autograder.results_folders import export_results, notebooks_results
 from autograder.rubric import RubricItem
-from autograder.sources import collect, holds_export
 from autograder.submission import Submission
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from autograder.exceptions import CourseError
 from autograder.i18n.runtime import N_, _
-from autograder.settings import Table, load, refuse, toml_value
+from autograder.settings_files import Table, load, refuse, toml_value
 
 LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
 SETTINGS_FILE = "course.toml"

@@ -37,8 +37,8 @@ from autograder.authoring import TASK_HEADING, first_line
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError, SubmissionError
 from autograder.formats.atomic import write_text
-from autograder.formats.cells import from_spreadsheet_cell, spreadsheet_cell
 from autograder.formats.points import format_points
+from autograder.formats.spreadsheet_cells import from_spreadsheet_cell, spreadsheet_cell
 from autograder.grouping import group_answers
 from autograder.notebook import read_notebook
 from autograder.rubric import RubricItem, format_item_numbers, parse_item_numbers, rubric_points

@@ -22,7 +22,7 @@ from autograder import results as r
 from autograder.audit.audit_toml import Equivalent
 from autograder.audit.mutants import generate_mutants
 from autograder.audit.report import write_html
-from autograder.audit.run import Audit, CrossLoss, Outcome
+from autograder.audit.run import Audit, CrossLoss, MutantOutcome
 from autograder.course import Course
 from autograder.manual import write_manual_sheet
 from autograder.report import write_report
@@ -98,14 +98,14 @@ def written_pages(course: Course, folder: Path, language: str) -> dict[str, Path
     generated = generate_mutants(week)
     mutants = generated.mutants
     audit = Audit(week=week, seed=1, budget_s=60, generated=generated, seconds=12.5,
-                  outcomes=[Outcome(mutants[0], 40, 40, "graded"),
-                            Outcome(mutants[1], 40, 40, "graded", Equivalent(1, mutants[1].task, mutants[1].operator,
+                  outcomes=[MutantOutcome(mutants[0], 40, 40, "graded"),
+                            MutantOutcome(mutants[1], 40, 40, "graded", Equivalent(1, mutants[1].task, mutants[1].operator,
                                                                              mutants[1].line, mutants[1].mutated,
                                                                              "the same for every input")),
                             # a cross-task loss: the page's blame table is checked too
-                            Outcome(mutants[2], 0, 40, "graded", cross=(CrossLoss("test_ppn_classifies_the_blobs", 2,
+                            MutantOutcome(mutants[2], 0, 40, "graded", cross=(CrossLoss("test_ppn_classifies_the_blobs", 2,
                                                                                   4.0, None),)),
-                            *(Outcome(m, 0, 40, "graded") for m in mutants[3:6])],
+                            *(MutantOutcome(m, 0, 40, "graded") for m in mutants[3:6])],
                   skipped=list(mutants[6:9]))
     return {"report": report, "feedback": folder / "out" / "feedback" / f"{results[0].key}.html",
             "feedback-error": folder / "out" / "feedback" / f"{results[2].key}.html",

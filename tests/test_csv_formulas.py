@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course, Task
-from autograder.formats.cells import FORMULA_STARTS, from_spreadsheet_cell, spreadsheet_cell
+from autograder.formats.spreadsheet_cells import FORMULA_STARTS, from_spreadsheet_cell, spreadsheet_cell
 from autograder.formats.worksheet import write_worksheet
 from autograder.grading.judge import base_result, empty_result
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv

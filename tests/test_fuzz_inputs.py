@@ -34,12 +34,12 @@ from autograder.course import Course
 from autograder.exceptions import SubmissionError
 from autograder.formats.result_json import from_dict, to_dict
 from autograder.gradebook import Gradebook
+from autograder.hand_ins import collect
 from autograder.manual import read_marks, write_manual_sheet
 from autograder.moodle.export import read_export
 from autograder.notebook import MAX_CELLS, code_cells, read_notebook
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
-from autograder.results import TestResult as Outcome  # not collected as a test class
-from autograder.sources import collect
+from autograder.results import TestResult as TestResultRecord  # not collected as a test class
 from autograder.submission import Submission
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -464,7 +464,7 @@ results = st.builds(
     SubmissionResult,
     submission=any_text, key=st.from_regex(r"[a-z0-9-]{1,20}", fullmatch=True), status=st.sampled_from(Status),
     tasks=st.builds(lambda: [TaskResult(1, 1.0, 40.0), TaskResult(3, 0.0, 20.0, manual=True, title="why")]),
-    tests=st.lists(st.builds(Outcome, name=any_text, task=st.just(1), score=st.just(1.0), max_score=st.just(40.0),
+    tests=st.lists(st.builds(TestResultRecord, name=any_text, task=st.just(1), score=st.just(1.0), max_score=st.just(40.0),
                              output=any_text), max_size=2),
     messages=st.lists(any_text, max_size=3), week=st.just("week01"),
     participant=st.none() | st.builds(Participant, participant_id=st.from_regex(r"[0-9]{1,6}", fullmatch=True),

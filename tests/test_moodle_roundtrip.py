@@ -18,8 +18,8 @@ import pytest
 
 from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.formats.worksheet import fill_worksheet
+from autograder.hand_ins import collect
 from autograder.results import Status, SubmissionResult, TaskResult
-from autograder.sources import collect
 
 HEADER = 'Identifier,"Full name",Status,Group,Grade,"Maximum Grade","Last modified (grade)","Feedback comments"\n'
 

@@ -15,7 +15,7 @@ import pytest
 
 import autograder
 from autograder.execution.sandbox import PACKAGE_MOUNT, Limits
-from autograder.execution.zygote import Zygote
+from autograder.execution.zygote import SandboxedZygote
 
 NOBODY = 65534
 
@@ -37,7 +37,7 @@ def private_course(tmp_path: Path) -> Path:
 
 
 def test_a_course_under_a_private_folder_runs_as_nobody_with_its_data(private_course: Path):
-    with Zygote(Limits(), data=private_course / "data", package=private_course / "autograder") as zygote:
+    with SandboxedZygote(Limits(), data=private_course / "data", package=private_course / "autograder") as zygote:
         assert zygote.info["uid"] == NOBODY and zygote.info["fresh_namespaces"]
         assert not any("unprivileged uid" in m for m in zygote.plan.missing)
         worker = zygote.spawn()

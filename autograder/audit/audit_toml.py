@@ -36,7 +36,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from autograder.audit.operators import KINDS
 from autograder.exceptions import CourseError
 from autograder.i18n.runtime import N_, _
-from autograder.settings import Table, load, refuse, toml_value
+from autograder.settings_files import Table, load, refuse, toml_value
 
 FILENAME = "audit.toml"
 COPIED = N_("a string, copied from the audit's report")

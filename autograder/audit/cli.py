@@ -17,7 +17,7 @@ from rich.table import Table
 from autograder.audit.audit_toml import builds_on_text
 from autograder.audit.mutants import mutant_notebook
 from autograder.audit.report import survivor_entry, write_html
-from autograder.audit.run import Audit, Outcome, run_audit
+from autograder.audit.run import Audit, MutantOutcome, run_audit
 from autograder.course import Week
 
 
@@ -124,7 +124,7 @@ def _print_cross(audit: Audit, out: Console) -> None:
             _paste(out, builds_on_text(task, uses))
 
 
-def _diff(o: Outcome) -> Syntax:
+def _diff(o: MutantOutcome) -> Syntax:
     diff = "\n".join(line for line in o.mutant.diff.split("\n")[2:] if line.startswith(("-", "+")))
     return Syntax(diff, "diff", theme="ansi_light", word_wrap=True)
 

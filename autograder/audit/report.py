@@ -13,7 +13,7 @@ from pathlib import Path
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
 from autograder.audit.audit_toml import builds_on_text, entry_text
-from autograder.audit.run import Audit, Outcome
+from autograder.audit.run import Audit, MutantOutcome
 from autograder.formats.atomic import write_text
 from autograder.formats.points import format_points
 
@@ -29,7 +29,7 @@ def _environment() -> Environment:
     return env
 
 
-def survivor_entry(outcome: Outcome) -> str:
+def survivor_entry(outcome: MutantOutcome) -> str:
     """The audit.toml entry that would record ``outcome`` as equivalent."""
     m = outcome.mutant
     return entry_text(m.task, m.operator, m.line, m.mutated)

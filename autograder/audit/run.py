@@ -54,7 +54,7 @@ class CrossLoss:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class MutantOutcome:
     """A graded mutant: the points of its task it kept, the entry explaining it if any, and
     the points it lost on other tasks' tests (``blamed``: its notebook ran to its end, so
     those losses are the tests' doing)."""
@@ -80,7 +80,7 @@ class Audit:
     seed: int
     budget_s: float
     generated: Generated
-    outcomes: list[Outcome] = field(default_factory=list)  # in grading order
+    outcomes: list[MutantOutcome] = field(default_factory=list)  # in grading order
     skipped: list[Mutant] = field(default_factory=list)  # not graded: past the budget
     stale: list[Equivalent] = field(default_factory=list)  # match no mutant of the notebook
     unneeded: list[Equivalent] = field(default_factory=list)  # match only killed mutants
@@ -88,29 +88,29 @@ class Audit:
     seconds: float = 0.0
 
     @property
-    def killed(self) -> list[Outcome]:
+    def killed(self) -> list[MutantOutcome]:
         return [o for o in self.outcomes if not o.survived]
 
     @property
-    def survivors(self) -> list[Outcome]:
+    def survivors(self) -> list[MutantOutcome]:
         return [o for o in self.outcomes if o.survived]
 
     @property
-    def unexplained(self) -> list[Outcome]:
+    def unexplained(self) -> list[MutantOutcome]:
         return [o for o in self.survivors if o.equivalent is None]
 
     @property
-    def cross_losses(self) -> list[tuple[Outcome, CrossLoss]]:
+    def cross_losses(self) -> list[tuple[MutantOutcome, CrossLoss]]:
         """Every point a mutant lost on another task's tests, declared or not."""
         return [(o, loss) for o in self.outcomes for loss in o.cross]
 
     @property
-    def undeclared(self) -> list[tuple[Outcome, CrossLoss]]:
+    def undeclared(self) -> list[tuple[MutantOutcome, CrossLoss]]:
         """Cross-task losses no ``[[builds_on]]`` entry accepts: blame failures."""
         return [(o, loss) for o, loss in self.cross_losses if loss.declared is None]
 
     @property
-    def unblamed(self) -> list[Outcome]:
+    def unblamed(self) -> list[MutantOutcome]:
         """Mutants whose notebook did not run to its end: not judged for blame."""
         return [o for o in self.outcomes if not o.blamed]
 
@@ -178,12 +178,13 @@ def run_audit(week: Week, *, jobs: int = 0, budget_s: float = DEFAULT_BUDGET_S, 
     return audit
 
 
-def judge(mutant: Mutant, result: SubmissionResult, explained: AuditToml, equivalent: Equivalent | None) -> Outcome:
+def judge(mutant: Mutant, result: SubmissionResult, explained: AuditToml,
+          equivalent: Equivalent | None) -> MutantOutcome:
     """A graded mutant judged for strength (the points of its own task it kept) and, when
     its notebook ran to its end, for blame (the points it lost on other tasks' tests)."""
     task = result.task(mutant.task)
     blamed = result.status is Status.GRADED
-    return Outcome(mutant=mutant, score=task.score, max_score=task.max_score, status=result.status.value,
+    return MutantOutcome(mutant=mutant, score=task.score, max_score=task.max_score, status=result.status.value,
                    equivalent=equivalent, cross=cross_losses(mutant, result, explained) if blamed else (),
                    blamed=blamed)
 

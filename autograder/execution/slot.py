@@ -11,7 +11,7 @@ from pathlib import Path
 
 from autograder.exceptions import ProtocolError, SandboxError
 from autograder.execution.sandbox import Helpers, Limits
-from autograder.execution.zygote import Worker, Zygote
+from autograder.execution.zygote import SandboxedZygote, Worker
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ class ZygoteSlot:
         self.data = data  # a week's data folder, read-only in every worker as ./data
         self.helpers = helpers  # a week's helper modules, read-only and importable in every worker
         self.preload = preload  # the modules the zygote imports before its first fork (course.toml [grading])
-        self.zygote: Zygote | None = None
+        self.zygote: SandboxedZygote | None = None
         self.layers: tuple[str, ...] = ()
         self.missing: tuple[str, ...] = ()
 
@@ -34,7 +34,8 @@ class ZygoteSlot:
         if self.zygote is None or not self.zygote.alive:
             if self.zygote is not None:
                 self.zygote.close()
-            self.zygote = Zygote(self.limits, data=self.data, helpers=self.helpers, preload=self.preload).start()
+            self.zygote = SandboxedZygote(self.limits, data=self.data, helpers=self.helpers,
+                                          preload=self.preload).start()
             assert self.zygote.plan is not None
             self.layers, self.missing = self.zygote.plan.layers, self.zygote.plan.missing
         return self

@@ -1,6 +1,6 @@
 """The grader's handle on one zygote and on the worker it has forked.
 
-``Zygote`` starts the sandboxed zygote (see ``sandbox.plan``) and asks it for workers;
+``SandboxedZygote`` starts the sandboxed zygote (see ``sandbox.plan``) and asks it for workers;
 ``Worker`` sends requests with a CPU-time limit each (``cputime.CpuMeter``), and a wall-clock
 backstop for code that waits instead of computing (load does not move it: time the worker
 spent waiting for a CPU is not counted). Everything the other side
@@ -44,7 +44,7 @@ CPU_POLL_S = 0.05  # how often a request that has not been answered yet reads th
 PIPE_BYTES = 1 << 20
 
 
-class Zygote:
+class SandboxedZygote:
     """One sandboxed zygote; forks one worker at a time."""
 
     def __init__(self, limits: Limits | None = None, *, data: Path | None = None, helpers: Helpers = (),
@@ -62,7 +62,7 @@ class Zygote:
         self._cleaning = False  # a worker ended; the zygote's "exited" not read yet
 
     # -- life cycle -------------------------------------------------------------------
-    def start(self) -> Zygote:
+    def start(self) -> SandboxedZygote:
         """Start the sandboxed zygote and wait until it says it is ready."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.plan = plan(theirs.fileno(), limits=self.limits, data=self.data, helpers=self.helpers,
@@ -120,7 +120,7 @@ class Zygote:
             self.plan.release()  # the zygote's cgroup: kill any leftover, remove it
         self._stderr.close()
 
-    def __enter__(self) -> Zygote:
+    def __enter__(self) -> SandboxedZygote:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -265,7 +265,8 @@ def _wide_pipe() -> tuple[int, int]:
 class Worker:
     """One forked worker: request/reply within a CPU-time limit and a wall-clock backstop per request."""
 
-    def __init__(self, zygote: Zygote, req_w: int, resp_r: int, out_r: int, meter: CpuMeter | None = None) -> None:
+    def __init__(self, zygote: SandboxedZygote, req_w: int, resp_r: int, out_r: int,
+                 meter: CpuMeter | None = None) -> None:
         self.zygote = zygote
         self.req_w, self.resp_r = req_w, resp_r
         os.set_blocking(req_w, False)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from autograder.exceptions import WorksheetError
 from autograder.formats.atomic import write_text
-from autograder.formats.cells import spreadsheet_cell
 from autograder.formats.points import format_points
+from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.moodle.names import loose_name
 from autograder.results import Participant, Status, SubmissionResult
 

@@ -33,7 +33,7 @@ from autograder.testing.hidden import HiddenTest
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CheckOutcome:
     passed: bool
     reason: str = ""  # student-safe
     not_attempted: bool = False
@@ -41,7 +41,7 @@ class Outcome:
 
 
 def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Heard | None = None,
-                     cells: list[str] | None = None, dropped: Mapping[int, str] | None = None) -> Outcome:
+                     cells: list[str] | None = None, dropped: Mapping[int, str] | None = None) -> CheckOutcome:
     """A student-safe reason for a failed test, in the grader's words only: a fixed
     sentence, the name the test asked for, a built-in exception type, the instructor's
     assertion message. With ``stubs_left`` (a cell of the notebook still raised
@@ -54,25 +54,25 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
     cell left out of the run (``dropped``: its 1-based index and what stopped it) assigns
     is blamed on what stopped that cell, not on the notebook."""
     if isinstance(exc, NotAttempted):
-        return Outcome(False, exc.feedback(), not_attempted=True)
+        return CheckOutcome(False, exc.feedback(), not_attempted=True)
     if isinstance(exc, MissingName) and dropped:
         cause = next((why for index, why in sorted(dropped.items())
                       if cells is not None and exc.name in assigned_names(cells[index - 1])), None)
         if cause is not None:
-            return Outcome(False, _("{cause}, so `{name}` was never defined").format(cause=cause, name=exc.name))
+            return CheckOutcome(False, _("{cause}, so `{name}` was never defined").format(cause=cause, name=exc.name))
     if isinstance(exc, MissingName) and stubs_left:
-        return Outcome(False, _("{reason} (a cell still raises NotImplementedError)").format(reason=exc.feedback()),
-                       not_attempted=True)
+        return CheckOutcome(False, _("{reason} (a cell still raises NotImplementedError)").format(
+            reason=exc.feedback()), not_attempted=True)
     if isinstance(exc, StudentTimeout):
-        return Outcome(False, exc.feedback(), timed_out=True)
+        return CheckOutcome(False, exc.feedback(), timed_out=True)
     if isinstance(exc, StudentCodeError):
         site = cell_line(cells or [], exc.where)
         if site is None:
-            return Outcome(False, exc.feedback())
-        return Outcome(False, _("{reason} at code cell {cell}, line {line}: `{text}`").format(
+            return CheckOutcome(False, exc.feedback())
+        return CheckOutcome(False, _("{reason} at code cell {cell}, line {line}: `{text}`").format(
             reason=exc.feedback(), cell=site[0], line=site[1], text=site[2]))
     if isinstance(exc, (MissingName, NotPlainData)):
-        return Outcome(False, exc.feedback())
+        return CheckOutcome(False, exc.feedback())
     if isinstance(exc, AssertionError):
         text = str(exc).strip()
         message = text.splitlines()[0] if text else ""
@@ -80,10 +80,10 @@ def describe_failure(exc: BaseException, *, stubs_left: bool = False, heard: Hea
             template = message_template(exc)
             if heard.disclosed_in(message, None if template is None else _(template)):  # the line shown
                 message = ""
-        return Outcome(False, message or _("the check did not hold"))
+        return CheckOutcome(False, message or _("the check did not hold"))
     if isinstance(exc, ProtocolError):
-        return Outcome(False, _("your code's answer could not be read as plain data"))
-    return Outcome(False, _("the check could not be completed with what your code returned ({name})").format(
+        return CheckOutcome(False, _("your code's answer could not be read as plain data"))
+    return CheckOutcome(False, _("the check could not be completed with what your code returned ({name})").format(
         name=type(exc).__name__))
 
 
@@ -160,7 +160,7 @@ def build_result(
     *,
     week: Week,
     tests: list[HiddenTest],
-    outcomes: dict[str, Outcome],
+    outcomes: dict[str, CheckOutcome],
     base: SubmissionResult,
     timed_out: bool,
 ) -> SubmissionResult:
@@ -170,7 +170,7 @@ def build_result(
     files need not follow its tasks, and every reader of a result expects task 1 first."""
     test_results = []
     for test in sorted(tests, key=lambda t: t.task):
-        outcome = outcomes.get(test.nodeid, Outcome(False, _("the test did not run")))
+        outcome = outcomes.get(test.nodeid, CheckOutcome(False, _("the test did not run")))
         text = (_("{check}: passed") if outcome.passed else _("{check}: failed")).format(check=_(test.description))
         if outcome.reason and not outcome.passed:
             text += f" ({outcome.reason})"

@@ -20,7 +20,7 @@ import pytest
 from autograder.course import Week
 from autograder.exceptions import CourseError, GradingError, SandboxError, SubmissionError
 from autograder.execution import Run, Runs
-from autograder.grading.judge import Outcome, base_result, build_result, describe_failure, empty_result
+from autograder.grading.judge import CheckOutcome, base_result, build_result, describe_failure, empty_result
 from autograder.grading.watch import Unwatched, Watch
 from autograder.i18n.languages import translations
 from autograder.i18n.runtime import _, speaking
@@ -59,7 +59,7 @@ class GradingLoop:
         self.on_result = on_result
         self.runs = runs  # a notebook's cells -> its run, sandboxed or in-process (grade's isolation)
         self.run: Run | None = None
-        self.outcomes: dict[str, Outcome] = {}
+        self.outcomes: dict[str, CheckOutcome] = {}
         self.error: BaseException | None = None
         self.seed = 0
 
@@ -88,12 +88,12 @@ class GradingLoop:
         if excinfo is None:
             outcome, longrepr = "passed", None
             if call.when == "call":
-                self.outcomes.setdefault(item.nodeid, Outcome(True))
+                self.outcomes.setdefault(item.nodeid, CheckOutcome(True))
         else:
             skipped = isinstance(excinfo.value, pytest.skip.Exception)
             outcome = "skipped" if skipped else "failed"
             longrepr = (str(item.path), item.location[1] or 0, "skipped") if skipped else f"{excinfo.typename}"
-            failure = (Outcome(False, "the check was skipped") if skipped else describe_failure(
+            failure = (CheckOutcome(False, "the check was skipped") if skipped else describe_failure(
                 excinfo.value, stubs_left=bool(self.run and self.run.stub_cells),
                 heard=self.run.heard if self.run else None, cells=self.run.cells if self.run else None,
                 dropped=self.run.dropped if self.run else None))

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from autograder.formats.atomic import atomic_path
-from autograder.formats.cells import spreadsheet_cell
+from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.results import Status, SubmissionResult
 
 NBGRADER_COLUMNS = (

@@ -71,7 +71,7 @@ from autograder.service.claims import CLAIM_TTL_S
 from autograder.service.health import Outage
 from autograder.service.policy import FILENAME, SYNC_KEY
 from autograder.service.sync_leases import SyncLeases, SyncRecord
-from autograder.settings import Table, load, refuse, toml_value
+from autograder.settings_files import Table, load, refuse, toml_value
 
 log = logging.getLogger(__name__)
 

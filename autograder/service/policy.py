@@ -39,7 +39,7 @@ from pydantic import Field, field_validator, model_validator
 from autograder.course import normalise_week_name
 from autograder.exceptions import AutograderError, PolicyError
 from autograder.i18n.runtime import N_, _
-from autograder.settings import Loc, Table, load, refuse, toml_value
+from autograder.settings_files import Loc, Table, load, refuse, toml_value
 
 FILENAME = "service.toml"
 SYNC_KEY = "sync"  # [[sync]]: the Moodle Assignments `serve` syncs on a schedule

@@ -346,7 +346,7 @@ def _remove(folder: str) -> None:
         subprocess.run(["rm", "-rf", "--one-file-system", folder], check=False)
 
 
-class Zygote:
+class ZygoteLoop:
     """The zygote's loop: one submission at a time."""
 
     def __init__(self, ctrl: socket.socket, shell: Any, *, fresh_namespaces: bool = False,
@@ -595,7 +595,7 @@ def main(ctrl_fd: int, *, fresh_namespaces: bool = False, seccomp: bool = False,
                          f"number on {', '.join(CLONE_SYSCALL)} only (add this machine's to CLONE_SYSCALL)")
     shell = preload(preload_modules or [])
     sys.stdout.flush()
-    zygote = Zygote(ctrl, shell, fresh_namespaces=fresh_namespaces, data=data, helpers=helpers)
+    zygote = ZygoteLoop(ctrl, shell, fresh_namespaces=fresh_namespaces, data=data, helpers=helpers)
     if seccomp:
         from autograder.worker.seccomp import compile_filter, install
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from autograder.exceptions import Refused
-from autograder.formats.cells import spreadsheet_cell
+from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.i18n.runtime import N_
 from autograder.service.deps import (
     CheckedForm,

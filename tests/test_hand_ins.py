@@ -9,8 +9,8 @@ import nbformat
 import pytest
 
 from autograder.exceptions import AutograderError
+from autograder.hand_ins import collect
 from autograder.results import Status
-from autograder.sources import collect
 
 
 def notebook(marker: str) -> bytes:

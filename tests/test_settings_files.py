@@ -1,4 +1,4 @@
-"""The course's TOML settings files load through one typed layer (``autograder.settings``):
+"""The course's TOML settings files load through one typed layer (``autograder.settings_files``):
 a mistake in any of them names the file, the key as TOML writes it and what to write."""
 
 from __future__ import annotations
