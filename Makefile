@@ -45,7 +45,7 @@ lint: setup
 	$(BIN)/lint-imports
 
 # the developers' inner loop (README, "Development"): lint, then the tests that neither start the
-# sandbox nor take two seconds or more (markers applied in tests/conftest.py), stopping at the first
+# sandbox nor take two seconds or more (markers on the tests and their fixtures), stopping at the first
 # failure; about 3 min on 2 cores. Not a check: `make test` (and CI) runs every test.
 quick: setup lint
 	$(BIN)/python -m pytest tests -q -x -m "not slow and not sandbox"

@@ -19,29 +19,47 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nbformat
 import psutil
 import psycopg
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.course import Course
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "AUTHORING.md"
+MARKS_ITS_USERS = "marks_its_users"  # the attribute marks_its_users sets on a fixture function
+Fixture = TypeVar("Fixture", bound=Callable[..., Any])
 _BLOCK = re.compile(r"^```(\w+) (cell|file=\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
-def marker_keys(nodeid: str, fixtures: Iterable[str]) -> set[str]:
-    """The keys of the ``SANDBOX`` and ``SLOW`` lists (tests/conftest.py) that name a test: its
-    module, the test (parameters aside), each fixture it uses, and each as its module's."""
-    test = nodeid.split("[")[0]
-    module = test.split("::")[0]
-    return {module, test, *fixtures, *(f"{module}::{name}" for name in fixtures)}
+def marks_its_users(*marks: pytest.MarkDecorator) -> Callable[[Fixture], Fixture]:
+    """Give ``marks`` to every test that uses the fixture below, directly or through another
+    fixture: ``sandbox`` on one that starts bubblewrap (a zygote, a graded batch, a service with
+    graders), so a new test using it is marked without anyone listing it. pytest refuses marks
+    on a fixture itself; tests/conftest.py applies these at collection, before ``-m`` selects.
+    Goes under ``@pytest.fixture``."""
+    def mark(fixture: Fixture) -> Fixture:
+        setattr(fixture, MARKS_ITS_USERS, marks)
+        return fixture
+    return mark
+
+
+def marks_from_fixtures(item: pytest.Item) -> dict[str, pytest.MarkDecorator]:
+    """The marks, by name, that the fixtures ``item`` uses (its fixture closure) give it."""
+    # pytest has no public way to reach an item's fixture definitions; _fixtureinfo is the one
+    # its own fixture-closure code (and pytest-xdist's loadscope) relies on
+    definitions = getattr(item, "_fixtureinfo", None)
+    if definitions is None:  # not a Python test function (a doctest, say): it uses no fixtures
+        return {}
+    return {mark.name: mark for fixturedefs in definitions.name2fixturedefs.values() for fixturedef in fixturedefs
+            for mark in getattr(fixturedef.func, MARKS_ITS_USERS, ())}
 
 
 def throwaway_course(root: Path, week: str, cells: list[tuple[str, str]], test_file: str, tests: str) -> Course:

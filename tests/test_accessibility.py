@@ -112,6 +112,7 @@ def written_pages(course: Course, folder: Path, language: str) -> dict[str, Path
             "marking-sheet": sheet, "audit": write_html(audit, folder / "out" / "audit.html")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_every_written_page_has_no_wcag_aa_violation(course: Course, tmp_path: Path, language: str) -> None:
     pages = written_pages(course, tmp_path, language)
@@ -135,6 +136,7 @@ def test_every_written_page_has_no_wcag_aa_violation(course: Course, tmp_path: P
     assert found == [], "\n".join(found)
 
 
+@pytest.mark.slow
 def test_the_reports_filters_and_sort_work_from_the_keyboard_alone(course: Course, tmp_path: Path) -> None:
     """Tab to the search box, the status filter and a column header; type, pick with the
     arrow keys, sort with Enter and Space; focus is drawn everywhere it lands; each plot has

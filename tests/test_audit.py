@@ -138,6 +138,7 @@ def audit(course: Course, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.sandbox
 def test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent(drill: Course) -> None:
     code, output = audit(drill)
     assert code == 1, output
@@ -156,12 +157,14 @@ def test_a_weak_test_lets_a_mutant_survive_until_it_is_recorded_as_equivalent(dr
     assert "unneeded audit.toml entry 3 (task 1, arithmetic: return x - 1): the tests now" in output
 
 
+@pytest.mark.sandbox
 def test_an_audit_stops_handing_out_mutants_at_its_budget(drill: Course) -> None:
     code, output = audit(drill, "--budget", "1")
     assert code == 0, output  # nothing graded, nothing survived: passed, but every mutant is counted as skipped
     assert "0 graded" in output and "3 skipped (budget)" in output
 
 
+@pytest.mark.sandbox
 def test_a_reference_that_fails_its_own_tests_stops_the_audit(drill: Course) -> None:
     tests = drill.root / "source" / "week08" / "tests"
     (tests / "test_week08.py").unlink()  # a new module name: this process already imported test_week08
@@ -266,6 +269,7 @@ def chain(tmp_path: Path) -> Course:
     return throwaway_course(tmp_path, "week09", CHAIN_CELLS, "test_week09_chain.py", CHAIN_TESTS)
 
 
+@pytest.mark.sandbox
 def test_a_mutant_losing_points_on_another_tasks_tests_fails_until_declared(chain: Course) -> None:
     result = CliRunner().invoke(app, ["audit", "week09", "--course", str(chain.root), "--jobs", "1",
                                       "--html", str(chain.root / "audit.html")])

@@ -23,6 +23,8 @@ from autograder.batch import GradingOptions, run_batch
 from autograder.course import Course
 from autograder.results import Status
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 HONEST = (ROOT / "tests" / "fixtures" / "week01" / "correct_loop_eta_y_x.ipynb").read_bytes()
 HONEST_FOLDER = "Honest Student_100_assignsubmission_file"

@@ -57,6 +57,7 @@ def read_sheet(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(raw[3:].decode("utf-8")), delimiter=";"))
 
 
+@pytest.mark.sandbox
 def test_grade_json_worksheet_feedback_and_rerun(export, tmp_path: Path):
     zip_path, sheet = export
     out = tmp_path / "results"
@@ -90,6 +91,7 @@ def test_grade_json_worksheet_feedback_and_rerun(export, tmp_path: Path):
     assert [r["score"] for r in json.loads(again.stdout)] == [r["score"] for r in results]
 
 
+@pytest.mark.sandbox
 def test_manual_marks_merge_into_totals_worksheet_and_survive_regrade(export, tmp_path: Path):
     zip_path, sheet = export
     out = tmp_path / "results"
@@ -119,6 +121,7 @@ def test_manual_marks_merge_into_totals_worksheet_and_survive_regrade(export, tm
     assert top["score"] == 95.5 and top["tasks"][2]["comment"] == "Good example"
 
 
+@pytest.mark.slow
 def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
     missing = run("grade", "week01", str(tmp_path / "nope.zip"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
@@ -135,11 +138,13 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
     assert "[[sync]] entry 1 (week 1): week = 1 is not allowed here" in " ".join(bad_settings.stderr.split())
 
 
+@pytest.mark.sandbox
 def test_generate_check_passes_on_the_committed_notebooks():
     result = run("generate", "--check")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.sandbox
 def test_a_missing_sandbox_layer_is_said_once_and_grading_goes_on(tmp_path: Path):
     """Without bubblewrap on PATH the grader says so (once), never silently, and still grades."""
     env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap (nor anything else) on PATH
@@ -151,6 +156,7 @@ def test_a_missing_sandbox_layer_is_said_once_and_grading_goes_on(tmp_path: Path
     assert json.loads(result.stdout)[0]["score"] == 60
 
 
+@pytest.mark.sandbox
 def test_loose_notebooks_by_default_stay_out_of_the_moodle_results_folder(export, tmp_path: Path):
     import shutil
 
@@ -173,6 +179,7 @@ def test_loose_notebooks_by_default_stay_out_of_the_moodle_results_folder(export
     assert 'id="similarity"' in (loose_out / "report.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.sandbox
 def test_merge_manual_finds_the_batch_its_sheet_came_from(tmp_path: Path):
     import shutil
 
@@ -216,6 +223,7 @@ def test_a_name_that_is_no_week_says_how_week_names_are_written_without_naming_s
     assert normalise_week_name("7") == "week07"
 
 
+@pytest.mark.slow
 def test_report_and_merge_manual_read_a_grading_services_database(tmp_path: Path, database_url: str | None):
     """``serve --database`` keeps the service's gradebook in that database: ``report --database``
     writes the outputs of its attempts into a folder, and ``merge-manual --database`` stores

@@ -97,6 +97,7 @@ json_trees = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(json_trees)
 def test_decoder_never_fails_other_than_with_protocol_error(tree):

@@ -11,6 +11,8 @@ distributed = pytest.importorskip("distributed")
 
 from autograder.grading.distributed import grade_on_cluster, warm_graders  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 
 @pytest.fixture(scope="module")
 def client():

@@ -23,11 +23,14 @@ import pytest
 
 from autograder.course import Course, Week
 from autograder.grading.distributed import grade_on_cluster, grade_task, warm_graders
+from autograder.grading.messages import SubmissionData
 from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from tests.hostile.bounds_cases import CASES
 from tests.hostile.bounds_week import HONEST, notebook, write_course
 from tests.test_hostile_bounds import LIMITS, STOPPED
+
+pytestmark = pytest.mark.sandbox
 
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
@@ -119,8 +122,8 @@ def test_a_dask_worker_killed_while_its_grader_works_takes_the_grader_with_it(we
     patient = dataclasses.replace(LIMITS, grader_test_wall_s=600)  # nothing of ours stops the pause
     with _cluster() as cluster, distributed.Client(cluster) as client:
         (worker,) = client.run(os.getpid).values()
-        task = client.submit(grade_task, week, patient, _submission("pause", BY_NAME["pause_forever"]["cell"]),
-                             pure=False)
+        pause = SubmissionData.of(_submission("pause", BY_NAME["pause_forever"]["cell"]))
+        task = client.submit(grade_task, week, patient, pause.model_dump_json(), pure=False)
         grader = _sleeping_grader(worker, 120)
         task.cancel()
         os.kill(worker, signal.SIGKILL)

@@ -189,6 +189,7 @@ def everything_shown(result: Any, title: str) -> str:
                       render_feedback(result, week_title=title)])
 
 
+@pytest.mark.sandbox
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_a_hostile_worker_chooses_no_word_of_what_anyone_reads(course: Course, hostile_runs: None, data: st.DataObject):
@@ -299,6 +300,7 @@ PARSE_BOMB = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_reply_is_bounded_in_memory_before_it_is_built():
     """20 M empty lists (1.75 GB once built) are refused by counting; the largest message
     that passes costs under 256 MB. Measured in a fresh process (peak RSS growth)."""

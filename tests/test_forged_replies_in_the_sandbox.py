@@ -24,6 +24,8 @@ from autograder.report.feedback import render_feedback
 from autograder.submission import Submission
 from tests.helpers import notebook_bytes
 
+pytestmark = pytest.mark.sandbox
+
 SECRET = "zq7xsecretzq7x"
 
 # Strings a forged reply is made of: the secret, the call's own arguments (what a real

@@ -17,6 +17,7 @@ import pytest
 from autograder.execution import Limits, SubmissionRun, ZygoteSlot
 from autograder.execution.zygote import PIPE_BYTES
 from autograder.testing.student import Student
+from tests.helpers import marks_its_users
 
 FRAGMENT_THEN_FILL = textwrap.dedent("""
     import ctypes, json
@@ -48,6 +49,7 @@ LIMITS = Limits(memory_mb=768, zygote_mb=256, nproc=64, scratch_mb=96, cell_time
 
 
 @pytest.fixture(scope="module")
+@marks_its_users(pytest.mark.sandbox)
 def slot() -> Iterator[ZygoteSlot]:
     slot = ZygoteSlot(LIMITS).start()
     yield slot

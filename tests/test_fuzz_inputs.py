@@ -133,6 +133,7 @@ def utf8(text: str) -> bytes:
 
 
 # -- stage 1: reading a notebook -------------------------------------------------------------
+@pytest.mark.slow
 @FUZZ
 @given(notebook_bytes)
 def test_any_notebook_reads_or_gets_a_clear_submission_error(content: bytes) -> None:
@@ -170,6 +171,7 @@ def v3_notebook(code: list[str], *, extra_cells: int = 0) -> bytes:
                        "worksheets": [{"cells": cells_, "metadata": {}}]}).encode()
 
 
+@pytest.mark.slow
 def test_an_nbformat_3_notebook_is_read_and_a_huge_one_refused_before_any_cell_is_walked() -> None:
     code = [c.source for c in nbformat.reads(GOOD.decode(), as_version=4).cells if c.cell_type == "code"]
     assert code_cells(v3_notebook(code)) == [c for c in code if c.strip()]
@@ -182,6 +184,7 @@ def test_an_nbformat_3_notebook_is_read_and_a_huge_one_refused_before_any_cell_i
     assert time.process_time() - started < 5  # parsing the JSON itself, no walk over the cells
 
 
+@pytest.mark.slow
 def test_outputs_are_never_walked() -> None:
     """300,000 small outputs (17 MB): nbformat's validation took 26 s over them."""
     nb = json.loads(GOOD)
@@ -234,6 +237,7 @@ def week01(course: Course):
     return course.week("week01")
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=60)
 @given(st.lists(notebook_bytes, min_size=1, max_size=4), st.lists(any_text, min_size=4, max_size=4))
 def test_the_marking_sheet_is_written_whatever_the_notebooks_hold(week01, tmp_path_factory, contents, names):
@@ -365,6 +369,7 @@ def check_submissions(found: list[Submission]) -> None:
         assert good.content == GOOD and good.status is None, good
 
 
+@pytest.mark.slow
 @FUZZ
 @given(exports(), st.data())
 def test_any_moodle_zip_gives_one_outcome_per_hand_in(tmp_path_factory, members, data) -> None:
@@ -378,6 +383,7 @@ def test_any_moodle_zip_gives_one_outcome_per_hand_in(tmp_path_factory, members,
     check_submissions(read_export(path, week="week01"))
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=60)
 @given(exports(), st.lists(st.binary(min_size=1, max_size=20).filter(lambda b: b"/" not in b and b"\0" not in b
                                                                       and b not in (b".", b"..")), max_size=3))
@@ -472,6 +478,7 @@ results = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(st.lists(results, min_size=1, max_size=4, unique_by=lambda r: r.key))
 def test_any_result_text_is_stored_and_written(week01, tmp_path_factory, generated) -> None:
@@ -523,6 +530,7 @@ HONEST = {"good", "surrogate_in_exception", "surrogate_in_answer", "metadata_lis
           "participant-8"}
 
 
+@pytest.mark.sandbox
 def test_the_command_grades_every_case_that_stopped_a_batch(tmp_path: Path) -> None:
     """``autograder grade --jobs 2``: exit 0, one result per submission, the honest ones full marks."""
     paths = [*known_notebooks(tmp_path), known_export(tmp_path / "ML-Week 1-7.zip")]
@@ -550,6 +558,7 @@ def test_the_command_grades_every_case_that_stopped_a_batch(tmp_path: Path) -> N
     assert "Jane [red]Doe[blink]" in again.stdout.decode() and "taken from the gradebook" in again.stderr.decode()
 
 
+@pytest.mark.sandbox
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(notebook_bytes, min_size=2, max_size=4), exports())
 def test_a_batch_drawn_by_hypothesis_ends_with_one_result_each(week01, tmp_path_factory, notebooks, members) -> None:

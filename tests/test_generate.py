@@ -311,6 +311,7 @@ def _generated_bytes(course: Course) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_generation_is_byte_identical_across_runs_and_places(tmp_path: Path) -> None:
     courses = []
     for place in ("one", "two/deeper"):
@@ -327,6 +328,7 @@ def test_generation_is_byte_identical_across_runs_and_places(tmp_path: Path) -> 
     assert notebook_path.stat().st_mtime_ns == before  # an up-to-date file is not rewritten
 
 
+@pytest.mark.slow
 def test_a_source_without_cell_ids_gets_stable_ones(course: Course) -> None:
     week = course.week("week99")
     nb = nbformat.read(SOURCE, as_version=nbformat.NO_CONVERT)
@@ -360,6 +362,7 @@ def test_check_reports_missing_files_and_writes_nothing(course: Course) -> None:
     assert not (course.root / "solutions").exists()
 
 
+@pytest.mark.slow
 def test_check_is_clean_when_the_committed_files_are_up_to_date(course: Course) -> None:
     generate_week(course.week("week99"))
     (course.root / "assignments" / "week99" / ".ipynb_checkpoints").mkdir()  # Jupyter's, ignored
@@ -368,6 +371,7 @@ def test_check_is_clean_when_the_committed_files_are_up_to_date(course: Course) 
     assert generate_course(course, check=True) == []
 
 
+@pytest.mark.slow
 def test_check_reports_stale_missing_and_extra_files_and_a_write_fixes_them(course: Course) -> None:
     week = course.week("week99")
     generate_week(week)
@@ -399,6 +403,7 @@ def test_check_reports_stale_missing_and_extra_files_and_a_write_fixes_them(cour
     assert nbformat.read(week.assignment_notebook, as_version=4).cells[0].source == "# Week 99, revised"
 
 
+@pytest.mark.slow
 def test_a_write_prunes_folders_it_emptied(course: Course) -> None:
     week = course.week("week99")
     generate_week(week)
@@ -537,6 +542,7 @@ def test_a_stray_file_in_the_week_folder_is_refused_and_audit_toml_is_not_copied
         generate_week(course.week("week99"), check=True)
 
 
+@pytest.mark.sandbox
 def test_the_command_says_what_it_wrote_and_what_was_up_to_date(course: Course) -> None:
     from typer.testing import CliRunner
 
@@ -600,6 +606,7 @@ def test_a_task_heading_without_points_is_refused(course: Course) -> None:
 
 # --- a week written from scratch, as docs/AUTHORING.md tells -------------------------------------
 
+@pytest.mark.slow
 def test_the_week_written_from_scratch_in_the_docs_generates_and_its_tests_pass(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -286,6 +286,7 @@ def test_runs_count_what_they_recorded(book: Gradebook) -> None:
     assert [(r.id, r.finished is None) for r in book.runs()] == [(first, False), (killed, True)]
 
 
+@pytest.mark.slow
 def test_run_killed_mid_batch_resumes_without_loss_or_duplicates(tmp_path: Path, database_url: str | None) -> None:
     path = tmp_path / "gradebook.sqlite"
     location = database_url or str(path)
@@ -320,6 +321,7 @@ def test_run_killed_mid_batch_resumes_without_loss_or_duplicates(tmp_path: Path,
     check_integrity(path, database_url)
 
 
+@pytest.mark.slow
 def test_sigkill_during_writes_loses_no_committed_result(tmp_path: Path) -> None:
     path = tmp_path / "gradebook.sqlite"
     child = run_child(
@@ -348,6 +350,7 @@ def test_sigkill_during_writes_loses_no_committed_result(tmp_path: Path) -> None
     assert [r.key for r in stored] == [f"k{i:06d}" for i in range(len(stored))]
 
 
+@pytest.mark.slow
 def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path, database_url: str | None) -> None:
     path = tmp_path / "gradebook.sqlite"
     location = database_url or str(path)

@@ -52,6 +52,7 @@ def test_valid_markers_are_read_as_numbers(course: Course) -> None:
     assert (markers.task, markers.points, markers.call_timeout, markers.problems) == (1, 10.0, 20.0, [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("markers", "says"), BAD_MARKERS)
 def test_pytest_on_the_source_refuses_a_bad_marker(course: Course, markers: str, says: str) -> None:
     tests = course.root / "source" / "week99" / "tests"
@@ -71,6 +72,7 @@ def test_generation_refuses_a_bad_marker(course: Course, markers: str, says: str
     assert says in str(caught.value)
 
 
+@pytest.mark.sandbox
 def test_grading_refuses_a_bad_call_timeout_before_any_submission_runs(course: Course) -> None:
     (course.root / "source" / "week99" / "tests" / "test_week99.py").write_text(
         hidden(f"{GOOD}\n@pytest.mark.call_timeout(-1)"))
@@ -78,6 +80,7 @@ def test_grading_refuses_a_bad_call_timeout_before_any_submission_runs(course: C
         grade(course.week("week99"), [], isolation=Sandboxed())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("points", [12, 8])
 def test_pytest_on_the_source_refuses_tests_that_do_not_add_up_to_the_tasks_points(course: Course,
                                                                                   points: int) -> None:

@@ -32,6 +32,7 @@ from autograder.results import Status, SubmissionResult
 from autograder.submission import Submission
 from autograder.testing.student import Student
 from autograder.worker import seccomp
+from tests.helpers import marks_its_users
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "week01"
@@ -162,6 +163,7 @@ def _cells_of(case, base_cells: dict[str, list[str]], port: int, marker: str) ->
 
 
 @pytest.fixture(scope="module")
+@marks_its_users(pytest.mark.sandbox)
 def batch(course: Course, tmp_path_factory: pytest.TempPathFactory) -> Batch:
     """Grade the honest fixtures alone, then corpus + honest fixtures as one batch."""
     canary = "canary-" + uuid.uuid4().hex

@@ -23,6 +23,8 @@ from autograder.submission import Submission
 from tests.hostile.bounds_cases import CASES, REAL_WEEK_CASES
 from tests.hostile.bounds_week import HONEST, notebook, write_course
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits(memory_mb=768, zygote_mb=256, nproc=64, scratch_mb=128, cell_timeout_s=5, call_timeout_s=3,
                 submission_timeout_s=10, tests_timeout_s=10, restarts=1, grader_test_wall_s=5, grader_test_cpu_s=5)

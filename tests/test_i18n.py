@@ -155,6 +155,7 @@ def test_the_template_holds_notebook_text_check_names_and_feedback_messages(cour
     assert {m.text for m in notebook_messages(nbformat.read(week.source_notebook, as_version=4))} <= ids
 
 
+@pytest.mark.slow
 @needs_ja
 def test_generate_writes_every_language_and_stamps_it(course: Course):
     week = course.week("week99")
@@ -176,6 +177,7 @@ def test_generate_writes_every_language_and_stamps_it(course: Course):
     assert "raise NotImplementedError()" in stub and "# your code here" not in stub  # the stub comment translated
 
 
+@pytest.mark.slow
 @needs_ja
 def test_a_changed_source_string_makes_generate_refuse_the_stale_language(course: Course):
     week = course.week("week99")
@@ -203,6 +205,7 @@ def test_a_changed_source_string_makes_generate_refuse_the_stale_language(course
     assert "Read it twice." in week.assignment_notebook_in("ja").read_text()
 
 
+@pytest.mark.slow
 def test_a_language_without_a_catalog_is_refused_with_the_fix(course: Course):
     (course.root / "course.toml").write_text('[languages]\nsource = "en"\noffered = ["en", "pt", "ja"]\n')
     with pytest.raises(GenerationError, match=r"language 'pt'.*lacks \d+ translation\(s\)") as refused:

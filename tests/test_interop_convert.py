@@ -23,6 +23,7 @@ def run_hidden_tests(root: Path, week: str, *extra: str) -> subprocess.Completed
                           capture_output=True, text=True, cwd=root)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("importer, fixture, tasks", [
     (import_nbgrader, "squares.ipynb", [(1, 2.0, False), (2, 1.0, False), (3, 2.0, False), (4, 3.0, True)]),
     (import_otter, "cubes.ipynb", [(1, 3.0, False), (2, 2.0, True)]),
@@ -35,6 +36,7 @@ def test_import_gives_a_week_whose_tests_pass_on_the_reference(tmp_path: Path, i
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.slow
 def test_imported_tests_fail_on_a_wrong_answer(tmp_path: Path):
     import nbformat
 
@@ -48,6 +50,7 @@ def test_imported_tests_fail_on_a_wrong_answer(tmp_path: Path):
     assert "2 failed, 1 passed" in result.stdout, result.stdout  # squares and sum_of_squares; input check keeps
 
 
+@pytest.mark.slow
 def test_a_student_exception_subclassing_the_expected_one_passes_as_in_nbgrader(tmp_path: Path):
     """nbgrader runs the test cell in the student's kernel, where ``except ValueError``
     catches ``class NotPositive(ValueError)``: the imported test must agree."""
@@ -91,6 +94,7 @@ def test_otter_final_grades_csv_has_otters_columns(tmp_path: Path):
     assert rows[3] == ["b.ipynb", "0.0", "0.0", "0.0", "0.0", "not a notebook"]
 
 
+@pytest.mark.slow
 def test_the_authors_headings_stay_the_task_headings(tmp_path: Path):
     """A '## ...' heading of the author's before a task's solution becomes the task cell: no second heading."""
     import nbformat
@@ -112,6 +116,7 @@ def test_the_authors_headings_stay_the_task_headings(tmp_path: Path):
     assert run_hidden_tests(tmp_path / "course", "week90").returncode == 0
 
 
+@pytest.mark.slow
 def test_import_names_the_files_it_wrote_and_the_marker_finds_its_answers(tmp_path: Path):
     import nbformat
 
@@ -165,6 +170,7 @@ def compiles(source: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_an_nbgrader_course_with_every_construct_imports_and_generates_in_the_shipped_course(tmp_path: Path):
     import nbformat
 
@@ -201,6 +207,7 @@ def test_an_nbgrader_course_with_every_construct_imports_and_generates_in_the_sh
     assert "PASSED source/week07/tests/test_week07_nbgrader.py::test_squares_rebound" in result.stdout
 
 
+@pytest.mark.slow
 def test_an_otter_course_with_every_construct_imports_and_generates_in_the_shipped_course(tmp_path: Path):
     import nbformat
 
@@ -270,6 +277,7 @@ def test_a_test_cells_names_are_the_students_as_python_scopes_them():
     assert cell_names("import numpy as np\nassert np.all(x) and len(y) == 2") == (["x", "y"], [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change, problem", [
     (lambda nb: nb.metadata.update(kernelspec={"name": "ir", "language": "R", "display_name": "R"},
                                    language_info={"name": "R"}),
@@ -479,6 +487,7 @@ def test_an_otter_notebook_that_cannot_become_a_week_is_refused_by_name(tmp_path
     assert not (tmp_path / "course" / "source").exists()
 
 
+@pytest.mark.slow
 def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_course(tmp_path: Path):
     import nbformat
 
@@ -494,6 +503,7 @@ def test_the_weeks_language_comes_from_the_option_else_the_notebook_else_the_cou
     assert 'source = "en"' in (tmp_path / "c" / settings).read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("week", ["week16v1", "week100", "seven"])
 def test_a_bad_week_name_is_a_clear_error(tmp_path: Path, week: str):
     done = cli("import", "nbgrader", str(FIXTURES / "squares.ipynb"), "--week", week, "--course", str(tmp_path))
@@ -502,6 +512,7 @@ def test_a_bad_week_name_is_a_clear_error(tmp_path: Path, week: str):
     assert f"--week {week!r} is not a week name" in said and "week07" in said and "week06" not in said
 
 
+@pytest.mark.slow
 def test_an_existing_week_is_never_overwritten(tmp_path: Path):
     from autograder.exceptions import InteropError
 

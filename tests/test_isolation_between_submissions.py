@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pytest
 
 from autograder.course import Course
 from autograder.execution import Limits, Sandboxed, SubmissionRun, ZygoteSlot
@@ -16,6 +17,8 @@ from autograder.results import Status
 from autograder.submission import Submission
 from autograder.testing.student import Student
 from tests.helpers import notebook_bytes
+
+pytestmark = pytest.mark.sandbox
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "week01"
 

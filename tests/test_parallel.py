@@ -31,6 +31,7 @@ def test_two_jobs_give_the_results_of_one_in_the_same_order(course: Course, week
     assert {r["status"] for r in week01_mix_local} >= {"graded", "not_attempted", "error"}
 
 
+@pytest.mark.sandbox
 def test_a_grader_process_that_dies_loses_only_its_submission(course: Course, week01_mix, week01_mix_local,
                                                                 as_comparable):
     first, last = week01_mix[0], week01_mix[1]

@@ -19,6 +19,8 @@ from autograder.exceptions import CourseError
 from autograder.grading.pool import GraderPool
 from autograder.grading.relay import Relay, RelayedGraders
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -26,6 +26,8 @@ from autograder.submission import Submission
 from autograder.testing.student import Student
 from tests.helpers import notebook_bytes
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = (ROOT / "tests" / "fixtures" / "week01" / "correct_fresh_notebook.ipynb")
 # A cgroup (memory_mb + zygote_mb) small enough that what the writer holds would starve the

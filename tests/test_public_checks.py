@@ -65,6 +65,7 @@ def test_public_checks_are_found_in_every_week() -> None:
         assert public_checks(week / f"{week.name}.ipynb"), f"{week.name}: no public-check cell found"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("week", "name"), correct_fixtures())
 def test_correct_fixture_passes_every_public_check(week: str, name: str) -> None:
     """Run the fixture, then each public check of the week's reference notebook in its namespace."""

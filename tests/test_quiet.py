@@ -35,6 +35,7 @@ def in_language(fixture: str, language: str) -> bytes:
     return json.dumps(nb).encode()
 
 
+@pytest.mark.sandbox
 def test_a_grade_run_of_a_multi_language_week_prints_its_table_and_results_only(tmp_path: Path) -> None:
     assert len(Course.locate(ROOT).week("week01").languages.offered) > 1
     hand_ins = tmp_path / "hand-ins"
@@ -96,6 +97,7 @@ def process_tree(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.sandbox
 def test_a_zygote_that_stalls_once_is_replaced_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with ZygoteSlot(Limits()) as slot:
         assert slot.zygote is not None and slot.zygote.process is not None

@@ -43,6 +43,7 @@ def test_gradebook_gives_the_seed_back_only_for_the_same_content(tmp_path: Path)
         assert book.recorded_seed("week01", "a", submission_sha256=None) is None
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_regrade_reproduces_every_score_and_message(course: Course, tmp_path: Path, jobs: int) -> None:
     week = course.week("week01")
@@ -60,6 +61,7 @@ def test_regrade_reproduces_every_score_and_message(course: Course, tmp_path: Pa
     assert fingerprint(again.results) == fingerprint(first)
 
 
+@pytest.mark.sandbox
 def test_a_changed_hand_in_draws_a_fresh_seed(course: Course, tmp_path: Path) -> None:
     week = course.week("week01")
     paths = copy_fixtures(tmp_path / "in")
@@ -70,6 +72,7 @@ def test_a_changed_hand_in_draws_a_fresh_seed(course: Course, tmp_path: Path) ->
     assert before.keys() == after.keys() and before != after
 
 
+@pytest.mark.sandbox
 def test_parallel_graders_use_the_seed_they_are_given(course: Course) -> None:
     from autograder.submission import Submission
 
@@ -79,6 +82,7 @@ def test_parallel_graders_use_the_seed_they_are_given(course: Course) -> None:
     assert [r.seed for r in grade_parallel(week, subs, jobs=2)] == [1000, 1001, 1002]
 
 
+@pytest.mark.sandbox
 def test_a_cluster_uses_the_seed_it_is_given(course: Course) -> None:
     distributed = pytest.importorskip("distributed")
     from autograder.grading.distributed import grade_on_cluster

@@ -237,6 +237,7 @@ def test_the_histogram_draws_a_bar_for_every_group_its_legend_lists(batch: list[
     assert {g.label for g in score_groups([*batch, marked])} >= {"not attempted", "not attempted, hand marking pending"}
 
 
+@pytest.mark.slow
 def test_the_mean_says_how_points_awaiting_hand_marking_are_counted(tmp_path: Path,
                                                                     batch: list[r.SubmissionResult]) -> None:
     text = Page(write_report(batch, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8")).plain

@@ -18,8 +18,9 @@ from autograder.report.similarity import similar_pairs
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
-                                "run scripts/install-system-packages (apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed: "
+                                 "run scripts/install-system-packages (apt-get install chromium)"),
+              pytest.mark.slow]
 ARTEFACTS = Path(__file__).parent / "artefacts"
 NAMES = ["Zoë Müller", "山田 太郎", "Nguyễn Thị Minh", "João Conceição", "Ann O'Poe", "Ωmega <b>Bold</b>"]
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from autograder.course import Course
 from autograder.execution import Sandboxed
 from autograder.grading.grader import grade
 from autograder.submission import Submission
+
+pytestmark = pytest.mark.sandbox
 
 TEST = '''
 

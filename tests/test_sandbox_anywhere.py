@@ -19,8 +19,9 @@ from autograder.execution.zygote import SandboxedZygote
 
 NOBODY = 65534
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bwrap") is None,
-                                reason="needs root and bubblewrap (the unprivileged-uid layer)")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bwrap") is None,
+                                 reason="needs root and bubblewrap (the unprivileged-uid layer)"),
+              pytest.mark.sandbox]
 
 
 @pytest.fixture

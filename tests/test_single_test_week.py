@@ -18,6 +18,8 @@ from autograder.execution import Sandboxed
 from autograder.grading.grader import grade
 from autograder.submission import Submission
 
+pytestmark = pytest.mark.sandbox
+
 SUITE = '''import pytest
 
 

@@ -8,6 +8,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 OBSERVE = textwrap.dedent("""
     import json, linecache, os, sys, warnings
     os.environ["MPLBACKEND"] = "Agg"

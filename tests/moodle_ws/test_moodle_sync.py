@@ -25,6 +25,7 @@ from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle_ws.sync import FILES_DIR, SyncReport, _held_by_hand, read_token, sync, watch
 from autograder.moodle_ws.sync_state import SyncState
 from autograder.moodle_ws.webservice import MoodleClient, RemoteGrade, flatten
+from tests.helpers import marks_its_users
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"  # any token, for the tests that need no server
@@ -33,6 +34,7 @@ GRADED = {101, 102, 103, 104, 105, 106, 107, 108, 110, 111}  # 109's notebook is
 
 
 @pytest.fixture(scope="module")
+@marks_its_users(pytest.mark.sandbox)
 def first(server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, SyncReport]:
     """The example class synced once: the site after it, the results folder, the report."""
     site = server.example()

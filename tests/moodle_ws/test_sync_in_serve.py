@@ -121,6 +121,7 @@ def serving_with_syncs(server: Any, site: Site, folder: Path, *, interval_s: int
         yield course, lms
 
 
+@pytest.mark.sandbox
 def test_serve_syncs_moodle_on_its_own_and_a_bad_token_harms_nothing_else(server: Any, tmp_path: Path) -> None:
     site = two_students()
     with serving_with_syncs(server, site, tmp_path) as (course, lms):
@@ -207,6 +208,7 @@ def grader_processes() -> set[int]:
     return spawned - {p.pid for p in multiprocessing.active_children() if p.name.startswith("autograder-sync")}
 
 
+@pytest.mark.sandbox
 def test_a_sync_in_serve_grades_in_the_services_own_graders(server: Any, tmp_path: Path) -> None:
     """``serve --jobs 1`` never runs more than one grader, a sync's grading included: the
     grader warm from a student's upload grades the hand-ins the sync pulls from Moodle."""
@@ -250,6 +252,7 @@ SYNC_HEADERS = ["Assignment", "Last run", "Pulled", "Graded", "Pushed", "Skipped
                 "Next run", "Last error"]
 
 
+@pytest.mark.sandbox
 def test_the_sync_table_meets_wcag_aa_in_chromium(server: Any, tmp_path: Path, chromium: Any) -> None:
     """After a run that graded and pushed one student and left another's hand-set grade alone,
     and a run of the wrong-token entry: on the instructor's week page, in the LMS's iframe, no
@@ -341,6 +344,7 @@ def test_no_sync_into_the_services_own_data_folder(tmp_path: Path) -> None:
         load_syncs(course, service_data=course.root / "service-data")
 
 
+@pytest.mark.slow
 def test_serve_does_not_start_with_a_bad_sync_entry(tmp_path: Path) -> None:
     toml = '[[sync]]\nweek = "week01"\nurl = "https://m.example.edu"\nassignment = 7\ntoken_file = "token"\n'
     course = a_course(tmp_path / "course", toml)
@@ -394,6 +398,7 @@ def replica(course: Course, location: Path | str, interval_s: float | None = Non
         database.close()
 
 
+@pytest.mark.slow
 def test_replicas_on_one_database_run_a_due_sync_once_and_show_one_status(
         server: Any, tmp_path: Path, database_url: str | None) -> None:
     """Two replicas starting together with the same schedule run the sync due at their start
@@ -423,6 +428,7 @@ def _replica_holds_the_lease(location: Path | str, site_url: str, interval_s: fl
     threading.Event().wait()
 
 
+@pytest.mark.slow
 def test_a_run_whose_replica_died_is_taken_over_once_its_lease_expires(
         server: Any, tmp_path: Path, database_url: str | None) -> None:
     """While the replica running the sync lives (its lease renewed), another does not run it

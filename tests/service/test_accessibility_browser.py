@@ -22,6 +22,8 @@ from autograder.i18n.runtime import untranslated
 from tests.helpers import assert_accessible, axe_violations, focus_outline
 from tests.service.lms import Lms
 
+pytestmark = pytest.mark.sandbox
+
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions" / "week01"

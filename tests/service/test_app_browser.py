@@ -8,7 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.service.lms import Lms
+
+pytestmark = pytest.mark.sandbox
 
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "en" / "week01.ipynb"  # answers every task

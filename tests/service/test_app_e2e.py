@@ -28,7 +28,7 @@ from autograder.service.routes import ROUTERS
 from tests.service.lms import Lms
 from tests.service.web import Browser, forms, wait_until
 
-pytestmark = pytest.mark.lms(upload_limit_bytes=256 * 1024)
+pytestmark = [pytest.mark.lms(upload_limit_bytes=256 * 1024), pytest.mark.sandbox]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "week01"
 CORRECT = (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()

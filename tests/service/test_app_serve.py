@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.service.web import free_port, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_serve_starts_serves_the_registration_values_and_stops(tmp_path: Path) -> None:
     port = free_port()
     public = "https://grader.example.edu"

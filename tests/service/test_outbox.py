@@ -103,6 +103,7 @@ def test_an_unreachable_platform_never_loses_the_score(tmp_path: Path):
         assert post.status == "retrying" and "could not be reached" in (post.last_error or "")
 
 
+@pytest.mark.slow
 def test_409_from_a_platform_clock_ahead_of_ours_is_sent_again_later(store: Store, endpoint: ScoreEndpoint):
     endpoint.state.clock_ahead_s = 1.5  # as Moodle 4.1 stores time() instead of our timestamp
     graded(store, "ann", 5)
@@ -168,6 +169,7 @@ def test_pending_manual_scores_are_posted_as_such_and_moodle_keeps_no_grade(stor
     assert store.posts(context=CONTEXT)[0].payload["scoreGiven"] == 10.0  # we still say it (other platforms show it)
 
 
+@pytest.mark.slow
 def test_a_slow_platform_does_not_hold_up_recording_grades(store: Store, endpoint: ScoreEndpoint):
     endpoint.state.delay_s = 3.0  # under the sender's 5 s timeout
     graded(store, "ann", 1)

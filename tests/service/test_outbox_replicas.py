@@ -8,10 +8,14 @@ from collections import defaultdict
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
 from autograder.service.outbox import Outbox
 from autograder.service.store import Store
 from tests.service.score_endpoint import HttpSender, ScoreEndpoint
 from tests.service.test_outbox import CONTEXT, graded, until
+
+pytestmark = pytest.mark.slow
 
 USERS = ["ann", "bob", "cat", "dan", "eve", "fay"]
 ROUNDS = 4

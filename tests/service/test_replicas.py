@@ -107,6 +107,7 @@ def replicas_behind_a_proxy(tmp_path: Path, database: str, *options: str, count:
         proxy.close()
 
 
+@pytest.mark.sandbox
 def test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database(
         tmp_path: Path, postgres: PostgresServer) -> None:
     url = postgres.new_database()
@@ -146,6 +147,7 @@ def test_serve_on_postgresql_takes_a_launch_and_an_upload_into_that_database(
     assert (data / "uploads" / stored[0][3][:2] / f"{stored[0][3]}.ipynb").read_bytes() == CORRECT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("database", "says"), [
     ("service.db", "is not a database URL"),
     ("mysql+nosuchdriver://u@h/db", "no driver for this database"),
@@ -175,6 +177,7 @@ def _replica_uploads(data: Path, database: str | None, number: int, start: Barri
             outcomes.put(f"error: {exc!r}")
 
 
+@pytest.mark.slow
 def test_eight_replicas_racing_uploads_against_one_attempt_accept_exactly_one(
         tmp_path: Path, database_url: str | None) -> None:
     """Eight processes, each with its own ``Store`` on one database, upload the same
@@ -208,6 +211,7 @@ def _replica_grades(data: Path, database: str | None, claimed: Event) -> None:
         threading.Event().wait()
 
 
+@pytest.mark.slow
 def test_a_claim_expires_when_its_replica_dies_and_not_while_it_lives(
         tmp_path: Path, database_url: str | None) -> None:
     data = tmp_path / "data"
@@ -254,6 +258,7 @@ def claimed_at(store: Store, attempt_id: int) -> str | None:
         return db.execute(select(attempts.c.claimed_at).where(attempts.c.id == attempt_id)).scalar()
 
 
+@pytest.mark.slow
 def test_a_stalled_replica_neither_renews_its_lost_claim_nor_overwrites_the_result(
         tmp_path: Path, database_url: str | None) -> None:
     """Replica a stalls (SIGSTOP) with an attempt claimed; replica b takes it over once the

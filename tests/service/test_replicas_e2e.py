@@ -12,10 +12,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.helpers import PostgresServer
 from tests.service.test_replicas import replicas_behind_a_proxy, upload_through_the_lms
 from tests.service.web import wait_until
+
+pytestmark = pytest.mark.sandbox
 
 
 def test_two_replicas_behind_a_load_balancer_grade_show_feedback_and_post_the_score_once(

@@ -26,6 +26,8 @@ from tests.service.lms import register_and_add_week
 from tests.service.test_replicas import CORRECT, replicas_behind_a_proxy
 from tests.service.web import Browser, wait_until
 
+pytestmark = pytest.mark.sandbox
+
 STUDENTS = 24
 CLAIM_TTL_S = 6
 GRADING = "SELECT count(*) FROM attempts WHERE state = 'grading'"

@@ -19,6 +19,8 @@ import pytest
 from tests.service.lms import Lms
 from tests.service.web import wait_until
 
+pytestmark = pytest.mark.sandbox
+
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "week01" / "en" / "week01.ipynb"
 ANSWERS = {  # task 3 of week01: a binary classification example, by hand

@@ -111,6 +111,7 @@ def test_warm_graders_grade_uploads_as_the_grader_does_and_post_scores(tmp_path:
         assert "Well argued." in ann.feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
 
 
+@pytest.mark.sandbox
 def test_one_grader_moves_to_the_week_that_waits(tmp_path: Path, course: Course):
     with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
         upload(store, "ann", "correct_fresh_notebook")
@@ -123,6 +124,7 @@ def test_one_grader_moves_to_the_week_that_waits(tmp_path: Path, course: Course)
         assert week02.state == "graded" and week02.score == course.week("week02").max_score - week02.pending
 
 
+@pytest.mark.sandbox
 def test_a_dask_cluster_grades_the_queue(tmp_path: Path, course: Course):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -139,6 +141,7 @@ def test_a_dask_cluster_grades_the_queue(tmp_path: Path, course: Course):
         assert cat is not None and cat.status is Status.ERROR
 
 
+@pytest.mark.sandbox
 def test_a_service_killed_mid_run_grades_every_upload_and_posts_every_score_once(tmp_path: Path,
                                                                                   endpoint: ScoreEndpoint):
     endpoint.state.delay_s = 0.3  # slow enough that posts are under way when the service dies
@@ -180,6 +183,7 @@ def test_a_service_killed_mid_run_grades_every_upload_and_posts_every_score_once
             assert last.sent == store.counted_score(context=CONTEXT, user=user, week="week01")
 
 
+@pytest.mark.sandbox
 def test_a_warmed_grader_takes_the_upload_that_follows(tmp_path: Path, course: Course):
     with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
         service.warm("week02")
@@ -200,6 +204,7 @@ def test_one_grading_service_per_data_folder(tmp_path: Path, course: Course):
         pass
 
 
+@pytest.mark.sandbox
 def test_a_grader_that_dies_costs_only_a_retry_of_the_attempt_it_held(tmp_path: Path, course: Course):
     with Store(tmp_path) as store, GradingService(course, store, jobs=1) as service:
         slow = store.submit(context=CONTEXT, user="ann", week="week01", policy=WeekPolicy(), now=datetime.now(UTC),
@@ -217,6 +222,7 @@ def test_a_grader_that_dies_costs_only_a_retry_of_the_attempt_it_held(tmp_path: 
         assert dict(db.execute("SELECT id, tries FROM attempts").fetchall()) == {slow.id: 2, other: 1}
 
 
+@pytest.mark.sandbox
 def test_a_hidden_check_that_makes_the_grader_work_for_ages_is_stopped_and_the_queue_goes_on(tmp_path: Path):
     """The service's warm graders are watched as the batch's are: an upload whose value makes
     a hidden check hold the grader's interpreter (``sum(range(10**15))`` in C) gets an error

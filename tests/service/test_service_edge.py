@@ -143,6 +143,7 @@ pytestmark = pytest.mark.lms(grading=False, edge=LIMITS, requests_per_minute=8)
 
 # ---- item 1: week names are normalised once, at the edge -------------------------------------
 
+@pytest.mark.sandbox
 def test_an_upload_to_a_week_alias_is_graded_under_the_canonical_name_and_stalls_no_one(graded_lms: Lms) -> None:
     lms = graded_lms
     alias_user, other_user = unique("s-alias"), unique("s-after")
@@ -279,6 +280,7 @@ def test_the_config_page_shows_no_issuer_or_client_id_to_anyone(lms: Lms) -> Non
 
 # ---- item 3: a fair queue -------------------------------------------------------------------
 
+@pytest.mark.sandbox
 def test_one_learners_many_slow_uploads_delay_another_by_at_most_one_grading_slot(graded_lms: Lms) -> None:
     lms = graded_lms
     hog, next_one = unique("s-hog"), unique("s-next")
@@ -337,6 +339,7 @@ def test_a_large_launch_form_is_refused_before_it_is_read(lms: Lms) -> None:
     chunked.close()
 
 
+@pytest.mark.slow
 def test_a_body_that_stalls_is_dropped(lms: Lms) -> None:
     sock = tls_socket(lms, lms.certificate)
     sock.sendall(b"POST /lti/launch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n"
@@ -345,6 +348,7 @@ def test_a_body_that_stalls_is_dropped(lms: Lms) -> None:
     sock.close()
 
 
+@pytest.mark.slow
 def test_a_connection_that_never_finishes_its_head_is_closed(lms: Lms) -> None:
     sock = tls_socket(lms, lms.certificate)
     sock.sendall(b"GET /lti/config HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and then nothing
@@ -438,6 +442,7 @@ def serve_with_tls(folder: Path, *options: str) -> Iterator[tuple[subprocess.Pop
             server.communicate(timeout=30)
 
 
+@pytest.mark.sandbox
 def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_path: Path) -> None:
     with serve_with_tls(tmp_path, "--max-connections", "4") as (_, url, certificate):
         verify = ssl.create_default_context(cafile=str(certificate))
@@ -452,6 +457,7 @@ def test_serve_with_its_own_tls_caps_connections_and_closes_half_sent_heads(tmp_
             sock.close()
 
 
+@pytest.mark.sandbox
 def test_serve_with_its_own_tls_stops_at_once_with_an_idle_keep_alive_client(tmp_path: Path) -> None:
     """SIGTERM with a browser's idle keep-alive connection open: uvicorn's graceful TLS close
     waited up to 30 s for a close_notify the idle client never sends; the edge drops it."""
