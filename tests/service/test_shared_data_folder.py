@@ -9,12 +9,16 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from autograder.course import Course
 from autograder.service.keys import ToolKeys, create_private_once
 from autograder.service.lti import Platform, Platforms
 from autograder.service.runner import GradingService
 from autograder.service.store import Store
 from tests.helpers import PostgresServer
+
+pytestmark = pytest.mark.slow
 
 PROCESSES = 4
 
