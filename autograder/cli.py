@@ -486,15 +486,26 @@ def lti_platform(
     token_url: Annotated[str, typer.Option("--token", help="access token URL (Moodle: /mod/lti/token.php)")],
     jwks_url: Annotated[str, typer.Option("--jwks", help="public keyset URL (Moodle: /mod/lti/certs.php)")],
     data: Annotated[Path | None, typer.Option("--data", help="the service's data folder")] = None,
+    database: Annotated[str | None, typer.Option(
+        "--database", envvar="AUTOGRADER_DATABASE", help="the service's database, as serve --database names it "
+        "(default: lti.sqlite in the data folder)")] = None,
     course: CourseOption = None,
 ) -> None:
     """Add a platform registered by hand (dynamic registration does this by itself)."""
-    from autograder.service.lti import Platform, Platforms
+    from autograder.service.lti import LoginStates, Platform, Platforms
 
     folder = data or Course.locate(course).root / "service-data"
-    Platforms(folder / "platforms.json").add(Platform(issuer=issuer, client_id=client_id, auth_login_url=auth_url,
-                                                      token_url=token_url, jwks_url=jwks_url,
-                                                      deployment_ids=(deployment_id,)))
+    if database is not None and "://" not in database:
+        raise AutograderError(f"--database {database!r} is not a database URL: write the one serve --database "
+                              "names (postgresql+psycopg://user@host/name), or leave it out for the data folder's")
+    states = LoginStates(database or folder / "lti.sqlite")  # the registrations live beside the login states
+    try:
+        platforms = Platforms(states.database)
+        platforms.import_file(folder / "platforms.json")
+        platforms.add(Platform(issuer=issuer, client_id=client_id, auth_login_url=auth_url, token_url=token_url,
+                               jwks_url=jwks_url, deployment_ids=(deployment_id,)))
+    finally:
+        states.close()
     out.print(f"registered {issuer} (client {client_id}, deployment {deployment_id})", highlight=False)
 
 

@@ -12,6 +12,7 @@ text too, written and read by the modules that own them.
 from __future__ import annotations
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Column,
     Float,
@@ -227,6 +228,20 @@ lti_lineitem = Table(
     Column("issuer", Text, nullable=False),
     Column("client_id", Text, nullable=False),
     Column("scopes", Text),  # the AGS scopes the last launch granted, space-separated; None: not recorded
+)
+
+lti_platforms = Table(  # the platforms registered with the tool (autograder.service.lti.Platforms)
+    "lti_platforms", metadata,
+    Column("id", Integer, primary_key=True),  # the order of registration
+    Column("issuer", Text, nullable=False),
+    Column("client_id", Text, nullable=False),
+    Column("auth_login_url", Text, nullable=False),
+    Column("token_url", Text, nullable=False),
+    Column("jwks_url", Text, nullable=False),
+    Column("deployment_ids", JSON, nullable=False),  # a list of strings, in the order they were registered
+    Column("name", Text, nullable=False, server_default=""),
+    UniqueConstraint("issuer", "client_id"),
+    sqlite_autoincrement=True,
 )
 
 lti_registration = Table(

@@ -10,8 +10,8 @@ each step is described in docs/LMS.md, with the Moodle source files it was read 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
+import itertools
 import json
 import secrets
 import threading
@@ -27,12 +27,11 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 
-from autograder.database import open_database
-from autograder.database.tables import lti_lineitem, lti_nonce, lti_registration, lti_state
+from autograder.database import Database, open_database
+from autograder.database.tables import lti_lineitem, lti_nonce, lti_platforms, lti_registration, lti_state
 from autograder.exceptions import AutograderError, LaunchRefused, ScoreNotSent, ScorePostError
-from autograder.formats.atomic import write_text
 from autograder.i18n.runtime import N_
 from autograder.service.keys import ALGORITHM, ToolKeys
 
@@ -96,25 +95,19 @@ class Platform:
 
 
 class Platforms:
-    """The registered platforms, kept in a JSON file beside the service's database.
+    """The registered platforms, in the database beside the login states (``lti_platforms``),
+    where every replica reads them and adds to them in one transaction."""
 
-    A handful of records that an admin may want to read or edit by hand; a JSON file says
-    that better than a table.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
+    def __init__(self, database: Database) -> None:
+        self.database = database
 
     def all(self) -> list[Platform]:
-        if not self.path.exists():
-            return []
-        try:
-            rows = json.loads(self.path.read_text())
-            return [Platform(**{**row, "deployment_ids": tuple(row["deployment_ids"])}) for row in rows]
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise AutograderError(f"the platform registrations in {self.path} cannot be read ({exc}); fix the "
-                                  "JSON by hand or remove the file and register the platforms again") from exc
+        """Every registration, in the order they were made."""
+        with self.database.read() as db:
+            rows = db.execute(select(lti_platforms).order_by(lti_platforms.c.id)).all()
+        return [Platform(issuer=row.issuer, client_id=row.client_id, auth_login_url=row.auth_login_url,
+                         token_url=row.token_url, jwks_url=row.jwks_url, deployment_ids=tuple(row.deployment_ids),
+                         name=row.name) for row in rows]
 
     def find(self, issuer: str, client_id: str | None = None) -> Platform | None:
         matches = [p for p in self.all() if p.issuer == issuer and client_id in (None, p.client_id)]
@@ -125,24 +118,51 @@ class Platforms:
 
         ``merge=False`` (dynamic registration) refuses a client id this issuer already has: a
         registration made from a URL can add a platform, never rewrite one an admin relies on.
-        A file lock beside the file keeps two processes sharing the data folder from losing
-        each other's registration."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, self.path.with_name(f".{self.path.name}.lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            rows = self.all()
-            for i, known in enumerate(rows):
-                if (known.issuer, known.client_id) == (platform.issuer, platform.client_id):
-                    if not merge:
-                        raise LaunchRefused(f"{platform.issuer} already has a registration with client id "
-                                            f"{platform.client_id!r}: it is kept as it is. To change it, edit "
-                                            f"{self.path} by hand or use `autograder lti-platform`", REGISTRATION)
-                    ids = tuple(dict.fromkeys(known.deployment_ids + platform.deployment_ids))
-                    rows[i] = Platform(**{**asdict(platform), "deployment_ids": ids})
-                    break
-            else:
-                rows.append(platform)
-            write_text(self.path, json.dumps([asdict(p) for p in rows], indent=2))
+        The check and the write are one transaction under a lock named after the registration,
+        so two replicas registering at once lose neither's."""
+        key = (lti_platforms.c.issuer == platform.issuer, lti_platforms.c.client_id == platform.client_id)
+        with self.database.write() as db:
+            self.database.lock(db, "lti platform", platform.issuer, platform.client_id)
+            known = db.execute(select(lti_platforms.c.deployment_ids).where(*key)).first()
+            if known is None:
+                db.execute(insert(lti_platforms).values(**{**asdict(platform),
+                                                           "deployment_ids": list(platform.deployment_ids)}))
+                return
+            if not merge:
+                raise LaunchRefused(f"{platform.issuer} already has a registration with client id "
+                                    f"{platform.client_id!r}: it is kept as it is. To change it, use "
+                                    "`autograder lti-platform`", REGISTRATION)
+            ids = list(dict.fromkeys([*known.deployment_ids, *platform.deployment_ids]))
+            db.execute(update(lti_platforms).where(*key).values(**{**asdict(platform), "deployment_ids": ids}))
+
+    def import_file(self, path: Path) -> int:
+        """Import the registrations a data folder kept in ``path`` (``platforms.json``, as the
+        service kept them before they moved into the database), merged into those already
+        here, then rename the file to ``platforms.json.imported`` (kept, not deleted, for the
+        administrator who reads or restores it); the number imported. A replica that finds
+        the file gone by the time it renames it leaves it to the one that did."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return 0
+        try:
+            rows = json.loads(text)
+            found = [Platform(**{**row, "deployment_ids": tuple(row["deployment_ids"])}) for row in rows]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise AutograderError(f"the platform registrations in {path} cannot be read ({exc}); fix the JSON by "
+                                  "hand, or move the file away and register the platforms again") from exc
+        for platform in found:
+            self.add(platform)
+        target = path.with_name(f"{path.name}.imported")
+        for n in itertools.count(2):
+            if not target.exists():
+                break
+            target = path.with_name(f"{path.name}.imported-{n}")
+        try:
+            path.rename(target)
+        except FileNotFoundError:  # another replica imported it meanwhile
+            pass
+        return len(found)
 
 
 class LoginStates:
@@ -155,6 +175,11 @@ class LoginStates:
 
     def __init__(self, location: Path | str) -> None:
         self._database = open_database(location)
+
+    @property
+    def database(self) -> Database:
+        """The database they are kept in, which the platform registrations share."""
+        return self._database
 
     def close(self) -> None:
         self._database.close()

@@ -1,7 +1,7 @@
 """The LTI side of the service as one object: its keys, the platforms registered with it,
 the login states, the launch checker and the score sender, kept under the service's data
-folder (the login states in ``lti.sqlite`` there, or in the service's database when it has
-one: ``Settings.database``)."""
+folder (the login states and the registrations in ``lti.sqlite`` there, or in the service's
+database when it has one: ``Settings.database``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ class Tool:
         self.urls = ToolUrls(settings.public_url)
         self.client = client or httpx.Client(follow_redirects=False)
         self.keys = ToolKeys(settings.data / "keys")
-        self.platforms = Platforms(settings.data / "platforms.json")
         self.states = LoginStates(settings.database or settings.data / "lti.sqlite")
+        self.platforms = Platforms(self.states.database)  # the registrations live beside the login states
+        self.platforms.import_file(settings.data / "platforms.json")  # a data folder from before they did
         self.validator = LaunchValidator(self.platforms, self.states, JwksCache(self.client))
         self.sender = AgsScoreSender(self.platforms, self.states, self.keys, self.client)
         # made once, read by every replica sharing the data folder (keys.create_private_once)

@@ -13,7 +13,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.service.keys import ToolKeys, create_private_once
-from autograder.service.lti import Platform, Platforms
+from autograder.service.lti import LoginStates, Platform, Platforms
 from autograder.service.runner import GradingService
 from autograder.service.store import Store
 from tests.helpers import PostgresServer
@@ -29,8 +29,10 @@ def _start(folder: Path, barrier: Any, results: Any, n: int) -> None:
     keys = ToolKeys(folder / "keys")
     session = create_private_once(folder / "keys" / "session.secret", lambda: secrets.token_bytes(32))
     token = create_private_once(folder / "keys" / "metrics.token", lambda: secrets.token_urlsafe(32).encode())
-    Platforms(folder / "platforms.json").add(Platform(issuer=f"https://lms{n}.example", client_id=f"c{n}",
-                                                      auth_login_url="a", token_url="t", jwks_url="j"))
+    states = LoginStates(folder / "lti.sqlite")  # where Tool keeps the registrations without --database
+    Platforms(states.database).add(Platform(issuer=f"https://lms{n}.example", client_id=f"c{n}",
+                                            auth_login_url="a", token_url="t", jwks_url="j"))
+    states.close()
     results.put((keys.current_kid, sorted(k["kid"] for k in keys.jwks()["keys"]), session, token))
 
 
@@ -49,8 +51,10 @@ def test_replicas_starting_at_once_on_one_folder_share_its_keys_secrets_and_plat
     assert published == [kid] and sorted(p.name for p in (tmp_path / "keys").glob("*.pem")) == [f"{kid}.pem"]
     assert (tmp_path / "keys" / "session.secret").read_bytes() == session and len(session) == 32
     assert (tmp_path / "keys" / "metrics.token").stat().st_mode & 0o777 == 0o600
-    assert sorted(p.client_id for p in Platforms(tmp_path / "platforms.json").all()) == [
+    states = LoginStates(tmp_path / "lti.sqlite")
+    assert sorted(p.client_id for p in Platforms(states.database).all()) == [
         f"c{n}" for n in range(PROCESSES)]  # no registration lost to another's write
+    states.close()
 
 
 def test_grading_services_on_one_postgresql_database_share_a_data_folder(tmp_path: Path, course: Course,
