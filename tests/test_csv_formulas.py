@@ -22,7 +22,7 @@ from autograder.manual import write_manual_sheet
 from autograder.moodle.export import read_export
 from autograder.results import Status
 from autograder.submission import Submission
-from tests.test_moodle_export import make_zip, notebook
+from tests.moodle.test_export import make_zip, notebook
 
 FORMULA = "=HYPERLINK(CHAR(104)&CHAR(116)&CHAR(116)&CHAR(112)&CHAR(58)&CHAR(47)&CHAR(47)&CHAR(120),CHAR(120))"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from autograder.moodle.entries import MAX_FILE_BYTES
 from autograder.moodle.export import MAX_HAND_IN_BYTES, MAX_NOTEBOOKS, MAX_ZIP_MEMBERS, read_export
 from autograder.results import Status
-from tests.test_moodle_export import by_key, make_zip, notebook
+from tests.moodle.test_export import by_key, make_zip, notebook
 
 FOLDER = "Mallory Bomb_300001_assignsubmission_file"
 HONEST = {"Jane Doe_123456_assignsubmission_file/week01.ipynb": notebook(marker="jane")}

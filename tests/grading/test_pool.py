@@ -21,7 +21,7 @@ from autograder.grading.relay import Relay, RelayedGraders
 
 pytestmark = pytest.mark.sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from autograder.service.metrics import exposition
 from autograder.submission import Submission
 from tests.test_hostile import CASES, FIXTURES, HONEST, HOSTILE, _code_cells, _notebook
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 UNIFIED = Path("/sys/fs/cgroup/unified")  # this machine's v2 hierarchy, beside the v1 ones
 MEMORY_AND_TMPFS = ("memory_bomb", "memory_bomb_children", "fill_the_disk", "sysv_shared_memory_hoard",
                     "tmpfs_hoard_in_a_daemon")

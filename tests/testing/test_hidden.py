@@ -17,7 +17,7 @@ from autograder.generate import generate_week
 from autograder.grading.grader import grade
 from autograder.testing.hidden import collect, read_markers
 
-FIXTURES = Path(__file__).parent / "fixtures" / "generate"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "generate"
 GOOD = "@pytest.mark.task(1)\n@pytest.mark.points(10)"
 BAD_MARKERS = [
     ("@pytest.mark.task(0)\n@pytest.mark.points(10)", "@pytest.mark.task(0) is not valid"),
