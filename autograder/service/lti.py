@@ -27,6 +27,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, insert, select, update
 
 from autograder.database import Database, open_database
@@ -387,40 +388,107 @@ class LaunchValidator:
         return _launch_from(claims, platform)
 
 
-def _launch_from(claims: dict[str, Any], platform: Platform) -> Launch:
-    deployment = str(claims.get(f"{CLAIM}/deployment_id", ""))
+class _Claim(BaseModel):
+    """What the tool reads of one claim; anything else in it is the platform's business."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, coerce_numbers_to_str=True, populate_by_name=True)
+
+
+class ContextClaim(_Claim):
+    id: str | None = None
+    title: str | None = None
+
+
+class ResourceLinkClaim(_Claim):
+    id: str | None = None
+
+
+class AgsEndpointClaim(_Claim):
+    lineitem: str | None = None
+    lineitems: str | None = None
+    scope: tuple[str, ...] | None = None
+
+
+class DeepLinkingSettingsClaim(_Claim):
+    deep_link_return_url: str | None = None
+    accept_types: tuple[str, ...] = ("ltiResourceLink",)  # none said: the links the tool makes
+    data: str | None = None
+
+
+class LaunchPresentationClaim(_Claim):
+    locale: str | None = None
+
+
+class LaunchClaims(_Claim):
+    """The claims of a launch's id_token that the tool reads, each with the type LTI 1.3 gives
+    it, checked once here instead of at every use. A claim left out is None (or empty); what
+    a present claim must hold for the launch to go on is ``_launch_from``'s to say, in the
+    words it refuses with. The JOSE claims (iss, aud, exp, iat, nonce) are joserfc's."""
+
+    deployment_id: str = Field("", alias="https://purl.imsglobal.org/spec/lti/claim/deployment_id")
+    version: str | None = Field(None, alias="https://purl.imsglobal.org/spec/lti/claim/version")
+    message_type: str | None = Field(None, alias="https://purl.imsglobal.org/spec/lti/claim/message_type")
+    sub: str | None = None
+    name: str | None = None
+    given_name: str | None = None
+    family_name: str | None = None
+    email: str | None = None
+    roles: tuple[str, ...] | None = Field(None, alias="https://purl.imsglobal.org/spec/lti/claim/roles")
+    context: ContextClaim | None = Field(None, alias="https://purl.imsglobal.org/spec/lti/claim/context")
+    resource_link: ResourceLinkClaim | None = Field(
+        None, alias="https://purl.imsglobal.org/spec/lti/claim/resource_link")
+    custom: dict[str, Any] | None = Field(None, alias="https://purl.imsglobal.org/spec/lti/claim/custom")
+    ags: AgsEndpointClaim | None = Field(None, alias="https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
+    deep_linking_settings: DeepLinkingSettingsClaim | None = Field(
+        None, alias="https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings")
+    launch_presentation: LaunchPresentationClaim | None = Field(
+        None, alias="https://purl.imsglobal.org/spec/lti/claim/launch_presentation")
+
+    @classmethod
+    def parse(cls, claims: dict[str, Any]) -> LaunchClaims:
+        """The claims read, or LaunchRefused naming the first that is not as LTI 1.3 has it."""
+        try:
+            return cls.model_validate(claims)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = "/".join(str(part) for part in first["loc"])
+            raise LaunchRefused(f"the id_token's claim {where} is not as LTI 1.3 defines it: {first['msg']} (got "
+                                f"{first.get('input')!r:.200})", ASK_ADMIN) from exc
+
+
+def _launch_from(token_claims: dict[str, Any], platform: Platform) -> Launch:
+    claims = LaunchClaims.parse(token_claims)
+    deployment = claims.deployment_id
     if deployment not in platform.deployment_ids:
         raise LaunchRefused(f"deployment {deployment!r} of {platform.issuer} is not registered here: the "
                             "administrator registers the tool again, or adds the deployment id by hand", ASK_ADMIN)
-    if claims.get(f"{CLAIM}/version") != "1.3.0":
-        raise LaunchRefused(f"LTI version {claims.get(f'{CLAIM}/version')!r} is not supported (1.3.0 is)", ASK_ADMIN)
-    message_type = claims.get(f"{CLAIM}/message_type")
+    if claims.version != "1.3.0":
+        raise LaunchRefused(f"LTI version {claims.version!r} is not supported (1.3.0 is)", ASK_ADMIN)
+    message_type = claims.message_type
     if message_type not in (RESOURCE_LINK, DEEP_LINKING):
         raise LaunchRefused(f"message type {message_type!r} is not supported", ASK_ADMIN)
-    sub = str(claims.get("sub") or "")
+    sub = claims.sub or ""
     if not sub:
         raise LaunchRefused("the launch carries no user (sub): anonymous launches are not supported", ANONYMOUS)
-    context = claims.get(f"{CLAIM}/context") or {}
-    link = claims.get(f"{CLAIM}/resource_link") or {}
-    if message_type == RESOURCE_LINK and not link.get("id"):
+    context = claims.context or ContextClaim()
+    link = claims.resource_link or ResourceLinkClaim()
+    if message_type == RESOURCE_LINK and not link.id:
         raise LaunchRefused("a resource link launch without a resource_link id", ASK_ADMIN)
-    ags = claims.get(AGS_ENDPOINT) or {}
-    settings = claims.get(f"{DL_CLAIM}/deep_linking_settings") or {}
-    if message_type == DEEP_LINKING and not settings.get("deep_link_return_url"):
+    ags = claims.ags or AgsEndpointClaim()
+    settings = claims.deep_linking_settings or DeepLinkingSettingsClaim()
+    if message_type == DEEP_LINKING and not settings.deep_link_return_url:
         raise LaunchRefused("a deep linking request without deep_link_return_url", ASK_ADMIN)
-    if message_type == DEEP_LINKING and "ltiResourceLink" not in settings.get("accept_types", ["ltiResourceLink"]):
+    if message_type == DEEP_LINKING and "ltiResourceLink" not in settings.accept_types:
         raise LaunchRefused("this place in the LMS does not accept LTI links (accept_types lacks ltiResourceLink): "
                             "add the tool as an external tool activity", NOT_AN_ACTIVITY_PLACE)
-    name = str(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name"))))
-               or sub)
+    name = claims.name or " ".join(filter(None, (claims.given_name, claims.family_name))) or sub
     return Launch(
-        message_type=str(message_type), platform=platform, deployment_id=deployment, sub=sub, name=name,
-        email=claims.get("email"), roles=tuple(claims.get(f"{CLAIM}/roles") or ()),
-        context_id=str(context.get("id") or link.get("id") or ""), context_title=str(context.get("title") or ""),
-        resource_link_id=link.get("id"), custom=dict(claims.get(f"{CLAIM}/custom") or {}),
-        lineitem=ags.get("lineitem"), lineitems=ags.get("lineitems"), ags_scopes=tuple(ags.get("scope") or ()),
-        deep_link_return_url=settings.get("deep_link_return_url"), deep_link_data=settings.get("data"),
-        locale=(claims.get(f"{CLAIM}/launch_presentation") or {}).get("locale"))
+        message_type=message_type, platform=platform, deployment_id=deployment, sub=sub, name=name,
+        email=claims.email, roles=claims.roles or (), context_id=context.id or link.id or "",
+        context_title=context.title or "", resource_link_id=link.id, custom=dict(claims.custom or {}),
+        lineitem=ags.lineitem, lineitems=ags.lineitems, ags_scopes=ags.scope or (),
+        deep_link_return_url=settings.deep_link_return_url, deep_link_data=settings.data,
+        locale=(claims.launch_presentation or LaunchPresentationClaim()).locale)
 
 
 @dataclass(frozen=True)
