@@ -56,9 +56,8 @@ def answers_to_mark(store: Store, context: str, week: str) -> list[tuple[Attempt
         if attempt.state == "graded":
             latest[attempt.user] = attempt
     rows = []
-    results = store.week_results(context=context, week=week)
     for user, attempt in sorted(latest.items()):
-        result = results.get(attempt.id)
+        result = store.result(attempt.id, context=context)
         manual = [task for task in result.tasks if task.manual] if result else []
         if not manual:
             continue

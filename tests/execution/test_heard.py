@@ -24,7 +24,7 @@ from autograder.submission import Submission
 from autograder.worker.codec import HandleRef, encode
 from tests.helpers import notebook_bytes, throwaway_course
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WITHHELD = "the check did not hold"
 
 

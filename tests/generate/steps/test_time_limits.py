@@ -79,6 +79,6 @@ stop.set(); thread.join()
 @pytest.mark.slow
 def test_collecting_a_weeks_markers_loses_no_line_another_thread_writes() -> None:
     run = subprocess.run([sys.executable, "-c", WRITER_DURING_COLLECTION], capture_output=True, text=True,
-                         timeout=120, check=True, cwd=Path(__file__).resolve().parent.parent)
+                         timeout=120, check=True, cwd=Path(__file__).resolve().parents[3])
     lines = run.stderr.splitlines()
     assert lines[-1] == f"wrote {lines.count('line')}", f"{lines.count('line')} lines arrived; {lines[-1]}"
