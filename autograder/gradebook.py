@@ -15,7 +15,7 @@ document ``grade --json`` prints; nothing is pickled.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,6 +100,34 @@ def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord]) -> 
     return result
 
 
+def read_marks(db: Connection, week: str, keys: Collection[str] | None = None) -> dict[str, dict[int, ManualMark]]:
+    """Inside a transaction: ``{key: {task: ManualMark}}`` for the marked submissions of
+    ``week`` (of ``keys`` only, if given), in two queries whatever their number."""
+
+    def where(table: Any) -> ColumnElement[bool]:
+        return and_(table.c.week == week, *([table.c.key.in_(keys)] if keys is not None else []))
+
+    applied: dict[tuple[str, int], list[int]] = {}
+    for k, task, number in db.execute(select(rubric_applied.c.key, rubric_applied.c.task, rubric_applied.c.number)
+                                      .where(where(rubric_applied)).order_by(rubric_applied.c.number)):
+        applied.setdefault((k, task), []).append(number)
+    rows = db.execute(select(manual_marks.c.key, manual_marks.c.task, manual_marks.c.points, manual_marks.c.comment,
+                             manual_marks.c.marked, manual_marks.c.answer_sha256, manual_marks.c.adjustment,
+                             manual_marks.c.note)
+                      .where(where(manual_marks)).order_by(manual_marks.c.key, manual_marks.c.task)).all()
+    marks: dict[str, dict[int, ManualMark]] = {}
+    for k, task, points, comment, marked, answer, adjustment, note in rows:
+        marks.setdefault(k, {})[task] = ManualMark(points, comment, marked, answer,
+                                                   tuple(applied.get((k, task), ())), adjustment, note)
+    return marks
+
+
+def marked_result(document: str, marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
+    """A stored result document (the ``results.document`` column) read, with its marks
+    (``read_marks``) applied: what every reader of a result sees."""
+    return apply_marks(result_json.from_dict(json.loads(document)), marks)
+
+
 class Gradebook:
     """An open gradebook; use ``Gradebook.open(location)`` as a context manager."""
 
@@ -161,8 +189,16 @@ class Gradebook:
 
     # --- results ----------------------------------------------------------------------
 
-    def record(self, result: SubmissionResult, *, run_id: int | None = None) -> None:
-        """Store ``result``, replacing any earlier one for its (week, key), in one transaction."""
+    def record(self, result: SubmissionResult, *, run_id: int | None = None, carry_from: Sequence[str] = ()) -> None:
+        """Store ``result``, replacing any earlier one for its (week, key), in one transaction.
+
+        ``carry_from``: the keys of the same student's earlier hand-ins of the week, oldest
+        first. A hand-graded task that has no mark of its own takes the latest of their
+        marks given to the very same answer (``answer_sha256``), in the same transaction: a
+        student who improves the code but not the written answer is not marked twice. A
+        rubric mark carries as its items, so a later change of an item reaches this result
+        too; a mark that no longer fits the task (its points above the task's now) stays
+        behind."""
         if not result.week or not result.key:
             raise GradebookError(f"{self.path}: a result needs a week and a key to be recorded ({result.submission!r})")
         document = result_json.to_dict(result)
@@ -172,6 +208,32 @@ class Gradebook:
                "document": json.dumps(document, ensure_ascii=False), "recorded": _now(), "run_id": run_id}
         with self.database.write() as db:
             db.execute(self.database.upsert(results, row, keys=("week", "key")))
+            if carry_from:
+                self._carry_marks(db, result, carry_from)
+
+    def _carry_marks(self, db: Connection, result: SubmissionResult, earlier: Sequence[str]) -> None:
+        """Inside ``record``'s transaction: ``result``'s unmarked hand-graded tasks take the
+        latest mark of ``earlier`` keys given to the same answer."""
+        week, key = result.week, result.key
+        marks = read_marks(db, week, [key, *earlier])
+        for task in result.tasks:
+            if not (task.manual and task.answer_sha256) or task.task in marks.get(key, {}):
+                continue
+            mark = next((m for k in reversed(earlier) if (m := marks.get(k, {}).get(task.task)) is not None
+                         and m.answer_sha256 == task.answer_sha256), None)
+            if mark is None:
+                continue
+            if mark.by_rubric:
+                defined = {i.number: i for i in self._rubric(db, week, task.task)}
+                chosen = [defined[n] for n in mark.items if n in defined]
+                adjustment = mark.adjustment or 0.0
+                self._write_mark(db, week, key, task.task,
+                                 points=rubric_points(chosen, adjustment, task.max_score),
+                                 comment=rubric_comment(chosen, mark.note), answer_sha256=task.answer_sha256,
+                                 rubric=(tuple(i.number for i in chosen), adjustment, mark.note))
+            elif 0 <= mark.points <= task.max_score:
+                self._write_mark(db, week, key, task.task, points=mark.points, comment=mark.comment,
+                                 answer_sha256=task.answer_sha256)
 
     def lookup(
         self,
@@ -196,7 +258,17 @@ class Gradebook:
                 results.c.grader_version == grader_version)).scalar()
         if document is None:
             return None
-        return apply_marks(result_json.from_dict(json.loads(document)), self._marks_for(week, key))
+        return marked_result(document, self._marks_for(week, key))
+
+    def result(self, week: str, key: str) -> SubmissionResult | None:
+        """The stored result of ``key`` with its marks applied, whatever it was graded with;
+        None if there is none."""
+        with self.database.read() as db:
+            document = db.execute(select(results.c.document).where(results.c.week == week,
+                                                                    results.c.key == key)).scalar()
+            if document is None:
+                return None
+            return marked_result(document, read_marks(db, week, [key]).get(key, {}))
 
     def recorded_seed(self, week: str, key: str, *, submission_sha256: str | None) -> int | None:
         """The seed the stored result of this very submission was graded with, else None.
@@ -222,7 +294,7 @@ class Gradebook:
             rows = db.execute(select(results.c.key, results.c.document).where(results.c.week == week)
                               .order_by(results.c.key)).all()
         marks = self.manual_marks(week)
-        return [apply_marks(result_json.from_dict(json.loads(doc)), marks.get(key, {})) for key, doc in rows]
+        return [marked_result(doc, marks.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:
         """The weeks that have results, sorted."""
@@ -303,24 +375,8 @@ class Gradebook:
         return self._marks(week, key).get(key, {})
 
     def _marks(self, week: str, key: str | None = None) -> dict[str, dict[int, ManualMark]]:
-        def where(table: Any) -> ColumnElement[bool]:
-            return and_(table.c.week == week, *([table.c.key == key] if key is not None else []))
-
         with self.database.read() as db:
-            applied: dict[tuple[str, int], list[int]] = {}
-            for k, task, number in db.execute(select(rubric_applied.c.key, rubric_applied.c.task,
-                                                     rubric_applied.c.number)
-                                              .where(where(rubric_applied)).order_by(rubric_applied.c.number)):
-                applied.setdefault((k, task), []).append(number)
-            rows = db.execute(select(manual_marks.c.key, manual_marks.c.task, manual_marks.c.points,
-                                     manual_marks.c.comment, manual_marks.c.marked, manual_marks.c.answer_sha256,
-                                     manual_marks.c.adjustment, manual_marks.c.note)
-                              .where(where(manual_marks)).order_by(manual_marks.c.key, manual_marks.c.task)).all()
-        marks: dict[str, dict[int, ManualMark]] = {}
-        for k, task, points, comment, marked, answer, adjustment, note in rows:
-            marks.setdefault(k, {})[task] = ManualMark(points, comment, marked, answer,
-                                                       tuple(applied.get((k, task), ())), adjustment, note)
-        return marks
+            return read_marks(db, week, None if key is None else [key])
 
     # --- rubric items -----------------------------------------------------------------
 

@@ -130,11 +130,12 @@ def made_unlike(notebook: bytes, label: str) -> bytes:
 BUDGET_WORDS = (" s of CPU time", " s of wall-clock time")  # how the English feedback names a budget that ran out
 
 
-def stopped_by_a_budget(result_path: str | None) -> bool:
-    """Whether a graded attempt's feedback says a budget stopped some of its code."""
-    if not result_path:
+def stopped_by_a_budget(document: str | None) -> bool:
+    """Whether a graded attempt's feedback (its result document in the gradebook) says a
+    budget stopped some of its code."""
+    if not document:
         return False
-    result = json.loads(Path(result_path).read_text(encoding="utf-8"))
+    result = json.loads(document)
     said = [test["output"] for test in result["tests"]] + result.get("messages", [])
     return any(words in line for line in said for words in BUDGET_WORDS)
 
@@ -290,8 +291,9 @@ def main() -> None:
 
     with engine.connect() as db:
         rows = db.execute(text('SELECT "user", content_hash, submitted_at, graded_at, state FROM attempts')).all()
-        graded = [(pass_of[content_hash], score, result_path) for content_hash, score, result_path in db.execute(text(
-            "SELECT content_hash, score, result_path FROM attempts")).all() if content_hash in pass_of]
+        graded = [(pass_of[content_hash], score, document) for content_hash, score, document in db.execute(text(
+            "SELECT a.content_hash, r.score, r.document FROM attempts a "
+            "LEFT JOIN results r ON r.week = a.week AND r.key = 'attempt-' || a.id")).all() if content_hash in pass_of]
         posts = db.execute(text('SELECT "user", payload, state FROM posts')).all()
     engine.dispose()
     if proxy:
@@ -334,7 +336,8 @@ def main() -> None:
             if g and state_ == "graded" and pass_of.get(content_hash, ("",))[0] == label]) for label, _ in passes}
         summary["idle_vs_loaded"] = idle_vs_loaded([kind_of(path) for path in paths],
                                                    {upload: score for upload, score, _ in graded},
-                                                   {upload: stopped_by_a_budget(path) for upload, _, path in graded})
+                                                   {upload: stopped_by_a_budget(document)
+                                                    for upload, _, document in graded})
     report = json.dumps(summary, indent=2)
     print(report)
     if args.out:

@@ -259,8 +259,8 @@ def test_report_and_merge_manual_read_a_grading_services_database(tmp_path: Path
     assert merged.returncode == 0, merged.stderr
     assert "1 mark(s) stored; 1 row(s) still unmarked" in merged.stderr
     assert json.loads((out / f"{attempt.key}.json").read_text())["score"] == 75  # the outputs beside the sheet
-    with Store(tmp_path / "data", database=database) as store:  # the service applies it at its next start
-        assert store.reconcile_marks() == 1 and store.attempt(attempt.id).score == 75  # type: ignore[union-attr]
+    with Store(tmp_path / "data", database=database) as store:  # shown at once, its score noted at the next start
+        assert store.attempt(attempt.id).score == 75 and store.refresh_scores() == 1  # type: ignore[union-attr]
     assert not (tmp_path / "data" / "gradebook.sqlite").exists()  # nothing went to a file of the data folder
 
     not_a_url = run("report", str(out), "--database", "service.db")

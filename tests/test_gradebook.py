@@ -247,6 +247,37 @@ def test_a_mark_for_an_answer_that_changed_is_stale_until_given_again(book: Grad
     assert confirmed.score == 10.0 and not confirmed.task(2).stale
 
 
+def test_a_mark_carries_to_a_later_hand_in_with_the_same_answer_when_it_is_recorded(book: Gradebook) -> None:
+    """``record(carry_from=...)``: the latest earlier mark given to the very same answer,
+    a rubric mark as its items; never over the hand-in's own mark, never to another answer."""
+    def hand_in(key: str, answer: str) -> SubmissionResult:
+        result = make_result(key, sha=key.ljust(64, "0"))
+        result.task(2).answer_sha256 = answer * 64
+        return result
+
+    book.record(hand_in("a1", "1"))
+    book.record(hand_in("a2", "2"))
+    book.set_manual(WEEK, "a1", 2, points=2.0, comment="first", answer_sha256="1" * 64)
+    book.set_manual(WEEK, "a2", 2, points=3.0, comment="second", answer_sha256="2" * 64)
+    book.record(hand_in("a3", "1"), carry_from=["a1", "a2"])  # back to the first answer
+    book.record(hand_in("a4", "9"), carry_from=["a1", "a2", "a3"])  # a new answer waits for the marker
+    marks = book.manual_marks(WEEK)
+    assert (marks["a3"][2].points, marks["a3"][2].comment, marks["a3"][2].answer_sha256) == (2.0, "first", "1" * 64)
+    assert "a4" not in marks
+    assert book.result(WEEK, "a3").score == 9.0 and book.result(WEEK, "a4").task(2).pending  # type: ignore[union-attr]
+
+    book.add_rubric_item(WEEK, 2, points=4, comment="Names the margin")
+    book.set_rubric_mark(WEEK, "a2", 2, items=[1], note="Good.", answer_sha256="2" * 64)
+    book.record(hand_in("a5", "2"), carry_from=["a1", "a2", "a3", "a4"])
+    assert book.manual_marks(WEEK)["a5"][2].items == (1,)  # still made of its items ...
+    assert book.edit_rubric_item(WEEK, 2, 1, points=5, comment="Names the margin") == ["a2", "a5"]
+    assert book.result(WEEK, "a5").task(2).score == 5.0  # type: ignore[union-attr]  # ... so an edit reaches it
+
+    book.set_manual(WEEK, "a5", 2, points=0.5, comment="own", answer_sha256="2" * 64)
+    book.record(hand_in("a5", "2"), carry_from=["a1", "a2"])  # regraded: its own mark stands
+    assert book.manual_marks(WEEK)["a5"][2].comment == "own"
+
+
 def test_a_version_1_gradebook_is_migrated_keeping_its_marks(tmp_path: Path) -> None:
     path = tmp_path / "gradebook.sqlite"
     with sqlite3.connect(path) as db:

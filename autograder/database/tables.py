@@ -112,17 +112,12 @@ attempts = Table(
     Column("number", Integer, nullable=False),
     Column("content_hash", Text, nullable=False),
     Column("submitted_at", Text, nullable=False),
-    Column("state", Text, nullable=False),  # queued, grading, graded, failed
-    Column("score", Float),
-    Column("max_score", Float, nullable=False, server_default="0"),
-    Column("pending", Float, nullable=False, server_default="0"),
-    Column("penalty", Float, nullable=False),  # fraction of max_score taken off (late)
+    Column("state", Text, nullable=False),  # queued, grading, graded, failed; the score is the gradebook's result's
+    Column("penalty", Float, nullable=False),  # fraction of the result's max_score taken off (late)
     Column("counted_mode", Text, nullable=False),  # best or last, from the policy at upload
     Column("tries", Integer, nullable=False, server_default="0"),  # times grading started
     Column("message", Text),  # why grading failed
     Column("title", Text),  # the week's title, for feedback pages
-    Column("result_path", Text),
-    Column("feedback_path", Text),
     Column("graded_at", Text),
     Column("claimed_at", Text),  # while grading: when its replica last renewed the claim
     Column("claimed_by", Text),  # while grading: the claim's owner token (service/claims.py)

@@ -20,15 +20,16 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal, cast
 
-from sqlalchemy import ColumnElement, Connection, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Connection, Select, Text, and_, func, insert, literal, select, text, update
+from sqlalchemy import cast as sql_cast
 
 from autograder.course import normalise_week_name
 from autograder.database import Database
-from autograder.database.tables import attempts
+from autograder.database.tables import attempts, results
 from autograder.exceptions import AttemptRefused, CourseError
+from autograder.gradebook import marked_result, read_marks
 from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_owner, replica_claim_token, still_held
 from autograder.service.events import event
 from autograder.service.policy import WeekPolicy
@@ -66,8 +67,11 @@ def moment(text: str | None) -> datetime | None:
 class Attempt:
     """One upload of one student for one week, and what grading made of it.
 
-    ``score`` is as graded (hand marks applied, pending tasks at 0), before the late
-    ``penalty`` (a fraction of ``max_score``); ``pending`` is the points still to mark."""
+    The row holds the queue's state; ``score``, ``max_score`` and ``pending`` are read from
+    the gradebook's result of the attempt (key ``attempt-<id>``) with its marks applied, by
+    ``read_attempts``, not kept twice. ``score`` is as graded (hand marks applied, pending
+    tasks at 0), before the late ``penalty`` (a fraction of ``max_score``); ``pending`` is
+    the points still to mark; all three stay None, 0 and 0 until a result is recorded."""
 
     id: int
     context: str
@@ -80,16 +84,15 @@ class Attempt:
     score: float | None
     max_score: float
     penalty: float
-    result_path: Path | None
-    feedback_path: Path | None
     pending: float = 0.0
     message: str | None = None
     counted_mode: Literal["best", "last"] = "best"  # the policy's choice when it was uploaded
+    title: str | None = None  # the week's title as its grader gave it (for pages written again)
 
     @property
     def key(self) -> str:
         """Its key in the gradebook (results and manual marks)."""
-        return f"attempt-{self.id}"
+        return attempt_key(self.id)
 
     @property
     def counted(self) -> float | None:
@@ -99,29 +102,48 @@ class Attempt:
         return round(max(0.0, self.score - self.penalty * self.max_score), 6)
 
 
-_COLUMNS = (attempts.c.id, attempts.c.context, attempts.c.user, attempts.c.week, attempts.c.number,
-            attempts.c.content_hash, attempts.c.submitted_at, attempts.c.state, attempts.c.score,
-            attempts.c.max_score, attempts.c.penalty, attempts.c.result_path, attempts.c.feedback_path,
-            attempts.c.pending, attempts.c.message, attempts.c.counted_mode)
-SELECT_ATTEMPTS = select(*_COLUMNS)
+def attempt_key(attempt_id: int) -> str:
+    """An attempt's key in the gradebook."""
+    return f"attempt-{attempt_id}"
 
 
-def attempt_from(row: Sequence[Any]) -> Attempt:
-    """An ``Attempt`` from a row of ``SELECT_ATTEMPTS``."""
-    (id_, context, user, week, number, content_hash, submitted_at, state, score, max_score, penalty,
-     result_path, feedback_path, pending, message, counted_mode) = row
-    return Attempt(id=id_, context=context, user=user, week=week, number=number, content_hash=content_hash,
-                   submitted_at=cast(datetime, moment(submitted_at)), state=state, score=score,
-                   max_score=max_score, penalty=penalty, result_path=Path(result_path) if result_path else None,
-                   feedback_path=Path(feedback_path) if feedback_path else None, pending=pending, message=message,
-                   counted_mode=counted_mode)
+# an attempt's row and its gradebook result's document (None before one is recorded), in one query
+_KEY = literal("attempt-", Text) + sql_cast(attempts.c.id, Text)
+SELECT_ATTEMPTS = select(
+    attempts.c.id, attempts.c.context, attempts.c.user, attempts.c.week, attempts.c.number, attempts.c.content_hash,
+    attempts.c.submitted_at, attempts.c.state, attempts.c.penalty, attempts.c.message, attempts.c.counted_mode,
+    attempts.c.title, results.c.document,
+).select_from(attempts.outerjoin(results, and_(results.c.week == attempts.c.week, results.c.key == _KEY)))
+
+
+def read_attempts(db: Connection, query: Select[Any]) -> list[Attempt]:
+    """Inside a transaction: the attempts of a ``SELECT_ATTEMPTS`` query, their scores from
+    the gradebook (``gradebook.marked_result``). The one way an attempt's score is read: a
+    week of a course is two more queries (its marks), not one per attempt."""
+    rows = db.execute(query).all()
+    keys: dict[str, list[str]] = {}
+    for row in rows:
+        if row.document is not None:
+            keys.setdefault(row.week, []).append(attempt_key(row.id))
+    marks = {week: read_marks(db, week, of_week) for week, of_week in keys.items()}
+    found = []
+    for (id_, context, user, week, number, content_hash, submitted_at, state, penalty, message, counted_mode,
+         title, document) in rows:
+        result = None if document is None else marked_result(document, marks[week].get(attempt_key(id_), {}))
+        found.append(Attempt(
+            id=id_, context=context, user=user, week=week, number=number, content_hash=content_hash,
+            submitted_at=cast(datetime, moment(submitted_at)), state=state, penalty=penalty, message=message,
+            counted_mode=counted_mode, title=title, score=None if result is None else result.score,
+            max_score=0.0 if result is None else result.max_score,
+            pending=0.0 if result is None else result.pending_points))
+    return found
 
 
 def owned_attempts(db: Connection, *, context: str, user: str, week: str) -> list[Attempt]:
     """Inside a transaction: a student's attempts at a week, first to last."""
-    return [attempt_from(r) for r in db.execute(SELECT_ATTEMPTS.where(
+    return read_attempts(db, SELECT_ATTEMPTS.where(
         attempts.c.context == context, attempts.c.user == user, attempts.c.week == week)
-        .order_by(attempts.c.number))]
+        .order_by(attempts.c.number))
 
 
 class AttemptQueue:
@@ -209,7 +231,7 @@ class AttemptQueue:
                 context=context, user=user, week=week, number=number, content_hash=content_hash,
                 submitted_at=stamp(now), state="queued", penalty=policy.penalty(now), counted_mode=policy.counted)
                 .returning(attempts.c.id)).scalar_one()
-            return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == attempt_id)).one())
+            return read_attempts(db, SELECT_ATTEMPTS.where(attempts.c.id == attempt_id))[0]
 
     def attempt(self, attempt_id: int, *, context: str | None = None, user: str | None = None) -> Attempt | None:
         """One attempt; with ``context`` (and ``user``) only if it belongs to them."""
@@ -219,8 +241,8 @@ class AttemptQueue:
         if user is not None:
             query = query.where(attempts.c.user == user)
         with self.database.read() as db:
-            row = db.execute(query).first()
-        return attempt_from(row) if row is not None else None
+            found = read_attempts(db, query)
+        return found[0] if found else None
 
     def attempts(self, *, context: str, user: str, week: str) -> list[Attempt]:
         """A student's attempts at a week, first to last."""
@@ -230,19 +252,8 @@ class AttemptQueue:
     def week_attempts(self, *, context: str, week: str) -> list[Attempt]:
         """Every attempt at a week in one course (for its instructors), oldest first."""
         with self.database.read() as db:
-            return [attempt_from(r) for r in db.execute(SELECT_ATTEMPTS.where(
-                attempts.c.context == context, attempts.c.week == week).order_by(attempts.c.id))]
-
-    def graded_in(self, week: str) -> list[Attempt]:
-        """Every graded attempt at a week, in every course."""
-        with self.database.read() as db:
-            return [attempt_from(r) for r in db.execute(SELECT_ATTEMPTS.where(
-                attempts.c.week == week, attempts.c.state == "graded").order_by(attempts.c.id))]
-
-    def title(self, attempt_id: int) -> str | None:
-        """The week's title as the grader gave it (for pages written again)."""
-        with self.database.read() as db:
-            return db.execute(select(attempts.c.title).where(attempts.c.id == attempt_id)).scalar()
+            return read_attempts(db, SELECT_ATTEMPTS.where(attempts.c.context == context, attempts.c.week == week)
+                                 .order_by(attempts.c.id))
 
     def queue_position(self, attempt_id: int) -> int:
         """1 for the next attempt to be graded, 2 for the one after... in the fair order; 0 once
@@ -278,7 +289,7 @@ class AttemptQueue:
                            .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC)),
                                    claimed_by=token))
                 self._claims.hold(id_, token)
-                return attempt_from(db.execute(SELECT_ATTEMPTS.where(attempts.c.id == id_)).one())
+                return read_attempts(db, SELECT_ATTEMPTS.where(attempts.c.id == id_))[0]
         return None
 
     def queued_weeks(self) -> dict[str, int]:

@@ -1,16 +1,22 @@
 """The counted score: which attempt's score the gradebook shows for a student and week,
-and noting it (with its AGS post) when it changes."""
+and noting it (with its AGS post) when it changes.
+
+Attempts' scores are the gradebook's (``attempt_queue.read_attempts``), so a mark stored
+there from outside the service (``autograder merge-manual`` into its database) changes a
+counted score without passing through here: ``refresh_scores``, run when the service
+starts, notes and posts every counted score that differs from the last one noted."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Literal, cast
 
 from sqlalchemy import Connection, select
 
 from autograder.database import Database
-from autograder.database.tables import service_scores
-from autograder.service.attempt_queue import Attempt, owned_attempts
+from autograder.database.tables import attempts, service_scores
+from autograder.service.attempt_queue import SELECT_ATTEMPTS, Attempt, owned_attempts, read_attempts
 from autograder.service.posts import enqueue, lineitem_of, lock_scores
 
 
@@ -39,19 +45,23 @@ def counted(attempts: list[Attempt]) -> CountedScore | None:
                         attempt=chosen)
 
 
-def refresh_score(database: Database, db: Connection, context: str, user: str, week: str) -> None:
+def _noted(now: CountedScore) -> tuple[float, float, str, int]:
+    """What ``service_scores`` notes of a counted score (a change in any is posted)."""
+    return now.score, now.max_score, now.progress, now.attempt.id
+
+
+def refresh_score(database: Database, db: Connection, context: str, user: str, week: str) -> bool:
     """Inside a write transaction: if the counted score (or whether it is final) changed,
-    note it and enqueue its post (when the week's line item is known)."""
+    note it and enqueue its post (when the week's line item is known); whether it changed."""
     lock_scores(database, db, context, week)
     now = counted(owned_attempts(db, context=context, user=user, week=week))
     if now is None:
-        return
+        return False
     where = (service_scores.c.context == context, service_scores.c.user == user, service_scores.c.week == week)
     old = db.execute(select(service_scores.c.score, service_scores.c.max_score, service_scores.c.progress,
                             service_scores.c.attempt_id).where(*where)).first()
-    new = (now.score, now.max_score, now.progress, now.attempt.id)
-    if old is not None and tuple(old) == new:
-        return
+    if old is not None and tuple(old) == _noted(now):
+        return False
     late = f" after a late penalty of {now.attempt.penalty:.0%}" if now.attempt.penalty else ""
     pending = " Hand-graded tasks are not marked yet." if now.progress == "PendingManual" else ""
     comment = f"Attempt {now.attempt.number}: {now.score:g} of {now.max_score:g} points{late}.{pending}"
@@ -61,3 +71,30 @@ def refresh_score(database: Database, db: Connection, context: str, user: str, w
     url = lineitem_of(db, context, week)
     if url is not None:
         enqueue(database, db, context, user, week, url)
+    return True
+
+
+def refresh_scores(database: Database) -> int:
+    """Note and post every counted score that differs from the last one noted; how many.
+
+    Such a score comes from a mark the gradebook took that the service did not store itself
+    (merged by ``autograder merge-manual``) or whose score change a stopped service never
+    noted. Each week is read in two queries (its attempts with their results, and its
+    noted scores); only a student whose score differs takes the write lock."""
+    with database.read() as db:
+        weeks = list(db.execute(select(attempts.c.week).where(attempts.c.state == "graded").distinct()
+                                .order_by(attempts.c.week)).scalars())
+    changed = 0
+    for week in weeks:
+        with database.read() as db:
+            every = read_attempts(db, SELECT_ATTEMPTS.where(attempts.c.week == week)
+                                  .order_by(attempts.c.context, attempts.c.user, attempts.c.number))
+            noted = {(context, user): tuple(rest) for context, user, *rest in db.execute(select(
+                service_scores.c.context, service_scores.c.user, service_scores.c.score, service_scores.c.max_score,
+                service_scores.c.progress, service_scores.c.attempt_id).where(service_scores.c.week == week))}
+        for (context, user), theirs in groupby(every, key=lambda a: (a.context, a.user)):
+            now = counted(list(theirs))
+            if now is not None and noted.get((context, user)) != _noted(now):
+                with database.write() as db:
+                    changed += refresh_score(database, db, context, user, week)
+    return changed

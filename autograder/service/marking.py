@@ -56,8 +56,9 @@ def answers_to_mark(store: Store, context: str, week: str) -> list[tuple[Attempt
         if attempt.state == "graded":
             latest[attempt.user] = attempt
     rows = []
+    results = store.week_results(context=context, week=week)
     for user, attempt in sorted(latest.items()):
-        result = store.result(attempt.id, context=context)
+        result = results.get(attempt.id)
         manual = [task for task in result.tasks if task.manual] if result else []
         if not manual:
             continue

@@ -121,9 +121,10 @@ class GradingService:
         requeued = self.store.requeue_interrupted()
         if requeued:
             log.warning("%d attempt(s) were being graded when the service last stopped: queued again", requeued)
-        marked = self.store.reconcile_marks()
-        if marked:
-            log.warning("%d attempt(s) had hand marks not applied yet (a stop while marking): applied", marked)
+        changed = self.store.refresh_scores()
+        if changed:
+            log.warning("%d counted score(s) changed since they were last posted (marks merged into the gradebook, "
+                        "or a stop while marking): posted again", changed)
         target = self._run_local if self.scheduler is None else self._run_cluster
         self._thread = threading.Thread(target=self._guard(target), name="autograder-grading", daemon=True)
         self._thread.start()

@@ -3,17 +3,23 @@ scores and the AGS outbox, with the gradebook they share.
 
 Everything lives in one database (``autograder.database``): by default the gradebook's
 SQLite file in the service's data folder, or the URL ``database`` names (PostgreSQL, so
-several service processes can share it). Each graded attempt is also a gradebook result
-(key ``attempt-<id>``), so manual marks are the gradebook's marks (tied to the answer they
-were given to) and the CLI's report and marking tools read the same file. Each state
-change is one transaction, and the score post it causes is enqueued in that same
-transaction: a process killed at any moment restarts with no attempt graded twice into
-the record and no score change lost.
+several service processes can share it). The gradebook is the only record of a graded
+attempt's result (key ``attempt-<id>``): its score, pending points and feedback are read
+from there with the marks applied (``attempt_queue.read_attempts``, ``result``), never
+from a copy in the attempt's row or a file read back, so manual marks are the gradebook's
+marks (tied to the answer they were given to, carried to a later attempt with the same
+answer by ``Gradebook.record``) and a mark merged with the CLI's ``merge-manual`` is what
+the next page shows. The attempt's row keeps the queue's state. Each state change is one
+transaction, and the score post it causes is enqueued in that same transaction; a counted
+score changed from outside (a merged mark) is noted and posted by ``refresh_scores`` when
+the service starts: a process killed at any moment restarts with no attempt graded twice
+into the record and no score change lost.
 
 The jobs live in their own modules: ``users.py`` (who launched), ``attempt_queue.py``
 (uploads, attempts and the queue), ``counting.py`` (the counted-score rule), ``posts.py``
 and ``ags.py`` (the outbox's rows and the payload's timestamp rule), ``result_pages.py`` (result
-and feedback pages); this class joins them where a step spans several (grading, marking).
+and feedback pages, rendered from the gradebook); this class joins them where a step spans
+several (grading, marking).
 
 Uploads are stored once per content (``uploads/<sha256[:2]>/<sha256>.ipynb``), written
 before the attempt that names them. Every query a student's request can reach filters by
@@ -22,15 +28,15 @@ before the attempt that names them. Every query a student's request can reach fi
 
 For the web app: ``attempt(id, context=..., user=...)`` filters in SQL (pass them on
 student routes); ``mark(...)`` stores a hand mark and re-posts the score; ``regrade(...)``
-re-queues; ``result(...)`` gives the stored result with marks applied (the marking form's
-data); ``Post.state`` may also be ``"superseded"`` (a newer score for the same user
-replaced it before it was sent); ``Attempt.penalty`` is a fraction of ``max_score``.
+re-queues; ``result(...)`` gives the gradebook's result with marks applied (the marking
+form's data) and ``feedback(...)`` its feedback page; ``Post.state`` may also be
+``"superseded"`` (a newer score for the same user replaced it before it was sent);
+``Attempt.penalty`` is a fraction of ``max_score``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,15 +50,14 @@ from autograder.database import open_database
 from autograder.database.tables import attempts
 from autograder.exceptions import CourseError, GradebookError
 from autograder.formats.atomic import write_bytes
-from autograder.formats.result_json import from_dict
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.results import SubmissionResult
 from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
 from autograder.service.claims import CLAIM_TTL_S
-from autograder.service.counting import CountedScore, counted, refresh_score
+from autograder.service.counting import CountedScore, counted, refresh_score, refresh_scores
 from autograder.service.policy import WeekPolicy
 from autograder.service.posts import Post, Posts, PostState
-from autograder.service.result_pages import write_pages
+from autograder.service.result_pages import feedback_page, write_pages
 from autograder.service.users import Users
 
 __all__ = ["MAX_TRIES", "Attempt", "AttemptState", "CountedScore", "Post", "PostState", "Store"]
@@ -129,9 +134,23 @@ class Store:
     def result(self, attempt_id: int, *, context: str, user: str | None = None) -> SubmissionResult | None:
         """A graded attempt's result with hand marks applied; None if not graded or not theirs."""
         attempt = self.attempt(attempt_id, context=context, user=user)
-        if attempt is None or attempt.state != "graded" or attempt.result_path is None:
+        if attempt is None or attempt.state != "graded":
             return None
-        return from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
+        return self.gradebook.result(attempt.week, attempt.key)
+
+    def feedback(self, attempt: Attempt) -> str | None:
+        """The feedback page of an attempt's result as the gradebook holds it now (marks
+        applied); None before it has one."""
+        result = self.gradebook.result(attempt.week, attempt.key)
+        if result is None:
+            return None
+        return feedback_page(self.course, week=attempt.week, result=result, week_title=attempt.title or attempt.week)
+
+    def week_results(self, *, context: str, week: str) -> dict[int, SubmissionResult]:
+        """The gradebook's result (marks applied) of every attempt at a week in one course
+        that has one, by attempt id."""
+        ids = {a.key: a.id for a in self.week_attempts(context=context, week=week)}
+        return {ids[r.key]: r for r in self.gradebook.results(week) if r.key in ids}
 
     # --- grading ------------------------------------------------------------------------------
 
@@ -140,8 +159,9 @@ class Store:
         return self.gradebook.recorded_seed(attempt.week, attempt.key, submission_sha256=attempt.content_hash)
 
     def record_result(self, attempt_id: int, result: SubmissionResult, *, week_title: str) -> Attempt | None:
-        """Store a graded attempt: gradebook result, JSON and feedback page, then in one
-        transaction the attempt's score and, if the counted score changed, its AGS post.
+        """Store a graded attempt: gradebook result (its JSON and feedback page written from
+        it), then in one transaction the attempt's state and, if the counted score changed,
+        its AGS post.
 
         Only while this process still holds the attempt's claim: None, writing nothing, if
         another replica took the attempt over (this process stalled past the claim's
@@ -149,8 +169,8 @@ class Store:
         The claim is checked and renewed before anything is written (``still_held``: the
         writes then have a whole claim lifetime) and the attempt's row is written under it.
 
-        Marks given to the same student's earlier attempts carry over to this one where
-        the answer is the same text (the gradebook ties each mark to its answer)."""
+        Marks given to the same student's other attempts carry over to this one where the
+        answer is the same text (``Gradebook.record``'s ``carry_from``)."""
         claim = self.queue.claim_of(attempt_id)
         attempt = self.attempt(attempt_id)
         if attempt is None:
@@ -159,22 +179,25 @@ class Store:
             self.queue.let_go(attempt_id)
             return None
         result.key, result.week = attempt.key, attempt.week
-        self.gradebook.record(result)
-        self._carry_marks(attempt, result)
-        marked = self.gradebook.lookup(attempt.week, attempt.key, submission_sha256=result.submission_sha256,
-                                       tests_sha256=result.tests_sha256, grader_version=result.grader_version)
-        final = marked if marked is not None else result
-        json_path, html_path = write_pages(self.root, self.course, week=attempt.week, key=attempt.key, result=final,
-                                           week_title=week_title)
+        others = [a.key for a in self.attempts(context=attempt.context, user=attempt.user, week=attempt.week)
+                  if a.id != attempt.id]
+        self.gradebook.record(result, carry_from=others)
+        self._write_pages(attempt, week_title)
         with self.database.write() as db:
             stored = db.execute(update(attempts).where(self.queue.owned(attempt_id, claim)).values(
-                state="graded", score=final.score, max_score=final.max_score, pending=final.pending_points,
-                title=week_title, result_path=str(json_path), feedback_path=str(html_path),
-                graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None, claimed_by=None)).rowcount == 1
+                state="graded", title=week_title, graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None,
+                claimed_by=None)).rowcount == 1
             if stored:
                 refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)
         self.queue.let_go(attempt_id)
         return self._reread(attempt_id) if stored else None
+
+    def _write_pages(self, attempt: Attempt, week_title: str) -> None:
+        """Write the attempt's result JSON and feedback page from the gradebook's result."""
+        result = self.gradebook.result(attempt.week, attempt.key)
+        if result is not None:
+            write_pages(self.root, self.course, week=attempt.week, key=attempt.key, result=result,
+                        week_title=week_title)
 
     def _reread(self, attempt_id: int) -> Attempt:
         updated = self.attempt(attempt_id)
@@ -192,7 +215,7 @@ class Store:
         attempt, answer = self._markable(attempt_id, context=context, task=task)
         self.gradebook.set_manual(attempt.week, attempt.key, task, points=points, comment=comment,
                                   answer_sha256=answer)
-        return self._apply_marks(attempt)
+        return self._marked(attempt)
 
     def rubric_mark(self, attempt_ids: Sequence[int], *, context: str, task: int, items: Sequence[int],
                     adjustment: float = 0.0, note: str = "") -> list[Attempt]:
@@ -204,87 +227,40 @@ class Store:
         for attempt, answer in checked:
             self.gradebook.set_rubric_mark(attempt.week, attempt.key, task, items=items, adjustment=adjustment,
                                            note=note, answer_sha256=answer)
-        return [self._apply_marks(attempt) for attempt, _ in checked]
+        return [self._marked(attempt) for attempt, _ in checked]
 
     def edit_rubric_item(self, week: str, task: int, number: int, *, points: float, comment: str) -> list[Attempt]:
         """Change a rubric item; every attempt whose mark uses it gets its new result,
         feedback page and score post (``Gradebook.edit_rubric_item`` recomputes the marks)."""
         keys = self.gradebook.edit_rubric_item(week, task, number, points=points, comment=comment)
         changed = [self.attempt(int(key.removeprefix("attempt-"))) for key in keys if key.startswith("attempt-")]
-        return [self._apply_marks(a) for a in changed if a is not None and a.result_path is not None]
+        return [self._marked(a) for a in changed if a is not None]
 
     def _markable(self, attempt_id: int, *, context: str, task: int) -> tuple[Attempt, str | None]:
         """A graded attempt of the course and the fingerprint of its answer to ``task``, or why not."""
         attempt = self.attempt(attempt_id, context=context)
-        if attempt is None or attempt.state != "graded" or attempt.result_path is None:
+        stored = None if attempt is None or attempt.state != "graded" else self.gradebook.result(attempt.week,
+                                                                                                  attempt.key)
+        if attempt is None or stored is None:
             raise GradebookError(f"attempt {attempt_id} is not a graded attempt of this course: nothing to mark")
-        stored = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
         try:
             return attempt, stored.task(task).answer_sha256
         except KeyError:
             raise GradebookError(f"{attempt.week} has no task {task}") from None
 
-    def _apply_marks(self, attempt: Attempt) -> Attempt:
-        """Rewrite an attempt's result and page with the gradebook's marks, then its score and post."""
-        assert attempt.result_path is not None
-        stored = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
-        marked = self.gradebook.lookup(attempt.week, attempt.key, submission_sha256=stored.submission_sha256,
-                                       tests_sha256=stored.tests_sha256, grader_version=stored.grader_version)
-        if marked is None:  # regraded since with other tests: the new result will carry the marks
-            return attempt
-        title = self.queue.title(attempt.id) or attempt.week
-        json_path, html_path = write_pages(self.root, self.course, week=attempt.week, key=attempt.key,
-                                           result=marked, week_title=title)
+    def _marked(self, attempt: Attempt) -> Attempt:
+        """After the gradebook took a mark for an attempt: its pages written again, its counted
+        score noted and posted if it changed; the attempt as it reads now."""
+        self._write_pages(attempt, attempt.title or attempt.week)
         with self.database.write() as db:
-            db.execute(update(attempts).where(attempts.c.id == attempt.id).values(
-                score=marked.score, pending=marked.pending_points, result_path=str(json_path),
-                feedback_path=str(html_path)))
             refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)
         return self._reread(attempt.id)
 
-    def reconcile_marks(self) -> int:
-        """Apply marks the gradebook holds but an attempt does not show yet; how many attempts changed.
-
-        A service killed between storing a mark and posting its score, or marks merged into
-        the data folder's gradebook with ``autograder merge-manual`` (keys ``attempt-<id>``),
-        leave such attempts; the service calls this when it starts."""
-        changed = 0
-        for week in self.gradebook.weeks():
-            marks = self.gradebook.manual_marks(week)
-            for attempt in self.queue.graded_in(week):
-                if attempt.key not in marks or attempt.result_path is None:
-                    continue
-                shown = from_dict(json.loads(attempt.result_path.read_text(encoding="utf-8")))
-                tasks = {t.task: t for t in shown.tasks}
-                if any(n not in tasks or (tasks[n].score, tasks[n].comment, tasks[n].marked)
-                       != (m.points, m.comment, True) for n, m in marks[attempt.key].items()
-                       if not (n in tasks and tasks[n].stale)):
-                    self._apply_marks(attempt)
-                    changed += 1
-        return changed
-
-    def _carry_marks(self, attempt: Attempt, result: SubmissionResult) -> None:
-        answers = {t.task: t.answer_sha256 for t in result.tasks if t.manual and t.answer_sha256}
-        if not answers:
-            return
-        earlier = [a for a in self.attempts(context=attempt.context, user=attempt.user, week=attempt.week)
-                   if a.id != attempt.id]
-        marks = self.gradebook.manual_marks(attempt.week)
-        for task, answer in answers.items():
-            if task in marks.get(attempt.key, {}):
-                continue
-            for other in reversed(earlier):
-                mark = marks.get(other.key, {}).get(task)
-                if mark is not None and mark.answer_sha256 == answer and mark.by_rubric:
-                    # still made of its items, so a later change of an item reaches this attempt too
-                    self.gradebook.set_rubric_mark(attempt.week, attempt.key, task, items=mark.items,
-                                                   adjustment=mark.adjustment or 0.0, note=mark.note,
-                                                   answer_sha256=answer)
-                    break
-                if mark is not None and mark.answer_sha256 == answer:
-                    self.gradebook.set_manual(attempt.week, attempt.key, task, points=mark.points,
-                                              comment=mark.comment, answer_sha256=answer)
-                    break
+    def refresh_scores(self) -> int:
+        """Note and post every counted score that differs from the last one noted (a mark
+        merged into the gradebook from outside, a service stopped between a mark and its
+        post); how many. The service calls this when it starts."""
+        return refresh_scores(self.database)
 
     # --- counted scores -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import insert, select, update
+from sqlalchemy import column, insert, select, table, update
 
 from autograder.database import Database
 from autograder.database.migrate import MIGRATIONS, SQLITE_USER_VERSION
@@ -25,6 +25,7 @@ from autograder.exceptions import AttemptRefused, CourseError, GradebookError, P
 from autograder.gradebook import FILENAME
 from autograder.moodle_ws.sync_state import SyncState
 from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.results_folders import service_results
 from autograder.service import lti
 from autograder.service.lti import LoginStates
 from autograder.service.policy import WeekPolicy, load_policies, policy_for
@@ -308,7 +309,7 @@ def test_marking_a_hand_graded_task_posts_the_final_score_and_carries_to_the_sam
         store.mark(one.id, context=B, task=2, points=3)
     marked = store.mark(one.id, context=A, task=2, points=4, comment="Good: the margin.")
     assert (marked.score, marked.pending) == (12.0, 0.0)
-    assert "Good: the margin." in marked.feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    assert "Good: the margin." in (store.feedback(marked) or "")
     latest = store.posts(context=A)[0].payload
     assert (latest["scoreGiven"], latest["gradingProgress"]) == (12.0, "FullyGraded")
     two = store.submit(context=A, user="ann", week="week01", content=notebook("2"), policy=OPEN, now=T0)
@@ -337,7 +338,7 @@ def test_a_rubric_mark_follows_its_item_into_every_attempt_and_the_same_answer_r
     changed = store.edit_rubric_item("week01", 2, 1, points=5, comment="Names the margin")
 
     assert sorted((a.id, a.score) for a in changed) == [(ann.id, 13.0), (bob.id, 11.0), (again.id, 14.0)]
-    page = store.attempt(again.id).feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    page = store.feedback(store.attempt(again.id)) or ""  # type: ignore[arg-type]
     assert "Names the margin (+5)" in page and "Good." in page
     assert {p.user: p.payload["scoreGiven"] for p in reversed(store.posts(context=A))} == {"ann": 14.0, "bob": 11.0}
     with pytest.raises(GradebookError, match="not a graded attempt of this course"):
@@ -355,23 +356,27 @@ def test_a_regrade_queues_graded_attempts_of_that_course_only(store: Store):
     assert store.regrade(context=B, week="week01", attempt_id=mine.id) == 0  # not B's attempt
 
 
-def test_a_mark_stored_before_a_crash_is_applied_and_posted_at_restart(tmp_path: Path, database_url: str | None):
+def test_a_mark_the_gradebook_took_from_outside_is_shown_at_once_and_posted_at_restart(
+        tmp_path: Path, database_url: str | None) -> None:
+    """The gradebook is the attempt's only record: a mark stored there without the store
+    (``merge-manual``, or a service that died before posting) is what the next read shows,
+    and the counted score it changes is posted when the service starts (``refresh_scores``)."""
     with Store(tmp_path, database=database_url) as store:
         store.set_lineitem(A, "week01", "https://moodle.example/lineitem/1")
         attempt = store.submit(context=A, user="ann", week="week01", content=notebook("1"), policy=OPEN, now=T0)
         grade(store, attempt.id, 8, answer="margin")
         # the service died right after the gradebook took the mark (or `merge-manual` wrote it)
         store.gradebook.set_manual("week01", attempt.key, 2, points=0, comment="", answer_sha256="margin")
-        assert store.attempt(attempt.id).pending == 5  # type: ignore[union-attr]
-    with Store(tmp_path, database=database_url) as store:
-        assert store.reconcile_marks() == 1
-        assert store.reconcile_marks() == 0  # once
         assert (store.attempt(attempt.id).score, store.attempt(attempt.id).pending) == (8, 0)  # type: ignore[union-attr]
+        assert store.posts(context=A)[0].payload["gradingProgress"] == "PendingManual"  # not posted yet
+    with Store(tmp_path, database=database_url) as store:
+        assert store.refresh_scores() == 1
+        assert store.refresh_scores() == 0  # once
         latest = store.posts(context=A)[0].payload  # 0 points is a mark too: the score is final
         assert (latest["scoreGiven"], latest["gradingProgress"]) == (8, "FullyGraded")
         store.gradebook.set_manual("week01", attempt.key, 2, points=5, comment="Fine.", answer_sha256="margin")
-        assert store.reconcile_marks() == 1
-        assert "Fine." in store.attempt(attempt.id).feedback_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
+        assert "Fine." in (store.feedback(store.attempt(attempt.id)) or "")  # type: ignore[arg-type]
+        assert store.refresh_scores() == 1
         assert store.posts(context=A)[0].payload["scoreGiven"] == 13
 
 
@@ -455,9 +460,11 @@ def test_claims_made_before_claims_had_owners_are_left_alone_until_they_expire(
         db.execute(insert(attempts).values(context=A, user="ann", week="week01", number=1, content_hash="h",
                                            submitted_at=long_ago, state="grading", penalty=0, counted_mode="best",
                                            tries=1, claimed_at=long_ago))
-        db.execute(insert(posts).values(context=A, user="ann", week="week01", lineitem="https://m/l/1",
-                                        payload="{}", state="pending", tries=1, next_try_at=long_ago,
-                                        created_at=long_ago, sending_since=long_ago))
+        at_0003 = table("posts", *map(column, ("context", "user", "week", "lineitem", "payload", "state", "tries",
+                                               "next_try_at", "created_at", "sending_since")))  # moments as text
+        db.execute(insert(at_0003).values(context=A, user="ann", week="week01", lineitem="https://m/l/1",
+                                          payload="{}", state="pending", tries=1, next_try_at=long_ago,
+                                          created_at=long_ago, sending_since=long_ago))
     database.close()
     with Store(tmp_path, database=database_url) as store:
         with store.database.read() as db:
@@ -493,7 +500,8 @@ def test_a_mark_and_a_regrade_writing_one_attempts_pages_at_once_both_land_whole
         writer.join()
     assert errors == []
     final = store.attempt(attempt.id)
-    assert final is not None and final.feedback_path is not None and final.result_path is not None
-    assert json.loads(final.result_path.read_text(encoding="utf-8"))["key"] == attempt.key
-    assert "</html>" in final.feedback_path.read_text(encoding="utf-8")
-    assert not list(final.result_path.parent.glob("*.partial"))
+    assert final is not None and final.state == "graded"
+    written = service_results(store.root, "week01")
+    assert json.loads((written / f"{attempt.key}.json").read_text(encoding="utf-8"))["key"] == attempt.key
+    assert "</html>" in (written / f"{attempt.key}.html").read_text(encoding="utf-8")
+    assert not list(written.glob("*.partial"))

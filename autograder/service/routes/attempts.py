@@ -3,8 +3,6 @@ graded) and its feedback, for the learner who made it and the course's instructo
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
@@ -36,8 +34,9 @@ def attempt_state(attempt: OwnAttempt, store: StoreDep) -> JSONResponse:
 
 
 @router.get("/feedback")
-def feedback(attempt: OwnAttempt) -> Response:
-    if attempt.feedback_path is None or not Path(attempt.feedback_path).exists():
+def feedback(attempt: OwnAttempt, store: StoreDep) -> Response:
+    """The attempt's feedback page, rendered from the gradebook's result (marks applied)."""
+    page = store.feedback(attempt)
+    if page is None:
         raise Refused(404, N_("The feedback is not ready yet: this page updates itself when it is."))
-    return HTMLResponse(Path(attempt.feedback_path).read_text(encoding="utf-8"),
-                        headers={"Content-Security-Policy": FEEDBACK_POLICY})
+    return HTMLResponse(page, headers={"Content-Security-Policy": FEEDBACK_POLICY})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from pathlib import Path
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -14,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from autograder.exceptions import Refused
 from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.i18n.runtime import N_
+from autograder.service.counting import counted as counted_score
 from autograder.service.deps import (
     CheckedForm,
     CourseDep,
@@ -25,6 +25,7 @@ from autograder.service.deps import (
 )
 from autograder.service.locales import instructor_language
 from autograder.service.marking import is_row_id
+from autograder.service.result_pages import feedback_page, result_document
 from autograder.service.store import Attempt
 
 router = APIRouter(prefix="/instructor/{name}")
@@ -35,13 +36,13 @@ def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep,
                     pages: PagesDep) -> HTMLResponse:
     """The live report, in the instructor's language (the LMS's locale for them, else the
     course's ``instructor`` language), its moments in service.toml's time zone."""
-    attempts = store.week_attempts(context=session.context, week=week.name)
-    latest: dict[str, Attempt] = {}
-    for attempt in attempts:
-        if attempt.user not in latest or attempt.number > latest[attempt.user].number:
-            latest[attempt.user] = attempt
-    counts = {user: sum(a.user == user for a in attempts) for user in latest}
-    counted = {user: store.counted_score(context=session.context, user=user, week=week.name) for user in latest}
+    theirs: dict[str, list[Attempt]] = {}  # each student's attempts, first to last, scores read in one go
+    for attempt in sorted(store.week_attempts(context=session.context, week=week.name), key=lambda a: a.number):
+        theirs.setdefault(attempt.user, []).append(attempt)
+    latest = {user: attempts[-1] for user, attempts in theirs.items()}
+    counts = {user: len(attempts) for user, attempts in theirs.items()}
+    counted = {user: None if (score := counted_score(attempts)) is None else score.score
+               for user, attempts in theirs.items()}
     return pages.render("instructor.html.j2", week=week, latest=sorted(latest.values(), key=lambda a: a.user),
                         lineitem=store.lineitem(session.context, week.name),
                         counts=counts, counted=counted, posts=store.posts(context=session.context, week=week.name),
@@ -71,18 +72,24 @@ def resend(post_id: int, session: CurrentInstructor, _: CheckedForm, week: PathW
 
 
 @router.get("/results.zip")
-def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep) -> Response:
+def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: CourseDep) -> Response:
+    """The week's attempts as a CSV, with each result's JSON and feedback page rendered from
+    the gradebook (marks applied)."""
     name = week.name
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         lines = ["user,attempt,state,score,max_score,late_penalty_fraction,submitted_at"]
+        results = store.week_results(context=session.context, week=name)
         for attempt in store.week_attempts(context=session.context, week=name):
             lines.append(f"{csv_cell(attempt.user)},{attempt.number},{attempt.state},"
                          f"{'' if attempt.score is None else attempt.score},{attempt.max_score},"
                          f"{attempt.penalty},{attempt.submitted_at.isoformat()}")
-            for path in (attempt.result_path, attempt.feedback_path):
-                if path is not None and Path(path).exists():
-                    archive.write(path, f"{name}/{_safe(attempt.user)}/{attempt.number}/{Path(path).name}")
+            result = results.get(attempt.id)
+            if result is not None:
+                folder = f"{name}/{_safe(attempt.user)}/{attempt.number}/{attempt.key}"
+                archive.writestr(f"{folder}.json", result_document(result))
+                archive.writestr(f"{folder}.html", feedback_page(course, week=name, result=result,
+                                                                 week_title=attempt.title or name))
         archive.writestr(f"{name}/attempts.csv", "\n".join(lines) + "\n")
     return Response(buffer.getvalue(), media_type="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{name}-results.zip"'})
