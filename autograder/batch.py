@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -255,7 +254,7 @@ def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
     results = sorted(results, key=lambda r: r.key)
     kept = out_dir / DOWNLOADED_WORKSHEET
     if worksheet is not None and worksheet.resolve() != kept.resolve():
-        shutil.copyfile(worksheet, kept)
+        write_bytes(kept, worksheet.read_bytes())
     if worksheet is None and kept.is_file():
         worksheet = kept
     for result in results:

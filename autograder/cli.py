@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from autograder.course import Course
 from autograder.exceptions import AutograderError, CourseError
+from autograder.formats.points import format_points
 from autograder.results_folders import audit_page, moodle_results
 
 if TYPE_CHECKING:
@@ -168,10 +169,13 @@ def _print_table(week: Week, results: list[SubmissionResult]) -> None:
         table.add_column(column, overflow="fold")
     for r in results:
         who = (r.participant.full_name or r.participant.group_name) if r.participant else None
-        pending = f" ({r.pending_points:g} pending)" if r.pending_points else ""
-        table.add_row(escape(who or r.key), r.status.value, f"{r.score:g} / {r.max_score:g}{pending}",  # "[red]": text
-                      *[(f"stale mark/{t.max_score:g}" if t.stale else f"pending/{t.max_score:g}") if t.pending else
-                        f"{t.score:g}/{t.max_score:g}" + (" n/a" if t.not_attempted else "") for t in r.tasks])
+        pending = f" ({format_points(r.pending_points)} pending)" if r.pending_points else ""
+        score = f"{format_points(r.score)} / {format_points(r.max_score)}{pending}"
+        table.add_row(escape(who or r.key), r.status.value, score,  # "[red]": text
+                      *[(f"stale mark/{format_points(t.max_score)}" if t.stale else
+                         f"pending/{format_points(t.max_score)}") if t.pending else
+                        f"{format_points(t.score)}/{format_points(t.max_score)}" + (" n/a" if t.not_attempted else "")
+                        for t in r.tasks])
     out.print(table)
 
 

@@ -27,11 +27,12 @@ import io
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-import jinja2
 import nbformat
+from jinja2 import Template
 
 from autograder.authoring import TASK_HEADING, first_line
 from autograder.course import Task
@@ -39,6 +40,7 @@ from autograder.exceptions import ManualMarksError, SubmissionError
 from autograder.formats.atomic import write_text
 from autograder.formats.points import format_points
 from autograder.formats.spreadsheet_cells import from_spreadsheet_cell, spreadsheet_cell
+from autograder.formats.templating import environment
 from autograder.grouping import group_answers
 from autograder.notebook import read_notebook
 from autograder.rubric import RubricItem, format_item_numbers, parse_item_numbers, rubric_points
@@ -123,7 +125,7 @@ def write_manual_sheet(
     # names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD
     write_text(Path(csv_path), scrub("\ufeff" + text.getvalue()))
     if html_path is not None:
-        page = _TEMPLATE.render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
+        page = _page().render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
         write_text(Path(html_path), scrub(page))
     return sum(1 for row in rows if row["key"])
 
@@ -435,26 +437,7 @@ def parse_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-_TEMPLATE = jinja2.Environment(autoescape=True).from_string(
-    """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Marking {{ title }}</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 2rem; }
-table { border-collapse: collapse; width: 100%; margin-bottom: 2rem; }
-th, td { border: 1px solid #ccc; padding: .4rem .6rem; vertical-align: top; text-align: left; }
-td.answer { white-space: pre-wrap; font-family: ui-monospace, monospace; }
-</style></head><body>
-<h1>Marking {{ title }}</h1>
-<p>Read the answers here; write points and comments into <code>{{ csv_name }}</code>.</p>
-{% for task in tasks %}
-<h2>Task {{ task.number }}{% if task.title %}: {{ task.title }}{% endif %} ({{ task.points }} points)</h2>
-<table><tr><th>Key</th><th>Group</th><th>Participant</th><th>Answer</th><th>Rubric</th><th>Points</th><th>Comment</th></tr>
-{% for row in rows if row.task == task.number|string %}
-<tr><td>{{ row.key }}</td><td>{{ row.group }}</td><td>{{ row.identifier }}<br>{{ row.full_name }}</td>
-<td class="answer">{{ row.answer }}</td><td>{{ row.rubric }}</td><td>{{ row.points }}</td>
-<td>{{ row.comment }}</td></tr>
-{% endfor %}</table>
-{% endfor %}
-</body></html>
-"""
-)
+@cache
+def _page() -> Template:
+    """The marking sheet's HTML view (``autograder/templates/marking_sheet.html.j2``)."""
+    return environment("autograder").get_template("marking_sheet.html.j2")

@@ -19,6 +19,8 @@ from autograder.audit.mutants import mutant_notebook
 from autograder.audit.report import survivor_entry, write_html
 from autograder.audit.run import Audit, MutantOutcome, run_audit
 from autograder.course import Week
+from autograder.formats.atomic import write_bytes
+from autograder.formats.points import format_points
 
 
 def run(week: Week, *, jobs: int, budget_s: float, seed: int, html: Path, out: Console, err: Console) -> bool:
@@ -46,7 +48,7 @@ def write_survivors(audit: Audit, folder: Path) -> Path:
     for stale in folder.glob("mutant*.ipynb"):
         stale.unlink()
     for outcome in audit.survivors:
-        (folder / f"{outcome.mutant.name}.ipynb").write_bytes(mutant_notebook(audit.week, outcome.mutant))
+        write_bytes(folder / f"{outcome.mutant.name}.ipynb", mutant_notebook(audit.week, outcome.mutant))
     return folder
 
 
@@ -104,7 +106,7 @@ def _print_cross(audit: Audit, out: Console) -> None:
     for o in audit.outcomes:
         if not o.cross:
             continue
-        tests = "\n".join(f"{escape(c.test)} (task {c.task}, -{c.lost:g})" for c in o.cross)
+        tests = "\n".join(f"{escape(c.test)} (task {c.task}, -{format_points(c.lost)})" for c in o.cross)
         verdicts = []
         for task in sorted({c.task for c in o.cross}):
             entry = next(c.declared for c in o.cross if c.task == task)

@@ -1,8 +1,9 @@
 """The audit's HTML page: survivors with their diff first, then the cross-task losses, then
 what was killed or skipped.
 
-Rendered with the report's autoescaping Jinja environment rules (the diffs are source
-code: every ``<`` must reach the page as text).
+Rendered by ``formats/templating.environment``, autoescaping (the diffs are source code:
+every ``<`` must reach the page as text), over the audit's templates and then the report's
+(``style.css`` is shared).
 """
 
 from __future__ import annotations
@@ -10,23 +11,17 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment
 
 from autograder.audit.audit_toml import builds_on_text, entry_text
 from autograder.audit.run import Audit, MutantOutcome
 from autograder.formats.atomic import write_text
-from autograder.formats.points import format_points
+from autograder.formats.templating import environment
 
 
 @cache
 def _environment() -> Environment:
-    env = Environment(
-        loader=ChoiceLoader([PackageLoader("autograder.audit", "templates"),
-                             PackageLoader("autograder.report", "templates")]),  # style.css is shared
-        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    )
-    env.filters["points"] = format_points
-    return env
+    return environment("autograder.audit", "autograder.report")
 
 
 def survivor_entry(outcome: MutantOutcome) -> str:

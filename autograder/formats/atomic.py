@@ -1,10 +1,23 @@
-"""Every file the grader writes appears whole or not at all.
+"""Every file the grader writes appears whole or not at all: the one place a file is written.
 
 A run killed half-way (Ctrl-C, the machine going down, a full disk) must never leave a
 half-written worksheet that Moodle would import, or a truncated result. Each writer
 writes beside the target and renames over it: a rename within one folder is atomic. A
 file made only once (``create_once``) is linked into place instead, so the first of
-several writers wins.
+several writers wins. A copy (``copy_file``, also as ``shutil.copytree``'s
+``copy_function``) is written the same way.
+
+Every write of a file in the package goes through here (``tests/test_one_place.py`` scans
+for any other), or writes into an ``atomic_path``'s partial file (a CSV writer, a zip, a
+private key's mode). What is not an output file, and is written directly where it is:
+
+- the kernel's control files (``execution/cgroup.py``: cgroupfs's ``cgroup.procs``,
+  ``memory.max``...; ``worker/zygote.py``: ``/proc/self/oom_score_adj``): a write there is
+  a request to the kernel, not content, and cannot be renamed into place;
+- lock files opened only to hold ``flock`` on them (the service's runner, the sync's
+  output folder, the platforms' file): nothing is written into them;
+- ``/dev/null`` opened as a sink for output nobody reads (``testing/hidden.py``);
+- the sandbox's mount points, empty files made to bind a file onto (``execution/launch.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,3 +76,10 @@ def write_bytes(path: Path, data: bytes) -> None:
 def write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` as UTF-8, line endings kept as they are."""
     write_bytes(path, text.encode("utf-8"))
+
+
+def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Replace ``target`` with a copy of ``source`` (its bytes, mode and times, as ``shutil.copy2``)
+    in one step; ``shutil.copytree(..., copy_function=copy_file)`` copies a folder file by file so."""
+    with atomic_path(Path(target)) as partial:
+        shutil.copy2(source, partial)

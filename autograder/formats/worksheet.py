@@ -12,17 +12,20 @@ separator and are scaled to its ``Maximum Grade`` when the week's total differs.
 from __future__ import annotations
 
 import csv
-import html
 import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+
+from jinja2 import Template
 
 from autograder.exceptions import WorksheetError
 from autograder.formats.atomic import write_text
-from autograder.formats.points import format_points
+from autograder.formats.points import format_grade, format_points
 from autograder.formats.spreadsheet_cells import spreadsheet_cell
+from autograder.formats.templating import environment
 from autograder.moodle.names import loose_name
 from autograder.results import Participant, Status, SubmissionResult
 
@@ -135,27 +138,14 @@ def write_worksheet(
 
 
 def feedback_comment(result: SubmissionResult, *, decimal: str = ".") -> str:
-    """A short HTML summary for the Feedback comments cell: the total and each task's points."""
+    """A short HTML summary for the Feedback comments cell: the total and each task's points
+    (``templates/feedback_comment.html.j2``), points with the worksheet's ``decimal`` mark."""
+    return _comment_template().render(result=result, decimal=decimal)
 
-    def points(value: float) -> str:
-        return format_points(value, decimal)
 
-    notes = {
-        Status.NOT_ATTEMPTED: "<p>Not attempted: the tasks still hold the original stubs.</p>",
-        Status.TIMEOUT: "<p>The notebook did not finish within the time limit.</p>",
-        Status.WRONG_WEEK: "<p>The notebook handed in is another week's.</p>",
-    }
-    items = []
-    for task in result.tasks:
-        title = f" ({html.escape(task.title)})" if task.title else ""
-        line = f"Task {task.task}{title}: {points(task.score)} / {points(task.max_score)}"
-        if task.pending:
-            line = f"Task {task.task}{title}: pending marking by hand / {points(task.max_score)}"
-        elif task.manual:
-            line += " (marked by hand" + (f": {html.escape(task.comment)})" if task.comment else ")")
-        items.append(f"<li>{line}</li>")
-    total = f"<p>Autograder: <strong>{points(result.score)} / {points(result.max_score)}</strong></p>"
-    return total + notes.get(result.status, "") + (f"<ul>{''.join(items)}</ul>" if items else "")
+@cache
+def _comment_template() -> Template:
+    return environment("autograder.formats").get_template("feedback_comment.html.j2")
 
 
 NO_PARTICIPANT = "not from a Moodle export: no participant to match"
@@ -166,8 +156,8 @@ def _not_gradable(result: SubmissionResult, allow_pending: bool = False) -> str 
         return f"status {result.status.value}: the row is left as downloaded"
     if result.pending_points and not allow_pending:
         tasks = ", ".join(str(t.task) for t in result.tasks if t.pending)
-        return (f"task {tasks} ({result.pending_points:g} points) not marked by hand yet: the grade is left blank "
-                "until `merge-manual` brings the marks (or pass --allow-pending)")
+        return (f"task {tasks} ({format_points(result.pending_points)} points) not marked by hand yet: the grade "
+                "is left blank until `merge-manual` brings the marks (or pass --allow-pending)")
     if result.participant is None:
         return NO_PARTICIPANT
     return None
@@ -179,7 +169,7 @@ def _grade(result: SubmissionResult, maximum: float | None, decimals: int, decim
     score = result.score
     if maximum is not None and result.max_score > 0 and abs(maximum - result.max_score) > 1e-9:
         score = score * maximum / result.max_score
-    return f"{score:.{decimals}f}".replace(".", decimal)
+    return format_grade(score, decimals, decimal)
 
 
 class _Sheet:

@@ -21,6 +21,7 @@ from typing import Literal
 from autograder.authoring.notebook_io import read_source, to_bytes
 from autograder.course import Course, Week
 from autograder.exceptions import GenerationError
+from autograder.formats.atomic import write_bytes
 from autograder.generate.pipeline import check_markers, solution_notebook, student_notebook
 from autograder.generate.validate import validate_week
 from autograder.i18n.generation import language_plans
@@ -135,7 +136,7 @@ def apply(plan: Plan, differences: Iterable[Difference]) -> None:
             path.unlink()
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(plan.files[path])
+            write_bytes(path, plan.files[path])
     for folder in plan.folders:
         for directory in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
             if not any(directory.iterdir()):

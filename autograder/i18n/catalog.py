@@ -29,6 +29,7 @@ from babel.messages.pofile import read_po, write_po
 
 from autograder.authoring.notebook_io import read_source
 from autograder.course import Week
+from autograder.formats.atomic import write_bytes
 from autograder.i18n.units import notebook_messages
 
 # Dates in the header would make every extraction differ from the committed file.
@@ -176,7 +177,7 @@ def write_catalog(catalog: Catalog, path: Path) -> bool:
     if path.is_file() and path.read_bytes() == contents:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(contents)
+    write_bytes(path, contents)
     return True
 
 

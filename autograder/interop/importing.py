@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from autograder.authoring.notebook_io import read_source
 from autograder.course import Week
 from autograder.course_languages import LANGUAGE_PATTERN, SETTINGS_FILE, read_languages
 from autograder.exceptions import AutograderError, InteropError
+from autograder.formats.atomic import copy_file
 from autograder.generate.week import plan_week
 from autograder.interop.report import ImportReport, Note
 from autograder.interop.week_writer import ImportedWeek, python_name, python_source, write_week
@@ -78,7 +78,7 @@ def import_week(build: Build, original: Path, *, week: str, out_root: Path, lang
     with tempfile.TemporaryDirectory(prefix="autograder-import-") as staging:
         root = Path(staging)
         if (out_root / SETTINGS_FILE).is_file():
-            shutil.copy2(out_root / SETTINGS_FILE, root / SETTINGS_FILE)
+            copy_file(out_root / SETTINGS_FILE, root / SETTINGS_FILE)
         try:
             write_week(imported, week=week, out_root=root)
         except AutograderError as error:  # the generated week itself is invalid: say so, not the staging path

@@ -29,6 +29,7 @@ from nbformat import NotebookNode
 from autograder.authoring.markers import find_regions
 from autograder.authoring.notebook_io import read_source, to_bytes
 from autograder.course import Week
+from autograder.formats.atomic import copy_file, write_bytes, write_text
 from autograder.interop.kernel import TESTS_FOLDER
 from autograder.interop.suite import ExportedTest, collect
 
@@ -112,19 +113,19 @@ def export_nbgrader(week: Week, out_dir: Path, *, cell_timeout: int = 300) -> Pa
     notebook = out_dir / "source" / week.name / f"{week.name}.ipynb"
     notebook.parent.mkdir(parents=True, exist_ok=True)
     nb = nbgrader_notebook(week, tests)
-    notebook.write_bytes(to_bytes(nb, path=notebook))
+    write_bytes(notebook, to_bytes(nb, path=notebook))
     for extra in week.source_dir.iterdir():  # data files next to the notebook travel with it
         if extra.name not in {"tests", notebook.name, "__pycache__"} and not extra.name.startswith("."):
             target = notebook.parent / extra.name
             if extra.is_dir():
-                shutil.copytree(extra, target, dirs_exist_ok=True)
+                shutil.copytree(extra, target, dirs_exist_ok=True, copy_function=copy_file)
             else:
-                shutil.copy2(extra, target)
+                copy_file(extra, target)
     hidden = out_dir / TESTS_FOLDER / week.name
     if hidden.exists():
         shutil.rmtree(hidden)
-    shutil.copytree(week.tests_dir, hidden, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    shutil.copytree(week.tests_dir, hidden, ignore=shutil.ignore_patterns("__pycache__", ".*"), copy_function=copy_file)
     config = out_dir / "nbgrader_config.py"
     if not config.exists():
-        config.write_text(CONFIG.format(timeout=cell_timeout))
+        write_text(config, CONFIG.format(timeout=cell_timeout))
     return notebook

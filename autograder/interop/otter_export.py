@@ -31,6 +31,7 @@ from nbformat import NotebookNode
 from autograder.authoring.markers import BEGIN, END, find_regions
 from autograder.authoring.notebook_io import read_source, to_bytes
 from autograder.course import Week
+from autograder.formats.atomic import copy_file, write_bytes
 from autograder.interop.grades import question_name
 from autograder.interop.kernel import TESTS_FOLDER
 from autograder.interop.suite import ExportedTest, collect
@@ -128,9 +129,9 @@ def export_otter(week: Week, out_dir: Path) -> Path:
     tests = collect(week)
     out_dir.mkdir(parents=True, exist_ok=True)
     master = out_dir / f"{week.name}.ipynb"
-    master.write_bytes(to_bytes(master_notebook(week, tests), path=master))
+    write_bytes(master, to_bytes(master_notebook(week, tests), path=master))
     hidden = out_dir / TESTS_FOLDER / week.name
     if hidden.exists():
         shutil.rmtree(hidden)
-    shutil.copytree(week.tests_dir, hidden, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    shutil.copytree(week.tests_dir, hidden, ignore=shutil.ignore_patterns("__pycache__", ".*"), copy_function=copy_file)
     return master

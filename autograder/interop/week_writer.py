@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shutil
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from autograder.authoring import ANSWER_HEADING, number
 from autograder.authoring.markers import BEGIN, END
 from autograder.authoring.notebook_io import to_bytes
 from autograder.course_languages import WEEK_SETTINGS_FILE
+from autograder.formats.atomic import copy_file, write_bytes, write_text
 
 TITLE_LINE = re.compile(r"^#\s+(.+?)\s*$")
 
@@ -227,15 +227,15 @@ def write_week(imported: ImportedWeek, *, week: str, out_root: Path) -> Path:
     folder = out_root / "source" / week
     (folder / "tests").mkdir(parents=True, exist_ok=True)
     notebook, module, settings = written_files(folder / f"{week}.ipynb", imported.tool)
-    notebook.write_bytes(to_bytes(nb, path=notebook))
-    module.write_text(tests_module(imported.tool, imported.origin, imported.prelude, imported.tests), encoding="utf-8")
-    settings.write_text(week_settings(imported), encoding="utf-8")
+    write_bytes(notebook, to_bytes(nb, path=notebook))
+    write_text(module, tests_module(imported.tool, imported.origin, imported.prelude, imported.tests))
+    write_text(settings, week_settings(imported))
     for relative, path in imported.helpers.items():
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, folder / relative)
+        copy_file(path, folder / relative)
     for path in imported.data_files:
         (folder / "data").mkdir(exist_ok=True)
-        shutil.copy2(path, folder / "data" / path.name)
+        copy_file(path, folder / "data" / path.name)
     return notebook
 
 

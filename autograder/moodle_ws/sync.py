@@ -41,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from autograder.batch import GradingOptions, all_graded, grade_submissions, rewrite_outputs
 from autograder.course import Week
 from autograder.exceptions import AutograderError, MoodleServiceError
+from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.worksheet import GRADED_STATUSES, feedback_comment
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle.entries import MAX_FILE_BYTES
@@ -280,13 +281,13 @@ def _download(client: MoodleClient, item: RemoteSubmission, root: Path) -> None:
         target = partial / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            target.write_bytes(client.download(file, max_bytes=MAX_FILE_BYTES))
+            write_bytes(target, client.download(file, max_bytes=MAX_FILE_BYTES))
         except MoodleServiceError as err:
             if err.retryable:
                 raise
-            (partial / f"{relative}{_UNAVAILABLE}").write_text(str(err), encoding="utf-8")
+            write_text(partial / f"{relative}{_UNAVAILABLE}", str(err))
     if originals:
-        (partial / _ORIGINAL_NAMES).write_text(json.dumps(originals, ensure_ascii=False), encoding="utf-8")
+        write_text(partial / _ORIGINAL_NAMES, json.dumps(originals, ensure_ascii=False))
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)

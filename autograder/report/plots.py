@@ -22,6 +22,7 @@ from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from autograder.formats.points import format_points
 from autograder.i18n.runtime import _
 from autograder.report.templating import STATUS_NAME
 from autograder.results import Status, SubmissionResult
@@ -151,7 +152,7 @@ def score_distribution(results: Sequence[SubmissionResult]) -> bytes:
         label=[g.label for g in groups],
         edgecolor="white",
     )
-    ax.set_xlabel(_("score (of {top})").format(top=f"{top:g}"))
+    ax.set_xlabel(_("score (of {top})").format(top=format_points(top)))
     ax.set_ylabel(_("submissions"))
     locator = ax.yaxis.get_major_locator()
     if isinstance(locator, MaxNLocator):  # the default AutoLocator is one

@@ -1,17 +1,15 @@
-"""The one Jinja environment the report pages share: package templates, autoescape on.
-
-Autoescaping is not optional here: student names, file names, test output and error
-messages all come from submissions and end up in HTML someone opens in a browser.
+"""The report pages' Jinja environment: ``formats/templating.environment``'s rules (autoescape,
+the points filter, ``_``) over the report's ``templates/``, with the statuses' words.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment
 
-from autograder.formats.points import format_points
-from autograder.i18n.runtime import N_, untranslated
+from autograder.formats.templating import environment as make_environment
+from autograder.i18n.runtime import N_
 from autograder.results import Status
 
 # What each status means, in words a student and an instructor both understand (N_ marks
@@ -40,16 +38,8 @@ STATUS_NAME: dict[Status, str] = {
 
 @cache
 def environment() -> Environment:
-    """The shared Jinja environment (built once)."""
-    env = Environment(
-        loader=PackageLoader("autograder.report", "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["points"] = format_points
+    """The report's environment (built once)."""
+    env = make_environment("autograder.report")
     env.globals["status_text"] = STATUS_TEXT
     env.globals["status_name"] = STATUS_NAME
-    env.globals["_"] = untranslated  # pages in another language pass their own ``_`` when rendering
     return env
