@@ -2,43 +2,37 @@
 
 The steps run in one direction: collect submissions (``hand_ins``), skip what the
 gradebook already holds unchanged, grade the rest (``grading``), record each result as
-it arrives (``gradebook``), then write the outputs from the gradebook (``write_outputs``):
-per-submission JSON, the instructor's report and feedback pages, the Moodle worksheet and
-feedback zip, and the marking sheet for the tasks graded by hand. ``merge_manual`` folds
-a filled marking sheet back in and rewrites the same outputs.
+it arrives (``gradebook``), then publish the outputs from the gradebook (``autograder.publish``,
+the step the service and the Moodle sync publish through too): per-submission JSON, the
+instructor's report and feedback pages, the Moodle worksheet and feedback zip, the other
+tools' grade spreadsheets, and the marking sheet for the tasks graded by hand.
+``merge_manual`` folds a filled marking sheet back in and publishes the same outputs again.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, ManualMarksError
 from autograder.execution import Limits
-from autograder.formats.atomic import write_bytes, write_text
-from autograder.formats.feedback_zip import write_feedback_zip
-from autograder.formats.result_json import to_dict
-from autograder.formats.worksheet import fill_worksheet, write_worksheet
-from autograder.gradebook import FILENAME, Gradebook, ManualMark
+from autograder.formats.atomic import write_bytes
+from autograder.gradebook import FILENAME, Gradebook
 from autograder.hand_ins import collect, holds_export
-from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import (
     RUBRIC_CSV,
-    Mark,
     RubricRow,
     answer_hashes,
     read_marks,
     read_rubric_sheet,
-    write_manual_sheet,
     write_rubric_sheet,
 )
-from autograder.report import render_feedback, write_report
-from autograder.report.similarity import Pair, own_code, similar_pairs
+from autograder.publish import CODE_DIR, Edition, MarkingSheets, Outputs, Publisher, batch_artifacts
+from autograder.report.similarity import own_code
 from autograder.results import SubmissionResult
 from autograder.results_folders import export_results, notebooks_results
 from autograder.rubric import RubricItem
@@ -50,27 +44,6 @@ if TYPE_CHECKING:
     from autograder.grading.pool import Graders
 
 log = logging.getLogger(__name__)
-
-WORKSHEET = "grades.csv"
-DOWNLOADED_WORKSHEET = "worksheet-as-downloaded.csv"  # kept so later runs fill the same one
-FEEDBACK_ZIP = "feedback.zip"
-MANUAL_CSV = "manual-marking.csv"
-NBGRADER_CSV = "nbgrader-grades.csv"
-OTTER_CSV = "otter-final_grades.csv"
-MANUAL_HTML = "manual-marking.html"
-CODE_DIR = "code"  # each submission's own code (given cells removed), compared for similarity
-
-
-@dataclass
-class Outputs:
-    """What a job wrote, and what it had to leave out (shown to the instructor)."""
-
-    folder: Path
-    report: Path | None = None
-    worksheet: Path | None = None
-    feedback_zip: Path | None = None
-    manual_sheet: Path | None = None
-    skipped: dict[str, str] = field(default_factory=dict)  # key -> why it is not in an output
 
 
 @dataclass
@@ -189,12 +162,11 @@ def grade_submissions(week: Week, submissions: list[Submission], options: Gradin
             grade_batch(week, pending, jobs=options.jobs, scheduler=options.scheduler, graders=options.graders,
                         limits=options.limits, on_result=record)
         book.finish_run(run_id, reused=reused)
-        stored = {r.key: r for r in book.results(week.name)}
-        marks = book.manual_marks(week.name)
-        rubric = book.rubric(week.name)
+        edition = Edition.read(book, week, out_dir)
+    stored = {r.key: r for r in edition.results}
     results = [stored[s.key] for s in submissions if s.key in stored]
-    outputs = _write_all(week, submissions, out_dir, list(stored.values()), marks, rubric, given,
-                         worksheet=options.worksheet, allow_pending=options.allow_pending)
+    outputs = _publish(week, submissions, edition, given, worksheet=options.worksheet,
+                       allow_pending=options.allow_pending)
     return BatchOutcome(results=results, reused=reused, outputs=outputs)
 
 
@@ -213,11 +185,8 @@ def rewrite_outputs(week: Week, submissions: list[Submission], *, out_dir: Path,
     """Every output ``grade_submissions`` writes, again from the gradebook as it is now
     (after hand marks stored there directly, for example)."""
     with Gradebook.open(out_dir / FILENAME) as book:
-        stored = book.results(week.name)
-        marks = book.manual_marks(week.name)
-        rubric = book.rubric(week.name)
-    return _write_all(week, submissions, out_dir, stored, marks, rubric, week.handed_out(), worksheet=worksheet,
-                      allow_pending=allow_pending)
+        edition = Edition.read(book, week, out_dir)
+    return _publish(week, submissions, edition, week.handed_out(), worksheet=worksheet, allow_pending=allow_pending)
 
 
 def _cached(book: Gradebook, week: Week, submission: Submission) -> SubmissionResult | None:
@@ -225,62 +194,23 @@ def _cached(book: Gradebook, week: Week, submission: Submission) -> SubmissionRe
                        tests_sha256=week.tests_sha256, grader_version=week.grader_version)
 
 
-def _write_all(week: Week, submissions: list[Submission], out_dir: Path, stored: list[SubmissionResult],
-               marks: dict[str, dict[int, ManualMark]], rubric: list[RubricItem],
-               given: nbformat.NotebookNode | None, *, worksheet: Path | None, allow_pending: bool) -> Outputs:
-    """``write_outputs``, and the marking sheet and rubric of ``submissions`` when tasks are graded by hand."""
-    outputs = write_outputs(week, stored, out_dir, worksheet=worksheet, allow_pending=allow_pending)
-    if any(t.manual for t in week.tasks):
-        outputs.manual_sheet = out_dir / MANUAL_CSV
-        write_manual_sheet(
-            submissions=submissions, tasks=week.tasks, csv_path=outputs.manual_sheet,
-            html_path=out_dir / MANUAL_HTML, title=week.label(),
-            marks={key: {task: Mark(m.points, m.note if m.by_rubric else m.comment, m.answer_sha256, m.items,
-                                    m.adjustment) for task, m in tasks.items()}
-                   for key, tasks in marks.items()},
-            given=given,
-        )
-        write_rubric_sheet(rubric, week.tasks, out_dir / RUBRIC_CSV)
-    return outputs
+def _publish(week: Week, submissions: list[Submission], edition: Edition, given: nbformat.NotebookNode | None, *,
+             worksheet: Path | None, allow_pending: bool) -> Outputs:
+    """``write_outputs``' artifacts, and the marking sheets of ``submissions`` when tasks are graded by hand."""
+    artifacts = [*batch_artifacts(worksheet=worksheet, allow_pending=allow_pending),
+                 MarkingSheets(week, submissions, given=given)]
+    return Publisher(artifacts).publish(edition)
 
 
 def write_outputs(week: Week, results: list[SubmissionResult], out_dir: Path, *,
                   worksheet: Path | None = None, allow_pending: bool = False) -> Outputs:
-    """Everything the instructor and Moodle get, written from ``results``.
+    """Everything the instructor and Moodle get, published from ``results`` (the gradebook's):
+    ``publish.batch_artifacts``.
 
     The Moodle worksheet leaves a grade blank while manual tasks are pending, unless
     ``allow_pending``: a provisional total must not look final there."""
-    outputs = Outputs(folder=out_dir)
-    results = sorted(results, key=lambda r: r.key)
-    kept = out_dir / DOWNLOADED_WORKSHEET
-    if worksheet is not None and worksheet.resolve() != kept.resolve():
-        write_bytes(kept, worksheet.read_bytes())
-    if worksheet is None and kept.is_file():
-        worksheet = kept
-    for result in results:
-        _write_json(out_dir / f"{result.key}.json", to_dict(result))
-    outputs.report = write_report(results, out_dir, week_title=week.label(), week=week,
-                                  similar=_similar(week, results, out_dir))
-    # the spreadsheets nbgrader and otter-grader users already have formulas for
-    to_nbgrader_grades_csv(results, out_dir / NBGRADER_CSV)
-    to_otter_final_grades_csv(results, out_dir / OTTER_CSV)
-    moodle = [r for r in results if r.participant is not None and r.participant.folder]
-    if worksheet is not None:
-        outputs.worksheet = out_dir / WORKSHEET
-        fill = fill_worksheet(worksheet=worksheet, results=results, out=outputs.worksheet,
-                              allow_pending=allow_pending)
-        outputs.skipped.update(fill.skipped)
-    elif moodle:
-        outputs.worksheet = out_dir / WORKSHEET
-        fill = write_worksheet(results=moodle, out=outputs.worksheet, allow_pending=allow_pending)
-        outputs.skipped.update(fill.skipped)
-    if moodle:
-        outputs.feedback_zip = out_dir / FEEDBACK_ZIP
-        written = write_feedback_zip(results=moodle, pages=lambda r: render_feedback(r, week_title=week.label(),
-                                                                                     week=week),
-                                     out=outputs.feedback_zip)
-        outputs.skipped.update({k: f"feedback.zip: {v}" for k, v in written.skipped.items()})
-    return outputs
+    return Publisher(batch_artifacts(worksheet=worksheet, allow_pending=allow_pending)).publish(
+        Edition.of(week, results, out_dir))
 
 
 def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | None = None,
@@ -340,18 +270,6 @@ def _store_rubric(book: Gradebook, week: str, edits: list[RubricRow]) -> None:
             book.edit_rubric_item(week, edit.task, item.number, points=edit.points, comment=edit.comment)
 
 
-def _similar(week: Week, results: list[SubmissionResult], out_dir: Path) -> list[Pair]:
-    """Suspiciously alike pairs among the results' own code saved by earlier runs."""
-    codes = {}
-    for result in results:
-        path = out_dir / CODE_DIR / f"{result.key}.py"
-        if path.is_file():
-            codes[result.key] = path.read_text(encoding="utf-8", errors="replace")
-    given = week.handed_out()
-    given_code = "\n\n".join(c.source for c in given.cells if c.cell_type == "code") if given is not None else ""
-    return similar_pairs(codes, given_code=given_code)
-
-
 def load_results(out_dir: Path, week: Week, *, database: str | None = None) -> list[SubmissionResult]:
     """The week's results as the gradebook in ``out_dir`` (or the database URL ``database``)
     holds them (manual marks applied)."""
@@ -366,6 +284,3 @@ def weeks_in(out_dir: Path, *, database: str | None = None) -> list[str]:
     with Gradebook.open(database or out_dir / FILENAME) as book:
         return book.weeks()
 
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")

@@ -6,7 +6,6 @@ progress, warnings and logs go to stderr.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,9 +24,9 @@ from autograder.formats.points import format_points
 from autograder.results_folders import audit_page, moodle_results
 
 if TYPE_CHECKING:
-    from autograder.batch import Outputs
     from autograder.course import Week
     from autograder.moodle_ws.sync import SyncReport
+    from autograder.publish import Outputs
     from autograder.results import SubmissionResult
 
 
@@ -135,7 +134,7 @@ def grade(
 ) -> None:
     """Grade submissions: run each notebook sandboxed, then the week's hidden tests."""
     from autograder.batch import GradingOptions, run_batch
-    from autograder.formats.result_json import to_dict
+    from autograder.formats.result_json import encode_all
 
     the_week = _locate(week, course)
     _say_sandbox_layers()
@@ -148,7 +147,7 @@ def grade(
             on_start=lambda n: progress.update(bar, total=n), on_result=lambda _: progress.advance(bar),
         ))
     if as_json:
-        sys.stdout.write(json.dumps([to_dict(r) for r in outcome.results], ensure_ascii=False, indent=1) + "\n")
+        sys.stdout.write(encode_all(outcome.results))
     else:
         _print_table(the_week, outcome.results)
     _print_outputs(outcome.outputs, reused=outcome.reused)

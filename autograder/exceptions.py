@@ -85,6 +85,11 @@ class GradebookError(AutograderError):
         )
 
 
+class ResultDocumentError(GradebookError):
+    """A result document (a gradebook row, a result file, a grader's message) is not one this
+    autograder writes: the message names each field that is wrong."""
+
+
 class ReportError(AutograderError):
     """A report or feedback page cannot be written as asked."""
 

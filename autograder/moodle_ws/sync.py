@@ -32,7 +32,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,7 +42,7 @@ from autograder.batch import GradingOptions, all_graded, grade_submissions, rewr
 from autograder.course import Week
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.formats.atomic import write_bytes, write_text
-from autograder.formats.worksheet import GRADED_STATUSES, feedback_comment
+from autograder.formats.worksheet import GRADED_STATUSES
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle.entries import MAX_FILE_BYTES
 from autograder.moodle.export import read_export
@@ -57,8 +57,8 @@ from autograder.moodle_ws.webservice import (
     RemoteGrade,
     RemoteSubmission,
 )
-from autograder.report import render_feedback
-from autograder.results import Participant, Status, SubmissionResult
+from autograder.publish import Edition, Publisher, Score, Scores
+from autograder.results import Participant, Status
 from autograder.submission import Submission
 
 log = logging.getLogger(__name__)
@@ -359,61 +359,73 @@ def _submissions(week: Week, root: Path, users: dict[int, UserState]) -> list[Su
 
 def _push(week: Week, client: MoodleClient, assignment: Assignment, state: SyncState, users: dict[int, UserState],
           participants: dict[int, str | None], out_dir: Path, report: SyncReport, *, allow_pending: bool) -> None:
-    """Decide per user what to push, then push in batches, confirming each by reading back."""
+    """Publish the gradebook's scores (``publish.Scores``) into a ``_MoodlePush``."""
     with Gradebook.open(out_dir / FILENAME) as book:
-        results = {r.key: r for r in book.results(week.name)}
-    remote, unreadable = client.grades(assignment)
-    todo: list[Push] = []
-    held: dict[str, RemoteGrade] = {}
-    for userid, user in sorted(users.items()):
-        result = results.get(f"moodle-user-{userid}")
-        name = user.fullname or f"user {userid}"
-        if result is None:
-            continue
-        if userid not in participants:
-            report.left[name] = "no longer a participant of the assignment (unenrolled or suspended): not pushed"
-            continue
-        if result.status not in GRADED_STATUSES:
-            report.left[name] = f"status {result.status.value}: left for you in Moodle ({'; '.join(result.messages)})"
-            continue
-        if userid in unreadable:
-            report.left[name] = f"{unreadable[userid]}; their grade in Moodle is unknown, so it was left alone"
-            continue
-        push = _prepare(week, assignment, userid, name, user, result, allow_pending=allow_pending)
-        if _held_by_hand(user, remote.get(userid), state):
-            held[name] = remote[userid]
-        elif push.signature == user.pushed:
-            report.unchanged += 1
-        else:
-            todo.append(push)
-    _say_kept(client, held, users, report)
-    if report.dry_run:
-        report.pushed = todo
-        return
-    if todo and assignment.marking_workflow:
-        todo = _keep_workflow_states(client, assignment, todo, report)
-    for start in range(0, len(todo), PUSH_BATCH):
-        _send(client, assignment, state, todo[start:start + PUSH_BATCH], report)
+        edition = Edition.read(book, week, out_dir)
+    sink = _MoodlePush(client, assignment, state, users, participants, report)
+    Publisher([Scores(sink, allow_pending=allow_pending)]).publish(edition)
 
 
-def _prepare(week: Week, assignment: Assignment, userid: int, name: str, user: UserState,
-             result: SubmissionResult, *, allow_pending: bool) -> Push:
+class _MoodlePush:
+    """How scores reach Moodle (``publish.ScoreSink``): per user, what to push, then pushed in
+    batches, each confirmed by reading the grades back."""
+
+    def __init__(self, client: MoodleClient, assignment: Assignment, state: SyncState, users: dict[int, UserState],
+                 participants: dict[int, str | None], report: SyncReport) -> None:
+        self.client, self.assignment, self.state, self.report = client, assignment, state, report
+        self.users, self.participants = users, participants
+
+    def send(self, scores: Sequence[Score]) -> None:
+        client, assignment, state, users, report = self.client, self.assignment, self.state, self.users, self.report
+        by_key = {score.result.key: score for score in scores}
+        remote, unreadable = client.grades(assignment)
+        todo: list[Push] = []
+        held: dict[str, RemoteGrade] = {}
+        for userid, user in sorted(users.items()):
+            score = by_key.get(f"moodle-user-{userid}")
+            name = user.fullname or f"user {userid}"
+            if score is None:
+                continue
+            result = score.result
+            if userid not in self.participants:
+                report.left[name] = "no longer a participant of the assignment (unenrolled or suspended): not pushed"
+                continue
+            if result.status not in GRADED_STATUSES:
+                report.left[name] = (f"status {result.status.value}: left for you in Moodle "
+                                     f"({'; '.join(result.messages)})")
+                continue
+            if userid in unreadable:
+                report.left[name] = f"{unreadable[userid]}; their grade in Moodle is unknown, so it was left alone"
+                continue
+            push = _prepare(assignment, userid, name, user, score)
+            if _held_by_hand(user, remote.get(userid), state):
+                held[name] = remote[userid]
+            elif push.signature == user.pushed:
+                report.unchanged += 1
+            else:
+                todo.append(push)
+        _say_kept(client, held, users, report)
+        if report.dry_run:
+            report.pushed = todo
+            return
+        if todo and assignment.marking_workflow:
+            todo = _keep_workflow_states(client, assignment, todo, report)
+        for start in range(0, len(todo), PUSH_BATCH):
+            _send(client, assignment, state, todo[start:start + PUSH_BATCH], report)
+
+
+def _prepare(assignment: Assignment, userid: int, name: str, user: UserState, score: Score) -> Push:
     """The grade scaled to Moodle's maximum, the comment, the page, and their signature."""
-    pending = [t for t in result.tasks if t.pending]
+    result = score.result
     grade = NO_GRADE
-    if not pending or allow_pending:
+    if score.graded:
         scaled = result.score * assignment.max_grade / result.max_score if result.max_score > 0 else 0.0
         grade = round(min(max(scaled, 0.0), assignment.max_grade), 5)  # above the maximum, Moodle drops it silently
-    comment = feedback_comment(result)
-    if pending:
-        tasks = ", ".join(str(t.task) for t in pending)
-        comment += (f"<p>Task {tasks} ({result.pending_points:g} points) is marked by hand and not marked yet: "
-                    + ("this grade is provisional.</p>" if allow_pending else "the grade follows once it is.</p>"))
-    page = (render_feedback(result, week_title=week.label(), week=week)
-            if "file" in assignment.feedback_plugins else None)
-    body = json.dumps([grade, user.attemptnumber, comment if "comments" in assignment.feedback_plugins else None,
-                       page], ensure_ascii=False)
-    return Push(userid=userid, name=name, grade=grade, attempt=user.attemptnumber, comment=comment, page=page,
+    page = score.page() if "file" in assignment.feedback_plugins else None
+    body = json.dumps([grade, user.attemptnumber,
+                       score.comment if "comments" in assignment.feedback_plugins else None, page],
+                      ensure_ascii=False)
+    return Push(userid=userid, name=name, grade=grade, attempt=user.attemptnumber, comment=score.comment, page=page,
                 signature=hashlib.sha256(body.encode()).hexdigest())
 
 
