@@ -176,6 +176,16 @@ def test_feedback_comment_is_a_short_html_summary() -> None:
     assert "\n" not in text
 
 
+def test_feedback_comment_writes_quotes_as_it_always_has() -> None:
+    """The sync pushes a comment again when its bytes change: quotes stay ``&#x27;``/``&quot;``."""
+    r = result("k", None)
+    r.tasks[0] = TaskResult(task=1, score=1, max_score=2, manual=True, marked=True, title="scikit-learn's Perceptron",
+                            comment='a "fair" try &#39;')
+
+    assert ("<li>Task 1 (scikit-learn&#x27;s Perceptron): 1 / 2 (marked by hand: a &quot;fair&quot; try "
+            "&amp;#39;)</li>") in feedback_comment(r)
+
+
 def test_a_row_is_filled_once(tmp_path: Path) -> None:
     sheet = write(tmp_path, ENGLISH)
     jane = Participant(participant_id="123456", full_name="Jane Doe")
