@@ -7,7 +7,11 @@ stored result when the submission, the hidden tests and the grader are unchanged
 Two processes may write at once (SQLite: WAL and a busy timeout, in ``autograder.database``).
 
 Manual marks live in their own table and are applied when results are read, so
-re-grading a submission replaces its autograded points but never a marker's work.
+re-grading a submission replaces its autograded points but never a marker's work; a mark
+given to an earlier hand-in of the same answer carries to a new one when it is recorded
+(``record``'s ``carry_from``). The grading service keeps no copy of a result either: its
+attempts are results here (key ``attempt-<id>``), read with ``read_marks`` and
+``marked_result`` inside its own queries.
 Results are stored as the JSON document of ``autograder.formats.result_json``, the same
 document ``grade --json`` prints; nothing is pickled.
 """
@@ -288,12 +292,13 @@ class Gradebook:
         seed = json.loads(document).get("seed")
         return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
-    def results(self, week: str) -> list[SubmissionResult]:
-        """Every stored result of ``week``, ordered by key, with manual marks applied."""
+    def results(self, week: str, keys: Collection[str] | None = None) -> list[SubmissionResult]:
+        """Every stored result of ``week`` (of ``keys`` only, if given: one course's
+        attempts in a shared database), ordered by key, with manual marks applied."""
+        query = select(results.c.key, results.c.document).where(results.c.week == week).order_by(results.c.key)
         with self.database.read() as db:
-            rows = db.execute(select(results.c.key, results.c.document).where(results.c.week == week)
-                              .order_by(results.c.key)).all()
-        marks = self.manual_marks(week)
+            rows = db.execute(query if keys is None else query.where(results.c.key.in_(keys))).all()
+            marks = read_marks(db, week, keys)
         return [marked_result(doc, marks.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:

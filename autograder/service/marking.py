@@ -56,7 +56,7 @@ def answers_to_mark(store: Store, context: str, week: str) -> list[tuple[Attempt
         if attempt.state == "graded":
             latest[attempt.user] = attempt
     rows = []
-    results = store.week_results(context=context, week=week)
+    results = store.results_of(list(latest.values()))
     for user, attempt in sorted(latest.items()):
         result = results.get(attempt.id)
         manual = [task for task in result.tasks if task.manual] if result else []

@@ -146,11 +146,13 @@ class Store:
             return None
         return feedback_page(self.course, week=attempt.week, result=result, week_title=attempt.title or attempt.week)
 
-    def week_results(self, *, context: str, week: str) -> dict[int, SubmissionResult]:
-        """The gradebook's result (marks applied) of every attempt at a week in one course
-        that has one, by attempt id."""
-        ids = {a.key: a.id for a in self.week_attempts(context=context, week=week)}
-        return {ids[r.key]: r for r in self.gradebook.results(week) if r.key in ids}
+    def results_of(self, attempts: Sequence[Attempt]) -> dict[int, SubmissionResult]:
+        """The gradebook's result (marks applied) of each of ``attempts`` that has one, by
+        attempt id: one read per week, however many attempts."""
+        by_week: dict[str, dict[str, int]] = {}
+        for attempt in attempts:
+            by_week.setdefault(attempt.week, {})[attempt.key] = attempt.id
+        return {ids[r.key]: r for week, ids in by_week.items() for r in self.gradebook.results(week, keys=list(ids))}
 
     # --- grading ------------------------------------------------------------------------------
 

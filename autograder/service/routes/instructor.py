@@ -79,8 +79,9 @@ def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep, cou
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         lines = ["user,attempt,state,score,max_score,late_penalty_fraction,submitted_at"]
-        results = store.week_results(context=session.context, week=name)
-        for attempt in store.week_attempts(context=session.context, week=name):
+        attempts = store.week_attempts(context=session.context, week=name)
+        results = store.results_of(attempts)
+        for attempt in attempts:
             lines.append(f"{csv_cell(attempt.user)},{attempt.number},{attempt.state},"
                          f"{'' if attempt.score is None else attempt.score},{attempt.max_score},"
                          f"{attempt.penalty},{attempt.submitted_at.isoformat()}")
