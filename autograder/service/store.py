@@ -17,9 +17,10 @@ into the record and no score change lost.
 
 The jobs live in their own modules: ``users.py`` (who launched), ``attempt_queue.py``
 (uploads, attempts and the queue), ``counting.py`` (the counted-score rule), ``posts.py``
-and ``ags.py`` (the outbox's rows and the payload's timestamp rule), ``result_pages.py`` (result
-and feedback pages, rendered from the gradebook); this class joins them where a step spans
-several (grading, marking).
+and ``ags.py`` (the outbox's rows and the payload's timestamp rule); the result JSON and feedback
+page are rendered from the gradebook by ``autograder.publish`` (``publish_attempt`` writes them
+under ``results/<week>/`` when a result or a mark is stored, ``attempt_page`` renders the page for
+a request). This class joins them where a step spans several (grading, marking).
 
 Uploads are stored once per content (``uploads/<sha256[:2]>/<sha256>.ipynb``), written
 before the attempt that names them. Every query a student's request can reach filters by
@@ -51,13 +52,13 @@ from autograder.database.tables import attempts
 from autograder.exceptions import CourseError, GradebookError
 from autograder.formats.atomic import write_bytes
 from autograder.gradebook import FILENAME, Gradebook
+from autograder.publish import attempt_page, publish_attempt
 from autograder.results import SubmissionResult
 from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
 from autograder.service.claims import CLAIM_TTL_S
 from autograder.service.counting import CountedScore, counted, refresh_score, refresh_scores
 from autograder.service.policy import WeekPolicy
 from autograder.service.posts import Post, Posts, PostState
-from autograder.service.result_pages import feedback_page, write_pages
 from autograder.service.users import Users
 
 __all__ = ["MAX_TRIES", "Attempt", "AttemptState", "CountedScore", "Post", "PostState", "Store"]
@@ -144,7 +145,7 @@ class Store:
         result = self.gradebook.result(attempt.week, attempt.key)
         if result is None:
             return None
-        return feedback_page(self.course, week=attempt.week, result=result, week_title=attempt.title or attempt.week)
+        return attempt_page(self.course, result, week_title=attempt.title or attempt.week)
 
     def results_of(self, attempts: Sequence[Attempt]) -> dict[int, SubmissionResult]:
         """The gradebook's result (marks applied) of each of ``attempts`` that has one, by
@@ -184,7 +185,7 @@ class Store:
         others = [a.key for a in self.attempts(context=attempt.context, user=attempt.user, week=attempt.week)
                   if a.id != attempt.id]
         self.gradebook.record(result, carry_from=others)
-        self._write_pages(attempt, week_title)
+        self._publish(attempt, week_title)
         with self.database.write() as db:
             stored = db.execute(update(attempts).where(self.queue.owned(attempt_id, claim)).values(
                 state="graded", title=week_title, graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None,
@@ -194,12 +195,11 @@ class Store:
         self.queue.let_go(attempt_id)
         return self._reread(attempt_id) if stored else None
 
-    def _write_pages(self, attempt: Attempt, week_title: str) -> None:
+    def _publish(self, attempt: Attempt, week_title: str) -> None:
         """Write the attempt's result JSON and feedback page from the gradebook's result."""
         result = self.gradebook.result(attempt.week, attempt.key)
         if result is not None:
-            write_pages(self.root, self.course, week=attempt.week, key=attempt.key, result=result,
-                        week_title=week_title)
+            publish_attempt(self.root, self.course, result, week_title=week_title)
 
     def _reread(self, attempt_id: int) -> Attempt:
         updated = self.attempt(attempt_id)
@@ -253,7 +253,7 @@ class Store:
     def _marked(self, attempt: Attempt) -> Attempt:
         """After the gradebook took a mark for an attempt: its pages written again, its counted
         score noted and posted if it changed; the attempt as it reads now."""
-        self._write_pages(attempt, attempt.title or attempt.week)
+        self._publish(attempt, attempt.title or attempt.week)
         with self.database.write() as db:
             refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)
         return self._reread(attempt.id)

@@ -11,8 +11,10 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from autograder.exceptions import Refused
+from autograder.formats.result_json import encode
 from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.i18n.runtime import N_
+from autograder.publish import attempt_page
 from autograder.service.counting import counted as counted_score
 from autograder.service.deps import (
     CheckedForm,
@@ -25,7 +27,6 @@ from autograder.service.deps import (
 )
 from autograder.service.locales import instructor_language
 from autograder.service.marking import is_row_id
-from autograder.service.result_pages import feedback_page, result_document
 from autograder.service.store import Attempt
 
 router = APIRouter(prefix="/instructor/{name}")
@@ -88,9 +89,8 @@ def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep, cou
             result = results.get(attempt.id)
             if result is not None:
                 folder = f"{name}/{_safe(attempt.user)}/{attempt.number}/{attempt.key}"
-                archive.writestr(f"{folder}.json", result_document(result))
-                archive.writestr(f"{folder}.html", feedback_page(course, week=name, result=result,
-                                                                 week_title=attempt.title or name))
+                archive.writestr(f"{folder}.json", encode(result))
+                archive.writestr(f"{folder}.html", attempt_page(course, result, week_title=attempt.title or name))
         archive.writestr(f"{name}/attempts.csv", "\n".join(lines) + "\n")
     return Response(buffer.getvalue(), media_type="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{name}-results.zip"'})
