@@ -15,6 +15,9 @@ RESULTS := results/week01
 # edit of the course's file and `make setup` installs it.
 GRADING_PINS := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(f"{k}=={v}" for k, v in tomllib.load(open("course.toml", "rb")).get("grading", {}).get("libraries", {}).items()))')
 
+# processes for `make test`'s tests/ (one a core; `make test TEST_JOBS=1` runs them in one)
+TEST_JOBS ?= $(shell nproc)
+
 .PHONY: setup example lint test quick generate audit clean
 
 setup: $(STAMP)
@@ -54,7 +57,9 @@ test: setup lint $(INTEROP_STAMP)
 	$(BIN)/autograder generate --check
 	# every hidden test passes on the reference solution, run in-process (exit 5: no tests)
 	$(BIN)/python -m pytest source -q -p no:randomly || [ $$? -eq 5 ]
-	$(BIN)/python -m pytest tests -q
+	# tests/ on every core (pytest-xdist): a module's tests stay in one process, so a module
+	# fixture (the stand-in LMS and service, a browser, a graded batch) starts once
+	$(BIN)/python -m pytest tests -q -n $(TEST_JOBS) --dist loadfile
 	$(MAKE) audit
 
 # mutation audit of every week's hidden tests: fails on a survivor not explained in

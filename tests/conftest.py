@@ -3,9 +3,10 @@ files share goes in ``tests/helpers.py``, which they can import)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,56 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in marks_from_fixtures(item).values():
             item.add_marker(mark)
+
+
+# The guard on `sandbox`: a test without the marker finds, first on its PATH, a `bwrap` that
+# notes the test and refuses to start, so a test (or a command it runs) that would start the
+# sandbox fails, saying to mark it, in `make quick` as in every run; marked tests see the real one.
+_REFUSING_BWRAP = """#!/bin/sh
+echo "$PYTEST_CURRENT_TEST" >> "$(dirname "$0")/started"
+echo "bubblewrap refused: this test is not marked sandbox (README, Development)" >&2
+exit 125
+"""
+_REFUSING = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="autograder-unmarked-"))
+    (folder / "bwrap").write_text(_REFUSING_BWRAP)
+    (folder / "started").touch()
+    # the sandbox starts bubblewrap as its unprivileged user: it must run the script and note
+    folder.chmod(0o755)
+    (folder / "bwrap").chmod(0o755)
+    (folder / "started").chmod(0o666)
+    config.stash[_REFUSING] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(config.stash[_REFUSING], ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    if item.get_closest_marker("sandbox") is not None:
+        return (yield)
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{item.config.stash[_REFUSING]}{os.pathsep}{path}"
+    try:
+        return (yield)
+    finally:
+        os.environ["PATH"] = path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                           pytest.TestReport]:
+    report = yield
+    started = item.config.stash[_REFUSING] / "started"
+    if call.when == "teardown" and started.stat().st_size:
+        started.write_bytes(b"")
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} started bubblewrap (the sandbox) without the `sandbox` marker: "
+                           "mark it (@pytest.mark.sandbox, or pytestmark in its module), or mark the fixture "
+                           "that starts it with @marks_its_users(pytest.mark.sandbox) (tests/helpers.py), so "
+                           "that `make quick` leaves it out")
+    return report

@@ -170,6 +170,7 @@ def our_scores(course: Course, by_task: bool, edit: Callable[[str], str] | None 
     return out
 
 
+@pytest.mark.sandbox
 @tool("nbgrader")
 def test_nbgrader_and_we_score_an_imported_course_alike(tmp_path: Path):
     """Every nbgrader construct (hidden tests, a test rebinding a student's name, a test
@@ -258,6 +259,7 @@ def otter_scores(work: Path, fixture: str, data: tuple[str, ...],
     return theirs
 
 
+@pytest.mark.sandbox
 @tool("otter")
 def test_otter_and_we_score_an_imported_course_alike(tmp_path: Path):
     """Every otter construct (points shared out, all_or_nothing, an expected output ending in
