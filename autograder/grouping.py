@@ -8,12 +8,26 @@ no random start, so the same answers always give the same groups. Texts are comp
 after Unicode NFKC normalisation (full-width and half-width forms alike), case folding and
 whitespace collapsing; empty answers form a group of their own.
 
+Grouping is bounded, because the answers are whatever students uploaded and it runs in the
+service's web process and in ``grade``: only an answer's first ``ANSWER_CHARS`` characters
+are compared. The cut comes before normalising, since NFKC can make one character 18 (a
+500,000 x U+FDFA answer would become 9 million characters, seconds of CPU and gigabytes
+in the vectoriser), and again after it and case folding, which lengthen text. Two answers
+alike in their first ``ANSWER_CHARS`` characters are proposed as one group; the marker
+still reads each whole answer. The clustering of a set of answers is kept
+(``CACHED_SETS`` sets, keyed by a SHA-256 of the compared texts), so a page shown again
+with the same answers does not cluster them again.
+
 The groups only propose: the marker sees every answer of a group and can leave any out.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -23,11 +37,18 @@ from sklearn.metrics.pairwise import cosine_distances
 
 DISTANCE = 0.65  # average cosine distance up to which answers join one group
 NGRAMS = (2, 4)
+ANSWER_CHARS = 4000  # compared of each answer: ~40 lines of prose, more than any answer the course asks for
+CACHED_SETS = 64  # sets of answers whose clustering is kept (labels only: a few kB each)
+
+_clusterings: OrderedDict[str, list[int]] = OrderedDict()  # fingerprint -> labels, least recently used first
+_clusterings_lock = threading.Lock()  # the service's web process serves pages from several threads
 
 
 def normalise(text: str) -> str:
-    """``text`` as answers are compared: NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    """``text`` as answers are compared: its first ``ANSWER_CHARS`` characters, NFKC,
+    case-folded, whitespace collapsed, cut to ``ANSWER_CHARS`` again (NFKC and case folding
+    lengthen text, NFKC up to 18 times): the work is bounded whatever a student wrote."""
+    return " ".join(unicodedata.normalize("NFKC", text[:ANSWER_CHARS]).casefold().split())[:ANSWER_CHARS]
 
 
 def group_answers(answers: Mapping[str, str], *, distance: float = DISTANCE) -> list[list[str]]:
@@ -53,9 +74,25 @@ def group_answers(answers: Mapping[str, str], *, distance: float = DISTANCE) -> 
 
 
 def _cluster(texts: list[str], distance: float) -> list[int]:
-    """A cluster label for each of ``texts`` (distinct, non-empty)."""
+    """A cluster label for each of ``texts`` (distinct, non-empty, sorted), computed once
+    per set of texts: the rubric page is shown again and again with the same answers."""
     if len(texts) < 2:
         return list(range(len(texts)))
+    fingerprint = hashlib.sha256(json.dumps([distance, NGRAMS, texts]).encode()).hexdigest()
+    with _clusterings_lock:
+        if fingerprint in _clusterings:
+            _clusterings.move_to_end(fingerprint)
+            return _clusterings[fingerprint]
+    labels = _labels(texts, distance)
+    with _clusterings_lock:
+        _clusterings[fingerprint] = labels
+        while len(_clusterings) > CACHED_SETS:
+            _clusterings.popitem(last=False)
+    return labels
+
+
+def _labels(texts: list[str], distance: float) -> list[int]:
+    """Agglomerative clustering of ``texts``' TF-IDF character n-grams."""
     vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True).fit_transform(texts)
     distances = np.clip(cosine_distances(vectors), 0.0, None)  # rounding can make a self-distance -1e-16
     model = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",

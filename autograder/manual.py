@@ -51,6 +51,7 @@ COLUMNS = ("key", "identifier", "full_name", "task", "group", "max_points", "ans
            "points", "comment", "note", "answer_sha256")
 RUBRIC_COLUMNS = ("task", "item", "points", "comment")
 RUBRIC_CSV = "manual-rubric.csv"  # its name beside the marking sheet
+SHEET_ANSWER_CHARS = 32_000  # an answer's cell in the CSV: below a spreadsheet's 32,767 with the formula quote
 
 
 class Mark(NamedTuple):
@@ -121,13 +122,34 @@ def write_manual_sheet(
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\r\n")
     writer.writeheader()
-    writer.writerows([{name: spreadsheet_cell(value) for name, value in row.items()} for row in rows])
+    html_name = Path(html_path).name if html_path is not None else None
+    writer.writerows([{name: spreadsheet_cell(_sheet_answer(value, html_name) if name == "answer" else value)
+                       for name, value in row.items()} for row in rows])
     # names from file names that are not UTF-8 (and any other lone surrogate) become U+FFFD
     write_text(Path(csv_path), scrub("\ufeff" + text.getvalue()))
     if html_path is not None:
         page = _page().render(title=title, tasks=manual, rows=rows, csv_name=Path(csv_path).name)
         write_text(Path(html_path), scrub(page))
     return sum(1 for row in rows if row["key"])
+
+
+def _sheet_answer(answer: str, html_name: str | None) -> str:
+    """``answer`` as the CSV holds it: at most ``SHEET_ANSWER_CHARS`` characters, a longer
+    one cut with a visible note saying how much is left out and where to read all of it.
+
+    Spreadsheets hold at most 32,767 characters in a cell (and cut or split a longer one)
+    and ``read_marks``' CSV reader refuses a field over 131,072, so a student's answer of
+    any length must not reach either: the marker fills this sheet in a spreadsheet, and the
+    HTML view and the notebook keep the whole answer (``answer_sha256`` is the whole answer's)."""
+    if len(answer) <= SHEET_ANSWER_CHARS:
+        return answer
+    where = f"{html_name} beside this sheet and the notebook" if html_name else "the notebook"
+
+    def note(left: int) -> str:
+        return f"\n\n[cut here for the spreadsheet: {left:,} more characters; the whole answer is in {where}]"
+
+    kept = SHEET_ANSWER_CHARS - len(note(len(answer)))
+    return answer[:kept] + note(len(answer) - kept)
 
 
 def _answer_row(submission: Submission, task: Task, group: str, answer: str, mark: Mark | None) -> dict[str, str]:
@@ -425,7 +447,14 @@ def _read_rows(sheet: Path, required: Sequence[str] = ("key", "task", "points", 
     missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:
         raise ManualMarksError(f"{sheet}: the header lacks {', '.join(missing)}: keep the columns as exported")
-    return [{name: value or "" for name, value in row.items() if name is not None} for row in reader]
+    rows: list[dict[str, str]] = []
+    try:
+        for row in reader:
+            rows.append({name: value or "" for name, value in row.items() if name is not None})
+    except csv.Error as err:  # a cell over csv's field limit (131,072 characters), which no exported cell is
+        raise ManualMarksError(f"{sheet}, row {len(rows) + 2}: {err}: shorten that cell (an exported answer "
+                               f"is at most {SHEET_ANSWER_CHARS:,} characters)") from err
+    return rows
 
 
 def parse_number(text: str) -> float | None:

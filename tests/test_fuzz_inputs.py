@@ -266,9 +266,11 @@ def test_the_marking_sheet_survives_each_case_that_stopped_it(week01, tmp_path: 
             Submission(origin="l", key="list-metadata", content=good_with(meta={"autograder": ["task", 3]})),
             Submission(origin="h", key="5000-digit-task", content=json.dumps(heading).encode()),
             Submission(origin="g", key="good", content=GOOD,
-                       participant=Participant(participant_id="1", full_name="Bad \udcff name"))]
+                       participant=Participant(participant_id="1", full_name="Bad \udcff name")),
+            Submission(origin="t", key="140028-characters", content=good_with(answer="a" * 140_028))]
     write_manual_sheet(submissions=subs, tasks=week01.tasks, csv_path=tmp_path / "m.csv",
                        html_path=tmp_path / "m.html")
+    assert read_marks(tmp_path / "m.csv", tasks=week01.tasks) == {}  # merge-manual reads what grade wrote
     rows = list(csv.DictReader(io.StringIO((tmp_path / "m.csv").read_text("utf-8-sig"), newline="")))
     answers = {(r["key"], r["task"]): r["answer"] for r in rows}
     good = read_notebook(GOOD)

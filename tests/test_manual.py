@@ -12,7 +12,7 @@ import pytest
 from autograder.course import Task
 from autograder.exceptions import ManualMarksError
 from autograder.gradebook import apply_marks
-from autograder.manual import Mark, read_marks, write_manual_sheet
+from autograder.manual import Mark, answer_sha256, read_marks, write_manual_sheet
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
 from autograder.submission import Submission
 
@@ -210,6 +210,30 @@ def test_the_sheet_escapes_what_a_spreadsheet_would_run(tmp_path: Path) -> None:
             assert not row[column].startswith(("=", "+", "-", "@")), (column, row[column])
     assert rows[0]["answer"] == "'=HYPERLINK(\"http://evil\",\"x\")" and rows[0]["full_name"] == "'@SUM(A1)"
     assert read_marks(sheet, tasks=TASKS)["h"][3][:2] == (2, "+bad")  # the comment reads back as written
+
+
+def test_a_longer_answer_than_a_cell_holds_is_cut_in_the_sheet_and_the_sheet_reads_back(tmp_path: Path) -> None:
+    sheet, page = tmp_path / "m.csv", tmp_path / "m.html"
+    essay = "The margin grows. " * 7779 + "ENDEND"  # 140,028 characters: this stopped merge-manual for the class
+    long = Submission(origin="l.ipynb", key="long", content=student_notebook({3: essay, 4: "x"}))
+    write_manual_sheet(submissions=[long, *submissions()[:1]], tasks=TASKS, csv_path=sheet, html_path=page)
+    fill(sheet, {("long", "3"): ("6", "read it all")})
+
+    marks = read_marks(sheet, tasks=TASKS)
+
+    row = next(r for r in read_sheet(sheet) if (r["key"], r["task"]) == ("long", "3"))
+    assert len(row["answer"]) <= 32_000 and row["answer"].startswith("The margin grows. ")
+    assert row["answer"].endswith("more characters; the whole answer is in m.html beside this sheet and the notebook]")
+    assert "ENDEND" in page.read_text(encoding="utf-8")  # the HTML view keeps the whole answer
+    assert marks["long"][3].points == 6 and marks["long"][3].answer_sha256 == answer_sha256(essay)
+
+
+def test_a_cell_longer_than_the_reader_takes_is_refused_saying_where(tmp_path: Path) -> None:
+    sheet = tmp_path / "m.csv"
+    write_manual_sheet(submissions=submissions()[:1], tasks=TASKS, csv_path=sheet)
+    fill(sheet, {("participant-1", "3"): ("1", "x" * 200_000)})
+    with pytest.raises(ManualMarksError, match=r"m\.csv, row 2: field larger than field limit .*shorten that cell"):
+        read_marks(sheet, tasks=TASKS)
 
 
 def test_a_mark_given_to_another_answer_is_stale_and_must_be_given_again(tmp_path: Path) -> None:
