@@ -5,8 +5,10 @@ folder, the LTI login states. A table one of them does not use stays empty; in e
 one database (a PostgreSQL server, say) can hold them all. Changing a table here means a
 new migration in ``migrations/versions/`` (``docs/ARCHITECTURE.md``, "Storage").
 
-Times are ISO 8601 text as before (they sort as text on both engines); JSON documents are
-text too, written and read by the modules that own them.
+The service's outbox and sync leases keep their moments as ``types.UtcDateTime`` (aware UTC
+on both engines, ``clock.now()`` writes them) and their documents as ``JSON``; the other
+tables' times are still ISO 8601 text (they sort as text on both engines) and their JSON
+documents text, written and read by the modules that own them, until they move too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+
+from autograder.database.types import UtcDateTime
 
 metadata = MetaData()
 
@@ -137,7 +141,7 @@ service_scores = Table(  # the last score enqueued per user and week
     Column("progress", Text, nullable=False),
     Column("attempt_id", Integer, nullable=False),
     Column("comment", Text, nullable=False),
-    Column("last_timestamp", Text),
+    Column("last_timestamp", UtcDateTime),
 )
 
 posts = Table(
@@ -147,14 +151,14 @@ posts = Table(
     Column("user", Text, nullable=False),
     Column("week", Text, nullable=False),
     Column("lineitem", Text, nullable=False),
-    Column("payload", Text, nullable=False),
+    Column("payload", JSON, nullable=False),  # the AGS score as sent
     Column("state", Text, nullable=False),
     Column("tries", Integer, nullable=False, server_default="0"),
-    Column("next_try_at", Text),
+    Column("next_try_at", UtcDateTime),
     Column("last_error", Text),
-    Column("posted_at", Text),
-    Column("created_at", Text, nullable=False),
-    Column("sending_since", Text),  # set while a send is under way: its outcome is unknown
+    Column("posted_at", UtcDateTime),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("sending_since", UtcDateTime),  # set while a send is under way: its outcome is unknown
     Column("conflicts", Integer, nullable=False, server_default="0"),  # 409s in a row on this post
     Column("claimed_by", Text),  # while a send is under way: the claim's owner token (service/claims.py)
     Index("posts_due", "state", "next_try_at"),
@@ -167,12 +171,12 @@ service_syncs = Table(  # one row per [[sync]] assignment, shared by the replica
     Column("site", Text, nullable=False),  # the Moodle site's address, as moodle_sync's
     Column("assignment", BigInteger, nullable=False),  # mod_assign instance id
     Column("owner", Text),  # the replica whose run holds the lease; None: nobody runs it
-    Column("claimed_at", Text),  # when the owner last renewed its lease
-    Column("started", Text),  # the run under way, or the last one
-    Column("finished", Text),
-    Column("next_run", Text),  # None: never run, due at once
-    Column("succeeded", Text),  # the last run that went through
-    Column("report", Text),  # JSON: the last run's counts; None before the first or when it failed
+    Column("claimed_at", UtcDateTime),  # when the owner last renewed its lease
+    Column("started", UtcDateTime),  # the run under way, or the last one
+    Column("finished", UtcDateTime),
+    Column("next_run", UtcDateTime),  # None: never run, due at once
+    Column("succeeded", UtcDateTime),  # the last run that went through
+    Column("report", JSON(none_as_null=True)),  # the last run's counts; None before the first or when it failed
     Column("error", Text),  # the last run's problem in words
     UniqueConstraint("site", "assignment"),
 )

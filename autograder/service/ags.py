@@ -31,7 +31,11 @@ def score_payload(*, user: str, score: float, max_score: float, progress: str, c
             "gradingProgress": progress, "timestamp": ags_timestamp(moment), "comment": comment}
 
 
+def dated(payload: dict[str, Any]) -> datetime:
+    """The moment a score payload is dated (its AGS timestamp, aware)."""
+    return datetime.fromisoformat(str(payload["timestamp"]))
+
+
 def redated(payload: dict[str, Any], now: datetime) -> dict[str, Any]:
     """``payload`` dated again, after its own timestamp (the platform answered 409 to it)."""
-    sent = datetime.fromisoformat(str(payload["timestamp"]))
-    return {**payload, "timestamp": ags_timestamp(next_moment(now, sent))}
+    return {**payload, "timestamp": ags_timestamp(next_moment(now, dated(payload)))}

@@ -12,18 +12,16 @@ its ``conflicts`` column (the outbox gives up after ``outbox.MAX_CONFLICTS``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, exists, insert, select, update
 
-from autograder.database import Database
+from autograder.database import Database, clock
 from autograder.database.tables import posts, service_lineitems, service_scores
-from autograder.service.ags import next_moment, score_payload
-from autograder.service.attempt_queue import moment, stamp
+from autograder.service.ags import dated, next_moment, score_payload
 from autograder.service.claims import CLAIM_TTL_S, claim_token, still_held
 
 PostState = Literal["pending", "posted", "failed", "superseded"]
@@ -66,10 +64,9 @@ _SELECT = select(posts.c.id, posts.c.context, posts.c.user, posts.c.week, posts.
 def _post(row: Sequence[Any]) -> Post:
     (id_, context, user, week, lineitem, payload, state, tries, next_try_at, last_error, posted_at,
      sending_since, conflicts, claimed_by) = row
-    return Post(id=id_, context=context, user=user, week=week, lineitem=lineitem, payload=json.loads(payload),
-                state=state, tries=tries, next_try_at=moment(next_try_at), last_error=last_error,
-                posted_at=moment(posted_at), sending_since=moment(sending_since), conflicts=conflicts,
-                claimed_by=claimed_by)
+    return Post(id=id_, context=context, user=user, week=week, lineitem=lineitem, payload=payload, state=state,
+                tries=tries, next_try_at=next_try_at, last_error=last_error, posted_at=posted_at,
+                sending_since=sending_since, conflicts=conflicts, claimed_by=claimed_by)
 
 
 def _score_of(context: str, user: str, week: str) -> tuple[Any, ...]:
@@ -89,14 +86,14 @@ def enqueue(database: Database, db: Connection, context: str, user: str, week: s
     score, max_score, progress, comment, last = db.execute(select(
         service_scores.c.score, service_scores.c.max_score, service_scores.c.progress, service_scores.c.comment,
         service_scores.c.last_timestamp).where(*_score_of(context, user, week))).one()
-    now = datetime.now(UTC)
-    dated = next_moment(now, moment(last))
+    now = clock.now()
+    when = next_moment(now, last)
     payload = score_payload(user=user, score=score, max_score=max_score, progress=progress, comment=comment,
-                            moment=dated)
-    db.execute(update(service_scores).where(*_score_of(context, user, week)).values(last_timestamp=stamp(dated)))
+                            moment=when)
+    db.execute(update(service_scores).where(*_score_of(context, user, week)).values(last_timestamp=when))
     post_id = db.execute(insert(posts).values(context=context, user=user, week=week, lineitem=lineitem,
-                                              payload=json.dumps(payload), state="pending", next_try_at=stamp(now),
-                                              created_at=stamp(now)).returning(posts.c.id)).scalar_one()
+                                              payload=payload, state="pending", next_try_at=now,
+                                              created_at=now).returning(posts.c.id)).scalar_one()
     db.execute(update(posts).where(posts.c.context == context, posts.c.user == user, posts.c.lineitem == lineitem,
                                    posts.c.state == "pending", posts.c.id < post_id, posts.c.sending_since.is_(None))
                .values(state="superseded", next_try_at=None,
@@ -152,20 +149,20 @@ class Posts:
         dead process's and may be taken over (``renew_claims`` keeps a live one's fresh).
         Each student's posts to a line item go one at a time, in order: a post waits while
         an earlier one of the same queue is due or claimed."""
-        since = stamp(now - timedelta(seconds=ttl_s))
+        since = now - timedelta(seconds=ttl_s)
         earlier = posts.alias("earlier")
         blocked = exists().where(
             earlier.c.context == posts.c.context, earlier.c.user == posts.c.user,
             earlier.c.lineitem == posts.c.lineitem, earlier.c.id < posts.c.id, earlier.c.state == "pending",
-            (earlier.c.next_try_at <= stamp(now)) | (earlier.c.sending_since >= since))
+            (earlier.c.next_try_at <= now) | (earlier.c.sending_since >= since))
         with self.database.write() as db:
             due = [_post(r) for r in db.execute(
-                _SELECT.where(posts.c.state == "pending", posts.c.next_try_at <= stamp(now),
+                _SELECT.where(posts.c.state == "pending", posts.c.next_try_at <= now,
                               posts.c.sending_since.is_(None) | (posts.c.sending_since < since), ~blocked)
                 .order_by(posts.c.id).limit(limit).with_for_update(skip_locked=True, of=posts))]
             if due:
                 db.execute(update(posts).where(posts.c.id.in_([p.id for p in due]))
-                           .values(sending_since=stamp(now), tries=posts.c.tries + 1,
+                           .values(sending_since=now, tries=posts.c.tries + 1,
                                    claimed_by=owner or claim_token()))
             return due
 
@@ -175,7 +172,7 @@ class Posts:
         with self.database.write() as db:
             return db.execute(update(posts).where(
                 still_held(posts.c.id, posts.c.claimed_by, held),
-                posts.c.state == "pending").values(sending_since=stamp(datetime.now(UTC)))
+                posts.c.state == "pending").values(sending_since=clock.now())
                 .returning(posts.c.id)).scalars().all()
 
     @staticmethod
@@ -192,7 +189,7 @@ class Posts:
     # returns False, changing nothing, if the claim was taken over (another replica sends it).
 
     def post_done(self, post_id: int, now: datetime, note: str | None = None, *, claim: str | None = None) -> bool:
-        return self._set(post_id, claim, state="posted", posted_at=stamp(now), next_try_at=None, sending_since=None,
+        return self._set(post_id, claim, state="posted", posted_at=now, next_try_at=None, sending_since=None,
                          last_error=note)
 
     def post_retry(self, post_id: int, error: str, at: datetime, payload: dict[str, Any] | None = None, *,
@@ -204,17 +201,17 @@ class Posts:
                                              .where(posts.c.id == post_id)).one()
             lock_scores(self.database, db, context, week)
             if db.execute(update(posts).where(*self._held(post_id, claim)).values(
-                    next_try_at=stamp(at), last_error=error, sending_since=None, claimed_by=None,
+                    next_try_at=at, last_error=error, sending_since=None, claimed_by=None,
                     conflicts=posts.c.conflicts + 1 if conflict else 0)).rowcount != 1:
                 return False
             if payload is not None:
-                db.execute(update(posts).where(posts.c.id == post_id).values(payload=json.dumps(payload)))
-                dated = stamp(moment(payload["timestamp"]) or datetime.now(UTC))
+                db.execute(update(posts).where(posts.c.id == post_id).values(payload=payload))
+                moment = dated(payload)
                 last = db.execute(select(service_scores.c.last_timestamp)
                                   .where(*_score_of(context, user, week))).scalar()
-                if dated > (last or ""):
+                if last is None or moment > last:
                     db.execute(update(service_scores).where(*_score_of(context, user, week))
-                               .values(last_timestamp=dated))
+                               .values(last_timestamp=moment))
             return True
 
     def post_failed(self, post_id: int, error: str, *, claim: str | None = None) -> bool:
@@ -228,7 +225,7 @@ class Posts:
         with self.database.write() as db:
             return db.execute(update(posts).where(posts.c.id == post_id, posts.c.context == context,
                                                   posts.c.state == "failed")
-                              .values(state="pending", next_try_at=stamp(datetime.now(UTC)), tries=0)).rowcount == 1
+                              .values(state="pending", next_try_at=clock.now(), tries=0)).rowcount == 1
 
     def newer_post_exists(self, post: Post) -> bool:
         """Whether a later post for the same user and line item exists (this one is outdated)."""

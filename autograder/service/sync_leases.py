@@ -34,17 +34,15 @@ Times are the replicas' clocks, as for every claim: keep them in step (NTP).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, select, update
 
-from autograder.database import Database
+from autograder.database import Database, clock
 from autograder.database.tables import service_syncs
-from autograder.service.attempt_queue import moment, stamp
 from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, replica_claim_token, still_held
 
 
@@ -113,15 +111,15 @@ class SyncLeases:
         """Take the lease of a run due at ``now``, if it is free or its holder's expired; True
         when this process got it (then renewed until ``finish``). ``next_run`` is when the
         following run is due if this one ends sooner."""
-        expired = stamp(now - timedelta(seconds=self.ttl_s))
+        expired = now - timedelta(seconds=self.ttl_s)
         token = replica_claim_token()  # names this replica, for the instructor's page and the logs
         with self.database.write() as db:
             taken = db.execute(update(service_syncs).where(
                 service_syncs.c.id == row_id,
                 service_syncs.c.owner.is_(None) | service_syncs.c.claimed_at.is_(None)
                 | (service_syncs.c.claimed_at < expired),
-                service_syncs.c.next_run.is_(None) | (service_syncs.c.next_run <= stamp(now)),
-            ).values(owner=token, claimed_at=stamp(now), started=stamp(now), next_run=stamp(next_run))).rowcount
+                service_syncs.c.next_run.is_(None) | (service_syncs.c.next_run <= now),
+            ).values(owner=token, claimed_at=now, started=now, next_run=next_run)).rowcount
         if taken:
             self._renewer.hold(row_id, token)
         return bool(taken)
@@ -135,11 +133,10 @@ class SyncLeases:
         self._renewer.let_go(row_id)
         if token is None:
             return False
-        values: dict[str, Any] = {"owner": None, "claimed_at": None, "finished": stamp(now),
-                                  "next_run": stamp(next_run), "error": error,
-                                  "report": None if report is None else json.dumps(report, ensure_ascii=False)}
+        values: dict[str, Any] = {"owner": None, "claimed_at": None, "finished": now, "next_run": next_run,
+                                  "error": error, "report": report}
         if report is not None:
-            values["succeeded"] = stamp(now)
+            values["succeeded"] = now
         with self.database.write() as db:
             return bool(db.execute(update(service_syncs).where(
                 service_syncs.c.id == row_id, service_syncs.c.owner == token).values(**values)).rowcount)
@@ -149,10 +146,9 @@ class SyncLeases:
         with self.database.write() as db:
             return db.execute(update(service_syncs).where(
                 still_held(service_syncs.c.id, service_syncs.c.owner, held))
-                .values(claimed_at=stamp(datetime.now(UTC))).returning(service_syncs.c.id)).scalars().all()
+                .values(claimed_at=clock.now()).returning(service_syncs.c.id)).scalars().all()
 
 
 def _record(row: Row[Any]) -> SyncRecord:
-    return SyncRecord(owner=row.owner, claimed_at=moment(row.claimed_at), started=moment(row.started),
-                      finished=moment(row.finished), next_run=moment(row.next_run), succeeded=moment(row.succeeded),
-                      report=None if row.report is None else json.loads(row.report), error=row.error)
+    return SyncRecord(owner=row.owner, claimed_at=row.claimed_at, started=row.started, finished=row.finished,
+                      next_run=row.next_run, succeeded=row.succeeded, report=row.report, error=row.error)

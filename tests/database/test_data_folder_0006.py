@@ -1,17 +1,30 @@
 """A data folder written by the autograder of revision 0006 (``tests/fixtures/data_folder_0006``,
-made by its ``make.py`` with that commit's code) opened by this one: the platform
-registrations of its ``platforms.json`` imported into the database (SQLite, and PostgreSQL
-via ``database_url``), the file renamed beside them rather than deleted."""
+made by its ``make.py`` with that commit's code) opened by this one: its moments and
+documents converted to typed columns, and the platform registrations of its
+``platforms.json`` imported into the database, the file renamed beside them rather than
+deleted. On SQLite as the folder has it, and on PostgreSQL (``database_url``) with the
+folder's rows loaded into a database at revision 0006 first."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sqlite3
+from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import MetaData, insert, select
 
+from autograder.database import Database, open_database
+from autograder.database.migrate import MIGRATIONS
+from autograder.database.tables import posts, service_scores, service_syncs
 from autograder.exceptions import AutograderError
 from autograder.service.lti import LoginStates, Platform, Platforms
 from autograder.service.settings import Settings
@@ -32,6 +45,72 @@ CANVAS = Platform(issuer="https://canvas.example", client_id="10000000000001",
 def folder(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURE, tmp_path / "fixture")
     return tmp_path / "fixture"
+
+
+def _rows(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every row of every table of a SQLite file, as the fixture's code stored it."""
+    with closing(sqlite3.connect(path)) as db:
+        db.row_factory = sqlite3.Row
+        names = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
+                                                "LIKE 'sqlite_%' AND name != 'alembic_version'")]
+        return {name: [dict(row) for row in db.execute(f'SELECT * FROM "{name}" ORDER BY rowid')] for name in names}
+
+
+def _at_0006(url: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+    """A PostgreSQL database at revision 0006 holding ``rows`` as that revision's code wrote them."""
+    database = Database.connect(url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with database.write() as db:
+            config.attributes["connection"] = db
+            command.upgrade(config, "0006")
+            schema = MetaData()
+            schema.reflect(db)
+            for table in schema.sorted_tables:
+                if rows.get(table.name):
+                    db.execute(insert(table), rows[table.name])
+    finally:
+        database.close()
+
+
+def test_the_outbox_and_the_syncs_moments_and_documents_become_typed(folder: Path, database_url: str | None) -> None:
+    path = folder / "service-data" / "gradebook.sqlite"
+    before = _rows(path)
+    if database_url is not None:
+        _at_0006(database_url, before)
+    database = open_database(database_url or path)
+    try:
+        with database.read() as db:
+            after = {table.name: [row._asdict() for row in db.execute(select(table))]
+                     for table in (posts, service_scores, service_syncs)}
+    finally:
+        database.close()
+    moments = {"posts": ("next_try_at", "posted_at", "created_at", "sending_since"),
+               "service_scores": ("last_timestamp",),
+               "service_syncs": ("claimed_at", "started", "finished", "next_run", "succeeded")}
+    documents = {"posts": "payload", "service_syncs": "report"}
+    key = {"posts": ("id",), "service_scores": ("context", "user", "week"), "service_syncs": ("id",)}
+    seen = 0
+    for table, columns in moments.items():
+        converted = {tuple(row[k] for k in key[table]): row for row in after[table]}
+        assert len(converted) == len(before[table]) > 0, table
+        for old in before[table]:
+            new = converted[tuple(old[k] for k in key[table])]
+            for column in columns:
+                if old[column] is None:
+                    assert new[column] is None, (table, column)
+                    continue
+                assert new[column] == datetime.fromisoformat(old[column]) and new[column].tzinfo == UTC, (table, column)
+                seen += 1
+            if table in documents:
+                text = old[documents[table]]
+                assert new[documents[table]] == (None if text is None else json.loads(text)), table
+    assert seen >= 11  # posts sent, failed and superseded; a finished sync; two scores
+    if database_url is None:  # stored in the one text form, which sorts as the moments do
+        stored = _rows(path)
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", row[c])
+                   for table, columns in moments.items() for row in stored[table] for c in columns if row[c])
 
 
 def test_the_service_imports_the_folders_platform_registrations_and_keeps_the_file(
