@@ -35,37 +35,49 @@ system on SLURM, a volume in Kubernetes). The course is not shipped with the tas
 purpose: the hidden tests are read where they run, and the hash in each result
 (``tests_sha256``) shows which tests graded it.
 
-A task returns ``result_json.to_dict``: plain data. A task lost with its worker (the
-worker died, the connection broke) or with its grader yields an ``error`` result for that
-submission only; an ``AutograderError`` (e.g. the hidden tests do not collect) stops the
-batch, as it does locally.
+A task returns ``result_json.to_dict``: plain data. Whoever grades on a cluster, a
+batch (``grade_on_cluster``: ``autograder grade --scheduler``, a Moodle sync) or the service
+(``serve --scheduler``), sends its tasks through ``ClusterGraders``, a ``pool.FeedRunner``
+as a ``GraderPool`` is: its work is taken from the same feeds and settled by the same rule
+(the week and the limits travel as Dask pickles them, the submission as ``grading.messages``'
+JSON text, as it crosses every pipe). It keeps ``IN_FLIGHT_PER_THREAD`` tasks per worker thread in flight (at
+least ``MIN_IN_FLIGHT``), asking the feeds for more as results come back: a batch's
+generator is read no faster than that, and the service's queue keeps the rest, so a
+replica claims no more than it can send. A task lost with its worker (the worker died,
+the connection broke) or with its grader (``GraderLost``) is lost to its feed
+(``Feed.lost``: that submission's ``error`` result in a batch, the attempt back in the
+service's queue counting a try); an ``AutograderError`` (e.g. the hidden tests do not
+collect) is the week's (``Feed.broken``: it stops a batch, as it does locally; the service
+pauses the week and takes the attempt back without a try).
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import threading
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, CourseError, GraderLost, GradingError
 from autograder.execution import Limits
 from autograder.formats.result_json import from_dict, to_dict
-from autograder.grading.judge import lost_result
 from autograder.grading.loop import OnResult
-from autograder.grading.pool import Feed, GraderPool, Job
+from autograder.grading.messages import SubmissionData
+from autograder.grading.pool import Feed, FeedRunner, GraderPool, Job
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
 
 if TYPE_CHECKING:
     from distributed import Client
 
-MIN_IN_FLIGHT = 64  # tasks handed to the scheduler ahead of results (bounds client memory)
+IN_FLIGHT_PER_THREAD: Final = 4  # tasks in flight per worker thread (the cluster's threads read at every turn)
+MIN_IN_FLIGHT: Final = 64  # ... and at least this many: what keeps a small cluster busy between results
 IDLE_S = 600.0  # a Dask worker's grader with no task for this long is let go (a week no longer graded)
 
 
@@ -201,12 +213,13 @@ def warm_graders() -> list[dict[str, Any]]:
                  "graded": graders.graded} for graders in _GRADERS.values()]
 
 
-def grade_task(week: Week, limits: Limits, submission: Submission) -> dict[str, Any]:
-    """The Dask task: grade one submission in this worker process's grader pool."""
+def grade_task(week: Week, limits: Limits, submission: str) -> dict[str, Any]:
+    """The Dask task: grade one submission (``SubmissionData`` JSON text, the one way a
+    submission crosses between processes) in this worker process's grader pool."""
     if not week.tests_dir.is_dir():
         raise CourseError(f"{week.tests_dir} is not on this worker: mount the course folder at the "
                           "same path on every Dask worker")
-    return _graders(limits).grade_one(week, submission)
+    return _graders(limits).grade_one(week, SubmissionData.model_validate_json(submission).submission())
 
 
 def grade_on_cluster(
@@ -219,39 +232,91 @@ def grade_on_cluster(
 ) -> list[SubmissionResult]:
     """Grade ``submissions`` on a Dask cluster (a scheduler address or a ``Client``); results in
     submission order, the same as a local ``grade()`` (but for ``duration_s``)."""
-    from distributed import Client, as_completed
+    return ClusterGraders(scheduler, limits).grade_once(week, submissions, on_result)
 
-    limits = limits or Limits()
-    client = Client(scheduler) if isinstance(scheduler, str) else scheduler
-    batch = uuid.uuid4().hex[:8]
-    pending = enumerate(submissions)
-    held: dict[str, tuple[int, Submission]] = {}
-    results: dict[int, SubmissionResult] = {}
-    running = as_completed()
 
-    def submit_next() -> None:
-        for index, submission in pending:
-            key = f"autograder-{week.name}-{batch}-{index}"
-            held[key] = (index, submission)
-            running.add(client.submit(grade_task, week, limits, submission, key=key, pure=False))
+class ClusterGraders(FeedRunner):
+    """A Dask cluster as the graders of whoever grades on it: each job a feed hands out is one
+    ``grade_task``, at most ``in_flight()`` at once, settled with its feed (the module's rule).
+    ``scheduler``: an address (connected here, closed by ``close``) or a ``Client`` (the
+    caller's, left open)."""
+
+    def __init__(self, scheduler: str | Client, limits: Limits | None = None) -> None:
+        from distributed import Client
+
+        super().__init__()
+        self.limits = limits or Limits()
+        self.client = Client(scheduler) if isinstance(scheduler, str) else scheduler
+        self._own_client = self.client is not scheduler
+        self._name = uuid.uuid4().hex[:8]  # this runner's tasks' keys
+        self._numbers = itertools.count()
+        self._held: dict[str, Job] = {}  # task key -> the job it grades
+        self._futures: dict[str, Any] = {}  # task key -> its ``distributed.Future``
+        self._finished: list[str] = []  # keys of tasks that finished, from Dask's thread
+
+    def in_flight(self) -> int:
+        """How many tasks may be on the cluster at once: ``IN_FLIGHT_PER_THREAD`` per worker
+        thread now (workers come and go), at least ``MIN_IN_FLIGHT``."""
+        threads: dict[str, int] = self.client.nthreads()
+        return max(MIN_IN_FLIGHT, IN_FLIGHT_PER_THREAD * sum(threads.values()))
+
+    def run(self, until: Callable[[], bool], *, poll_s: float | None = None) -> None:
+        while not until():
+            self._send()
+            if until():
+                break
+            self._wait([], poll_s)
+            with self._lock:
+                keys, self._finished = self._finished, []
+            for key in keys:
+                self._settle(key)
+
+    def close(self) -> None:
+        """Cancel the tasks still on the cluster (each job interrupted); the client too, if ours."""
+        for key, job in list(self._held.items()):
+            self._futures.pop(key).cancel()
+            del self._held[key]
+            job.feed.interrupted(job)
+        super().close()
+        if self._own_client:
+            self.client.close()
+
+    def _quiet(self) -> bool:
+        return not self._held
+
+    def _send(self) -> None:
+        """Hand the cluster jobs from the feeds, up to ``in_flight()``."""
+        room = self.in_flight() - len(self._held)
+        for feed in self._feeds_now():
+            if room <= 0:
+                return
+            for week, _count in feed.waiting(room):
+                while room > 0 and (job := feed.take(week)) is not None:
+                    key = f"autograder-{week.name}-{self._name}-{next(self._numbers)}"
+                    future = self.client.submit(grade_task, week, self.limits,
+                                                SubmissionData.of(job.submission).model_dump_json(), key=key,
+                                                pure=False)
+                    self._held[key], self._futures[key] = job, future
+                    future.add_done_callback(self._done)
+                    room -= 1
+
+    def _done(self, future: Any) -> None:
+        """A task finished (called from Dask's thread): settled by ``run``'s thread."""
+        with self._lock:
+            self._finished.append(str(future.key))
+        self.wake()
+
+    def _settle(self, key: str) -> None:
+        job, future = self._held.pop(key, None), self._futures.pop(key, None)
+        if job is None:
+            return  # cancelled by ``close``
+        try:
+            document = future.result()
+        except AutograderError as exc:  # the week cannot be graded there
+            job.feed.interrupted(job)
+            self._broken(job.week, exc, job.feed)
             return
-
-    try:
-        for _ in range(max(MIN_IN_FLIGHT, 4 * sum(client.nthreads().values()))):
-            submit_next()
-        for future in running:
-            index, submission = held.pop(future.key)
-            try:
-                result = from_dict(future.result())
-            except AutograderError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - lost with its grader, its worker or the connection
-                result = lost_result(week, submission, f"Dask task failed: {type(exc).__name__}: {exc}"[:300])
-            results[index] = result
-            if on_result is not None:
-                on_result(result)
-            submit_next()
-        return [results[i] for i in range(len(results))]
-    finally:
-        if client is not scheduler:
-            client.close()
+        except Exception as exc:  # noqa: BLE001 - lost with its grader, its worker or the connection
+            job.feed.lost(job, f"Dask task failed: {type(exc).__name__}: {exc}"[:300])
+            return
+        job.feed.done(job, from_dict(document))

@@ -10,15 +10,14 @@ A grader process ends with the process that started it (``end_with_parent``), ho
 one dies: a grader deep in a hidden test's work would otherwise go on as an orphan, with
 nobody left to enforce its budgets.
 
-What a grader process sends back is JSON text (``result_json.to_dict``), never a pickle:
-the pool unpickles nothing a grading process wrote. It also says what step it starts
+Both ways the messages are ``grading.messages``' models as JSON text, never a pickle: the
+pool unpickles nothing a grading process wrote. A grader also says what step it starts
 (``autograder.grading.watch``), so the pool can stop it when a step runs past its budget.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import multiprocessing
 import os
 import resource
@@ -26,12 +25,13 @@ import signal
 from collections import deque
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
-from typing import Any, Final
+from typing import Final
 
 from autograder.course import Week
 from autograder.exceptions import AutograderError, GradingError
 from autograder.execution import Limits, Sandboxed
 from autograder.formats.result_json import to_dict
+from autograder.grading.messages import TO_GRADER, Fatal, Next, NoMore, Result, receive, send
 from autograder.grading.watch import PipeWatch
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
@@ -42,11 +42,6 @@ START_METHOD: Final = "spawn"
 # Raised to the sandbox's memory_mb + zygote_mb (2816 by default) when that is larger.
 GRADER_MEMORY_MB = 2048
 PR_SET_PDEATHSIG: Final = 1  # <linux/prctl.h>
-
-
-def send_json(conn: Connection, message: dict[str, Any]) -> None:
-    """One message on a grading pipe: JSON text, so the other end unpickles nothing."""
-    conn.send_bytes(json.dumps(message, ensure_ascii=False).encode())
 
 
 def grader_memory_bytes() -> int | None:
@@ -109,18 +104,17 @@ def serve(week: Week, limits: Limits, conn: Connection, memory: int | None = Non
 
     def pull() -> Iterator[Submission]:
         while True:
-            send_json(conn, {"op": "next"})
-            message = conn.recv()  # from the parent: (index, Submission) or None
-            if message is None:
+            send(conn, Next())
+            message = receive(conn, TO_GRADER)
+            if isinstance(message, NoMore):
                 return
-            index, submission = message
-            held.append(index)
-            yield submission
+            held.append(message.index)
+            yield message.submission.submission()
 
     def report(result: SubmissionResult) -> None:
-        send_json(conn, {"op": "result", "index": held.popleft(), "doc": to_dict(result)})
+        send(conn, Result(index=held.popleft(), doc=to_dict(result)))
 
     try:
         grade(week, pull(), isolation=Sandboxed(limits), on_result=report, watch=PipeWatch(conn, limits))
     except AutograderError as exc:
-        send_json(conn, {"op": "fatal", "kind": type(exc).__name__, "message": str(exc)})
+        send(conn, Fatal.of(exc))

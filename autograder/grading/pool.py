@@ -1,6 +1,11 @@
 """One pool of grader processes on this machine: what the batch, the audit, the service and
 its Moodle syncs all grade in, and every Dask worker process (``grading.distributed``).
 
+A set of submissions is graded one way: its feed (below) is handed to a ``FeedRunner``,
+either a ``GraderPool`` here or, on a Dask cluster, ``distributed.ClusterGraders``, whose
+tasks are graded in the ``GraderPool`` of each Dask worker process. Both settle every job
+with its feed by the one rule below.
+
 A pool runs at most ``jobs`` grader processes (``grader_process.serve``), each one
 long-lived ``grade()`` of one week: hidden tests collected once, a warm sandbox zygote.
 Its work comes from *feeds* (``Feed``): a batch's submissions, the service's queue, a
@@ -15,20 +20,23 @@ The pool also bounds the grader's own work: each grader says what step it starts
 (``autograder.grading.watch``), and one whose step runs past its wall or CPU budget is
 killed.
 
-The rule when a grader dies (one rule for every feed):
+The rule when a grader dies (one rule for every feed, here and on a cluster):
 
 - killed by a budget: its submission gets an ``error`` result naming the check, and is
   never graded again (it would do the same again);
-- any other death (a crash, the memory limit, a kill from outside): the submission is
-  lost to that grader; its feed says what follows (``Feed.lost``): by default an
-  ``error`` result saying grading stopped; the service's queue instead takes the attempt
-  back, counting a try (the store fails it after ``MAX_TRIES``);
+- any other death (a crash, the memory limit, a kill from outside; on a cluster also a
+  task lost with its Dask worker or the connection): the submission is lost to that
+  grader; its feed says what follows (``Feed.lost``): by default an ``error`` result
+  saying grading stopped; the service's queue instead takes the attempt back, counting a
+  try (the store fails it after ``MAX_TRIES``);
 - the pool stopping (the service stops) while a submission is graded: it is interrupted
   (``Feed.interrupted``): the service queues the attempt again without counting a try;
 - a grader that says its week cannot be graded (the hidden tests do not collect, the
-  sandbox does not start), or ``MAX_IDLE_DEATHS`` graders of a week in a row dying before
-  they took anything: every feed is told (``Feed.broken``); a batch stops with that
-  error, the service pauses the week;
+  sandbox does not start, the course is not mounted on a Dask worker), or
+  ``MAX_IDLE_DEATHS`` graders of a week in a row dying before they took anything: every
+  feed is told (``Feed.broken``); a batch stops with that error, the service pauses the
+  week (on a cluster the task's submission is interrupted first: the service takes the
+  attempt back without a try);
 
 and in every case a fresh grader carries on with the rest of the work.
 """
@@ -36,7 +44,6 @@ and in every case a fresh grader carries on with the rest of the work.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import socket
 import sys
@@ -50,13 +57,16 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any, Final, Protocol
 
+from pydantic import ValidationError
+
 from autograder.course import Week
-from autograder.exceptions import AutograderError, CourseError, GradingError
+from autograder.exceptions import AutograderError, GradingError
 from autograder.execution import Limits
 from autograder.formats.result_json import from_dict
 from autograder.grading.grader_process import START_METHOD, grader_memory_bytes, serve
 from autograder.grading.judge import lost_result, overrun_result
 from autograder.grading.loop import OnResult
+from autograder.grading.messages import FROM_GRADER, Fatal, Next, NoMore, Result, SubmissionData, Watch, Work, send
 from autograder.grading.watch import Step
 from autograder.results import SubmissionResult
 from autograder.submission import Submission
@@ -130,29 +140,18 @@ class _Grader:
     overrun: tuple[Step, bool] | None = None  # the step it was stopped in, and whether for CPU
 
 
-class GraderPool:
-    """At most ``jobs`` grader processes, fed by ``add``-ed feeds while ``run`` runs.
+class FeedRunner:
+    """What grades the work of ``add``-ed feeds while ``run`` runs, settling each job with its
+    feed by the module's rule: a ``GraderPool`` (grader processes on this machine) or a
+    ``grading.distributed.ClusterGraders`` (tasks on a Dask cluster). The batch, the audit,
+    the Moodle sync and the service all grade through one of these two.
 
-    ``run`` and ``close`` belong to one thread; ``add``, ``remove``, ``warm`` and ``wake``
-    may be called from any."""
+    ``run`` and ``close`` belong to one thread; ``add``, ``remove`` and ``wake`` may be
+    called from any."""
 
-    def __init__(self, jobs: int, limits: Limits | None = None, *, idle_s: float = 0.0,
-                 name: str = "autograder-grader") -> None:
-        if jobs < 1:
-            raise ValueError(f"jobs must be at least 1, not {jobs}")
-        self.jobs = jobs
-        self.limits = limits or Limits()
-        self.idle_s = idle_s
-        self.name = name
-        self.started = 0  # grader processes started so far: warm graders keep this low
-        self._context: Any = get_context(START_METHOD)  # "spawn": the typed contexts name it
-        self._memory = grader_memory_bytes()
-        self._graders: list[_Grader] = []
+    def __init__(self) -> None:
         self._feeds: list[Feed] = []
-        self._wanted: set[Week] = set()  # weeks to start a grader for before work arrives
         self._lock = threading.Lock()
-        self._idle_deaths: dict[Week, int] = {}
-        self._numbers = itertools.count()  # what each job is sent to its grader under
         self._wake_read, self._wake_write = socket.socketpair()
         self._wake_read.setblocking(False)
         self._wake_write.setblocking(False)
@@ -169,13 +168,6 @@ class GraderPool:
             if feed in self._feeds:
                 self._feeds.remove(feed)
 
-    def warm(self, week: Week) -> None:
-        """Start a grader for ``week`` now if a slot is free, so the work that follows skips the
-        cold start; unused, it is let go after ``idle_s`` like any idle grader."""
-        with self._lock:
-            self._wanted.add(week)
-        self.wake()
-
     def wake(self) -> None:
         """Look at the feeds now."""
         try:
@@ -183,22 +175,30 @@ class GraderPool:
         except OSError:  # already woken, or closed
             pass
 
-    # -- the pool's own thread -------------------------------------------------------------------
+    # -- the runner's own thread -----------------------------------------------------------------
     def grade(self, week: Week, submissions: Iterable[Submission],
               on_result: OnResult | None = None) -> list[SubmissionResult]:
-        """Grade one batch in this pool, in this thread; results in submission order, the same as
+        """Grade one batch here, in this thread; results in submission order, the same as
         ``grade()`` gives (but for ``duration_s``). ``on_result`` runs here, in arrival order."""
         return self.grade_weeks([(week, submissions)], on_result)[0]
 
+    def grade_once(self, week: Week, submissions: Iterable[Submission],
+                   on_result: OnResult | None = None) -> list[SubmissionResult]:
+        """``grade``, then ``close``: the graders of one batch of its own."""
+        try:
+            return self.grade(week, submissions, on_result)
+        finally:
+            self.close()
+
     def grade_weeks(self, batches: Sequence[tuple[Week, Iterable[Submission]]],
                     on_result: OnResult | None = None) -> list[list[SubmissionResult]]:
-        """Grade one batch per week at once, the weeks sharing this pool's graders; each batch's
+        """Grade one batch per week at once, the weeks sharing these graders; each batch's
         results in submission order, as ``grade`` gives them."""
         feeds = [_Batch(week, submissions, on_result) for week, submissions in batches]
         for feed in feeds:
             self.add(feed)
         try:
-            self.run(until=lambda: all(feed.finished for feed in feeds) and not self._graders)
+            self.run(until=lambda: all(feed.finished for feed in feeds) and self._quiet())
         finally:
             for feed in feeds:
                 self.remove(feed)
@@ -206,21 +206,77 @@ class GraderPool:
 
     def run(self, until: Callable[[], bool], *, poll_s: float | None = None) -> None:
         """Hand out work and settle results until ``until()`` (checked after every wake-up);
-        ``poll_s``: look at the feeds at least this often (work they cannot wake the pool for)."""
+        ``poll_s``: look at the feeds at least this often (work they cannot wake it for)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop grading; what the graders held is interrupted (``Feed.interrupted``)."""
+        self._wake_read.close()
+        self._wake_write.close()
+
+    def _quiet(self) -> bool:
+        """Whether nothing of a finished batch is still running (a batch waits for it)."""
+        return True
+
+    def _feeds_now(self) -> list[Feed]:
+        with self._lock:
+            return list(self._feeds)
+
+    def _broken(self, week: Week, error: AutograderError, *also: Feed) -> None:
+        """``week`` cannot be graded: every feed is told, and ``also`` (a feed removed meanwhile)."""
+        feeds = self._feeds_now()
+        for feed in feeds + [feed for feed in also if feed not in feeds]:
+            feed.broken(week, error)
+
+    def _wait(self, handles: list[Any], timeout: float | None) -> None:
+        """Until one of ``handles`` or a ``wake`` is ready, or ``timeout`` seconds."""
+        wait([self._wake_read, *handles], timeout=timeout)
+        try:
+            while self._wake_read.recv(4096):
+                pass
+        except OSError:
+            pass
+
+
+class GraderPool(FeedRunner):
+    """At most ``jobs`` grader processes, fed by ``add``-ed feeds while ``run`` runs; ``warm``
+    may be called from any thread too."""
+
+    def __init__(self, jobs: int, limits: Limits | None = None, *, idle_s: float = 0.0,
+                 name: str = "autograder-grader") -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, not {jobs}")
+        super().__init__()
+        self.jobs = jobs
+        self.limits = limits or Limits()
+        self.idle_s = idle_s
+        self.name = name
+        self.started = 0  # grader processes started so far: warm graders keep this low
+        self._context: Any = get_context(START_METHOD)  # "spawn": the typed contexts name it
+        self._memory = grader_memory_bytes()
+        self._graders: list[_Grader] = []
+        self._wanted: set[Week] = set()  # weeks to start a grader for before work arrives
+        self._idle_deaths: dict[Week, int] = {}
+        self._numbers = itertools.count()  # what each job is sent to its grader under
+
+    def warm(self, week: Week) -> None:
+        """Start a grader for ``week`` now if a slot is free, so the work that follows skips the
+        cold start; unused, it is let go after ``idle_s`` like any idle grader."""
+        with self._lock:
+            self._wanted.add(week)
+        self.wake()
+
+    # -- the pool's own thread -------------------------------------------------------------------
+    def run(self, until: Callable[[], bool], *, poll_s: float | None = None) -> None:
         while not until():
             self._assign()
             if until():
                 break
-            handles: list[Any] = [self._wake_read]
+            handles: list[Any] = []
             for grader in self._graders:
                 handles += [grader.conn, grader.process.sentinel]
             timeouts = [t for t in (self._check_steps(), poll_s) if t is not None]
-            wait(handles, timeout=min(timeouts, default=None))
-            try:
-                while self._wake_read.recv(4096):
-                    pass
-            except OSError:
-                pass
+            self._wait(handles, min(timeouts, default=None))
             for grader in list(self._graders):
                 if not self._drain(grader) or not grader.process.is_alive():
                     self._ended(grader)
@@ -234,12 +290,10 @@ class GraderPool:
             if grader.held is not None:
                 grader.held.feed.interrupted(grader.held)
         self._graders.clear()
-        self._wake_read.close()
-        self._wake_write.close()
+        super().close()
 
-    def _feeds_now(self) -> list[Feed]:
-        with self._lock:
-            return list(self._feeds)
+    def _quiet(self) -> bool:
+        return not self._graders  # a batch's graders were told there is no more work, and ended
 
     def _take(self, week: Week) -> Job | None:
         for feed in self._feeds_now():
@@ -297,27 +351,32 @@ class GraderPool:
         grader.asking = False
         if job is None:
             grader.retiring = True
-            grader.conn.send(None)
+            send(grader.conn, NoMore())
             return
         grader.held, grader.held_id = job, next(self._numbers)
-        grader.conn.send((grader.held_id, job.submission))
+        send(grader.conn, Work(index=grader.held_id, submission=SubmissionData.of(job.submission)))
 
-    def _handle(self, grader: _Grader, message: dict[str, Any]) -> None:
-        op, held = message.get("op"), grader.held
-        if op == "next" and held is None and not grader.asking:
+    def _handle(self, grader: _Grader, raw: bytes) -> None:
+        held = grader.held
+        try:
+            message = FROM_GRADER.validate_json(raw)
+        except ValidationError as exc:
+            log.error("a grader process sent a message that does not parse (%s); stopping it", exc)
+            grader.process.kill()
+            return
+        if isinstance(message, Next) and held is None and not grader.asking:
             grader.asking, grader.idle_since = True, time.monotonic()
-        elif op == "watch" and held is not None:
+        elif isinstance(message, Watch) and held is not None:
             grader.step = Step.begun(message, grader.process.pid or 0)
-        elif op == "result" and held is not None and message.get("index") == grader.held_id:
+        elif isinstance(message, Result) and held is not None and message.index == grader.held_id:
             grader.held, grader.step = None, None
             self._idle_deaths.pop(grader.week, None)
-            held.feed.done(held, from_dict(message["doc"]))
-        elif op == "fatal":
+            held.feed.done(held, from_dict(message.doc))
+        elif isinstance(message, Fatal):
             grader.fatal = True
-            kind = CourseError if message.get("kind") == "CourseError" else GradingError
-            self._broken(grader.week, kind(str(message.get("message"))))
+            self._broken(grader.week, message.error())
         else:
-            log.error("a grader process sent an unexpected message %r; stopping it", op)
+            log.error("a grader process sent an unexpected message %r; stopping it", message.op)
             grader.process.kill()
 
     def _drain(self, grader: _Grader) -> bool:
@@ -328,10 +387,10 @@ class GraderPool:
             try:
                 if not grader.conn.poll():
                     return True
-                message = json.loads(grader.conn.recv_bytes())
+                raw = grader.conn.recv_bytes()
             except (EOFError, OSError):
                 return False
-            self._handle(grader, message)
+            self._handle(grader, raw)
 
     def _ended(self, grader: _Grader) -> None:
         """``grader``'s process is gone: settle what it held (the module's rule)."""
@@ -356,10 +415,6 @@ class GraderPool:
                 self._broken(grader.week, GradingError(
                     f"{deaths} grader processes for {grader.week.name} in a row ended before grading anything "
                     f"(last exit code {code}); see the messages above"))
-
-    def _broken(self, week: Week, error: AutograderError) -> None:
-        for feed in self._feeds_now():
-            feed.broken(week, error)
 
     def _check_steps(self) -> float | None:
         """Stop every grader whose step ran past its wall or CPU budget; the seconds until the

@@ -16,14 +16,15 @@ CPU budget is ``Limits.grader_test_cpu_s`` of the grader process's CPU time.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Protocol
+from typing import Protocol
 
 from autograder.execution import Limits
+from autograder.grading.messages import Watch as WatchMessage
+from autograder.grading.messages import send
 
 
 class Watch(Protocol):
@@ -51,9 +52,8 @@ class PipeWatch:
 
     def begin(self, what: str, worker_time: float) -> None:
         """Send the step and its wall and CPU budgets."""
-        message = {"op": "watch", "what": what, "wall": worker_time + self.limits.grader_test_wall_s,
-                   "cpu": self.limits.grader_test_cpu_s}
-        self.conn.send_bytes(json.dumps(message, ensure_ascii=False).encode())
+        send(self.conn, WatchMessage(what=what, wall=worker_time + self.limits.grader_test_wall_s,
+                                     cpu=self.limits.grader_test_cpu_s))
 
 
 @dataclass
@@ -66,10 +66,9 @@ class Step:
     cpu_limit: float
 
     @classmethod
-    def begun(cls, message: dict[str, Any], pid: int) -> Step:
+    def begun(cls, message: WatchMessage, pid: int) -> Step:
         """The step a ``watch`` message from grader process ``pid`` announces, from now."""
-        return cls(str(message["what"])[:200], time.monotonic() + float(message["wall"]), cpu_seconds(pid),
-                   float(message["cpu"]))
+        return cls(message.what[:200], time.monotonic() + message.wall, cpu_seconds(pid), message.cpu)
 
     def overrun(self, pid: int, now: float) -> bool | None:
         """None while the step is within its budgets; else whether it was the CPU budget

@@ -1,22 +1,27 @@
 """Grading the service's queue: warm grader processes on this machine, or a Dask cluster.
 
 Uploads arrive one at a time, so the batch functions (``grade_parallel``,
-``grade_on_cluster``) do not fit: they end with their batch. The service reuses what they
-are built on instead:
+``grade_on_cluster``) do not fit: they end with their batch. The service grades in what
+they are built on instead, with its queue as one more feed (``_Queue``: attempts claimed
+as graders ask, the longest-waiting week first):
 
 - ``jobs`` (local): the service's ``grading.pool.GraderPool`` of ``jobs`` warm grader
-  processes, its queue one of the pool's feeds (``_Queue``), the longest-waiting week
-  first; a grader idle for ``idle_s`` is let go. The Moodle syncs of ``serve`` grade in
-  this same pool (``pool``), after the queue's uploads, so ``serve --jobs N`` never runs
-  more than N graders. The pool's rule when a grader dies applies: an attempt whose
-  check ran past its budget gets an ``error`` result; one whose grader died otherwise goes
-  back to the queue, counting a try (the store fails it after ``MAX_TRIES``); one held
-  when the service stops goes back without counting a try.
-- ``scheduler`` (Dask): each attempt is one ``grading.distributed.grade_task``, graded in
-  the worker process's pool of warm grader processes, under the same rule: a check past
-  its budget gives an ``error`` result; a grader lost otherwise (``GraderLost``) or a lost
-  task puts the attempt back in the queue, counting a try. At most two tasks per worker
-  thread are in flight, the rest waits in the store's queue.
+  processes; a grader idle for ``idle_s`` is let go. The Moodle syncs of ``serve`` grade
+  in this same pool (``pool``), after the queue's uploads, so ``serve --jobs N`` never
+  runs more than N graders.
+- ``scheduler`` (Dask): the batch's ``--scheduler`` path, ``grading.distributed.
+  ClusterGraders``: each attempt is one ``grade_task``, graded in the worker process's
+  pool of warm grader processes, as many in flight as a batch keeps
+  (``distributed.in_flight``); the rest waits in the store's queue. The client is
+  connected by the grading thread (a scheduler not there yet is tried again after the
+  wait below) and connected afresh after an error escapes the loop.
+
+The pool's rule when a grader dies applies to both (``grading.pool``): an attempt whose
+check ran past its budget gets an ``error`` result; one whose grader died otherwise (on a
+cluster: ``GraderLost``, or the task lost with its worker) goes back to the queue,
+counting a try (the store fails it after ``MAX_TRIES``); one held when the service stops
+goes back without counting a try, as does one whose week cannot be graded (the week is
+paused for ``BROKEN_WEEK_PAUSE_S``).
 
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
 page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
@@ -41,12 +46,9 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -54,8 +56,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from autograder.course import Course, Week
 from autograder.exceptions import AutograderError, CourseError, GradingError
 from autograder.execution import Limits
-from autograder.formats.result_json import from_dict
-from autograder.grading.pool import Feed, GraderPool, Job
+from autograder.grading.distributed import ClusterGraders
+from autograder.grading.pool import Feed, FeedRunner, GraderPool, Job
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
 from autograder.service.events import attempt_fields, event
@@ -91,9 +93,6 @@ class GradingService:
         self.on_graded = on_graded
         self.limits = limits or Limits()
         self.idle_s = idle_s
-        self._wake_read, self._wake_write = socket.socketpair()
-        self._wake_read.setblocking(False)
-        self._wake_write.setblocking(False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._broken: dict[str, float] = {}  # week -> monotonic time its grading may be tried again
@@ -109,6 +108,7 @@ class GradingService:
         # the warm graders (none with a cluster): what the Moodle syncs of ``serve`` grade in too
         self.pool = None if scheduler is not None else GraderPool(jobs, self.limits, idle_s=idle_s,
                                                                    name="autograder-service")
+        self._cluster: ClusterGraders | None = None  # with a scheduler: connected by the grading thread
 
     @property
     def graders_started(self) -> int:
@@ -125,8 +125,7 @@ class GradingService:
         if changed:
             log.warning("%d counted score(s) changed since they were last posted (marks merged into the gradebook, "
                         "or a stop while marking): posted again", changed)
-        target = self._run_local if self.scheduler is None else self._run_cluster
-        self._thread = threading.Thread(target=self._guard(target), name="autograder-grading", daemon=True)
+        self._thread = threading.Thread(target=self._guard(self._grade), name="autograder-grading", daemon=True)
         self._thread.start()
         return self
 
@@ -138,8 +137,7 @@ class GradingService:
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            for handle in (self._lock_file, self._wake_read, self._wake_write):
-                handle.close()
+            self._lock_file.close()
             if self.pool is not None:
                 self.pool.close()
             raise GradingError(f"another grading service is running on {self.store.root}: run one per data "
@@ -152,8 +150,6 @@ class GradingService:
         self.wake()
         if self._thread is not None:
             self._thread.join()
-        self._wake_read.close()
-        self._wake_write.close()
         if self._lock_file is not None:
             self._lock_file.close()  # releases the lock
         self.health.close()
@@ -171,13 +167,9 @@ class GradingService:
 
     def wake(self) -> None:
         """Look at the queue now (the web app calls this after ``Store.submit``)."""
-        if self.pool is not None:
-            self.pool.wake()
-            return
-        try:
-            self._wake_write.send(b"!")
-        except (BlockingIOError, OSError):  # already woken, or closing
-            pass
+        graders = self.pool or self._cluster
+        if graders is not None:
+            graders.wake()
 
     def _guard(self, target: Callable[[], None]) -> Callable[[], None]:
         """``target`` run until the service stops: an error that escapes it (the database away at
@@ -191,6 +183,7 @@ class GradingService:
                     self._stop.wait(self._outage.failed(exc))
             if self.pool is not None:
                 self.pool.close()  # what the graders held goes back to the queue, no try counted
+            self._drop_cluster()
             self._settle(final=True)
         return run
 
@@ -225,13 +218,6 @@ class GradingService:
                             len(self._unrecorded), len(self._unreleased))
             return False
         return True
-
-    def _drain_wake(self) -> None:
-        try:
-            while self._wake_read.recv(4096):
-                pass
-        except (BlockingIOError, OSError):
-            pass
 
     # --- what every backend shares ------------------------------------------------------------
 
@@ -375,72 +361,36 @@ class GradingService:
         return {w: queued[w] for w in sorted((w for w in queued if self._broken.get(w, 0) <= now),
                                              key=lambda w: w != oldest)}
 
-    # --- local warm graders -------------------------------------------------------------------
+    # --- the graders: the pool, or the cluster -------------------------------------------------
 
-    def _run_local(self) -> None:
-        assert self.pool is not None
+    def _grade(self) -> None:
+        """The queue as a feed of the service's graders, until the service stops."""
+        graders = self._graders()
         feed = _Queue(self)
-        self.pool.add(feed)
+        graders.add(feed)
         try:
-            self.pool.run(until=self._beat, poll_s=POLL_S)
+            graders.run(until=self._beat, poll_s=POLL_S)
+        except Exception:
+            if graders is self._cluster:
+                self._drop_cluster()  # its connection may be what failed: the next turn connects afresh
+            raise
         finally:
-            self.pool.remove(feed)  # the graders keep what they hold: ``_guard`` runs this again, or closes the pool
+            graders.remove(feed)  # the graders keep what they hold: ``_guard`` runs this again, or closes them
 
-    # --- a Dask cluster ---------------------------------------------------------------------
+    def _graders(self) -> FeedRunner:
+        """The pool, or the cluster's graders (connected now if not yet)."""
+        if self.pool is not None:
+            return self.pool
+        if self._cluster is None:
+            assert self.scheduler is not None
+            self._cluster = ClusterGraders(self.scheduler, self.limits)
+        return self._cluster
 
-    def _run_cluster(self) -> None:
-        from distributed import Client
-
-        from autograder.grading.distributed import grade_task
-
-        assert self.scheduler is not None
-        client: Any = Client(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
-        in_flight: dict[str, tuple[Attempt, Any]] = {}  # task key -> (attempt, distributed.Future)
-        done: list[str] = []
-        done_lock = threading.Lock()
-
-        def finished(future: Any) -> None:
-            with done_lock:
-                done.append(str(future.key))
-            self.wake()
-
-        try:
-            while not self._beat():
-                capacity = max(2, 2 * sum(client.nthreads().values()))
-                ready = list(self._ready_weeks())
-                while len(in_flight) < capacity and ready:
-                    claimed = self._claim(ready)
-                    if claimed is None:
-                        break
-                    attempt, submission = claimed
-                    key = f"autograder-service-{attempt.id}-{uuid.uuid4().hex[:8]}"
-                    future = client.submit(grade_task, self._week(attempt.week), self.limits, submission, key=key,
-                                           pure=False)
-                    in_flight[key] = (attempt, future)
-                    future.add_done_callback(finished)
-                wait([self._wake_read], timeout=POLL_S)
-                self._drain_wake()
-                with done_lock:
-                    keys, done[:] = list(done), []
-                for key in keys:
-                    attempt, future = in_flight.pop(key)
-                    try:
-                        document = future.result()
-                    except AutograderError as exc:  # the week itself cannot be graded there
-                        self._week_broken(attempt.week, exc)
-                        self._give_back(attempt, count_try=False)
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - lost with its worker or the connection
-                        log.warning("attempt %s lost on the cluster (%s): queued again", attempt.id, exc)
-                        self._give_back(attempt)
-                        continue
-                    self._record(attempt, from_dict(document))
-        finally:
-            for attempt, future in in_flight.values():
-                future.cancel()
-                self._give_back(attempt, count_try=False)
-            if client is not self.scheduler:
-                client.close()
+    def _drop_cluster(self) -> None:
+        """Close the cluster's graders: what they held goes back to the queue, no try counted."""
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.close()
 
 
 class _Queue(Feed):

@@ -142,6 +142,29 @@ def test_a_dask_cluster_grades_the_queue(tmp_path: Path, course: Course):
 
 
 @pytest.mark.sandbox
+def test_on_a_cluster_the_service_keeps_as_many_tasks_in_flight_as_a_batch(tmp_path: Path, course: Course):
+    """One cap for whoever grades on a cluster (``distributed.ClusterGraders.in_flight``): on
+    one worker thread the service sends five queued uploads at once, as a batch sends its
+    submissions; it used to keep two tasks per thread and the rest in its queue."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, Store(tmp_path) as store:
+        for user in ("ann", "bob", "cat", "dan", "eve"):
+            store.submit(context=CONTEXT, user=user, week="week01", policy=WeekPolicy(), now=datetime.now(UTC),
+                         content=notebook_bytes("import time\ntime.sleep(3)"))
+        states: list[list[str]] = []
+
+        def sent_or_graded() -> bool:
+            states.append([a.state for a in store.week_attempts(context=CONTEXT, week="week01")])
+            return states[-1].count("grading") == 5 or "graded" in states[-1]
+
+        with GradingService(course, store, scheduler=cluster.scheduler_address) as service:
+            service.wake()
+            until(sent_or_graded, timeout_s=120)
+        assert states[-1] == ["grading"] * 5, states[-1]  # all sent before the first came back
+
+
+@pytest.mark.sandbox
 def test_a_service_killed_mid_run_grades_every_upload_and_posts_every_score_once(tmp_path: Path,
                                                                                   endpoint: ScoreEndpoint):
     endpoint.state.delay_s = 0.3  # slow enough that posts are under way when the service dies
