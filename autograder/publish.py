@@ -11,9 +11,12 @@ scores on; a ``Publisher`` runs the artifacts a caller asks for, in order, and g
 what they wrote in one ``Outputs``. Nothing here reads an artifact back.
 
 Sending a score to an LMS needs a client that lives above this floor (the sync's Moodle
-web services, the service's AGS outbox), so the step decides *what* each student is
-given (``Scores``: the grade or none while hand marks are pending, the comment, the
-feedback page) and the caller's ``ScoreSink`` decides *how* it is sent.
+web services), so the step decides *what* each student is given for a result (``Scores``:
+the grade or none while hand marks are pending, the comment, the feedback page) and the
+caller's ``ScoreSink`` decides *how* it is sent. The service's AGS post is not a result's
+score but a counted one (the best or last of a student's attempts, late penalties
+applied), noted and enqueued in the same transaction as the attempt it comes from, so it
+stays with ``service/counting.py`` and the outbox.
 """
 
 from __future__ import annotations
