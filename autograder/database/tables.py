@@ -5,10 +5,11 @@ folder, the LTI login states. A table one of them does not use stays empty; in e
 one database (a PostgreSQL server, say) can hold them all. Changing a table here means a
 new migration in ``migrations/versions/`` (``docs/ARCHITECTURE.md``, "Storage").
 
-The service's outbox and sync leases keep their moments as ``types.UtcDateTime`` (aware UTC
-on both engines, ``clock.now()`` writes them) and their documents as ``JSON``; the other
-tables' times are still ISO 8601 text (they sort as text on both engines) and their JSON
-documents text, written and read by the modules that own them, until they move too.
+The service's attempts, outbox and sync leases keep their moments as ``types.UtcDateTime``
+(aware UTC on both engines, ``clock.now()`` writes them) and their documents as ``JSON``;
+the other tables' times are still ISO 8601 text (they sort as text on both engines) or
+epoch seconds, and their JSON documents text, written and read by the modules that own
+them, until they move too.
 """
 
 from __future__ import annotations
@@ -115,15 +116,15 @@ attempts = Table(
     Column("week", Text, nullable=False),
     Column("number", Integer, nullable=False),
     Column("content_hash", Text, nullable=False),
-    Column("submitted_at", Text, nullable=False),
+    Column("submitted_at", UtcDateTime, nullable=False),
     Column("state", Text, nullable=False),  # queued, grading, graded, failed; the score is the gradebook's result's
     Column("penalty", Float, nullable=False),  # fraction of the result's max_score taken off (late)
     Column("counted_mode", Text, nullable=False),  # best or last, from the policy at upload
     Column("tries", Integer, nullable=False, server_default="0"),  # times grading started
     Column("message", Text),  # why grading failed
     Column("title", Text),  # the week's title, for feedback pages
-    Column("graded_at", Text),
-    Column("claimed_at", Text),  # while grading: when its replica last renewed the claim
+    Column("graded_at", UtcDateTime),
+    Column("claimed_at", UtcDateTime),  # while grading: when its replica last renewed the claim
     Column("claimed_by", Text),  # while grading: the claim's owner token (service/claims.py)
     UniqueConstraint("context", "user", "week", "number"),
     Index("attempts_queue", "state", "week", "id"),

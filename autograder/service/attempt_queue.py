@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, cast
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Connection, Select, Text, and_, func, insert, literal, select, text, update
 from sqlalchemy import cast as sql_cast
 
 from autograder.course import normalise_week_name
-from autograder.database import Database
+from autograder.database import Database, clock
 from autograder.database.tables import attempts, results
 from autograder.exceptions import AttemptRefused, CourseError
 from autograder.gradebook import marked_result, read_marks
@@ -51,16 +51,6 @@ _FAIR_QUEUE = text("""
               FROM attempts WHERE state = 'queued')
     SELECT q.id, q.week FROM queue q LEFT JOIN served s ON s.context = q.context AND s."user" = q."user"
     ORDER BY COALESCE(s.n, 0) + q.ahead, q.id""")
-
-
-def stamp(moment: datetime) -> str:
-    """How times are stored: UTC ISO 8601 with microseconds (sorts as text)."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def moment(text: str | None) -> datetime | None:
-    """A stored time read back (None stays None)."""
-    return None if text is None else datetime.fromisoformat(text)
 
 
 @dataclass(frozen=True)
@@ -132,7 +122,7 @@ def read_attempts(db: Connection, query: Select[Any]) -> list[Attempt]:
         result = None if document is None else marked_result(document, marks[week].get(attempt_key(id_), {}))
         found.append(Attempt(
             id=id_, context=context, user=user, week=week, number=number, content_hash=content_hash,
-            submitted_at=cast(datetime, moment(submitted_at)), state=state, penalty=penalty, message=message,
+            submitted_at=submitted_at, state=state, penalty=penalty, message=message,
             counted_mode=counted_mode, title=title, score=None if result is None else result.score,
             max_score=0.0 if result is None else result.max_score,
             pending=0.0 if result is None else result.pending_points))
@@ -175,7 +165,7 @@ class AttemptQueue:
         with self.database.write() as db:
             return db.execute(update(attempts).where(
                 still_held(attempts.c.id, attempts.c.claimed_by, held),
-                attempts.c.state == "grading").values(claimed_at=stamp(datetime.now(UTC)))
+                attempts.c.state == "grading").values(claimed_at=clock.now())
                 .returning(attempts.c.id)).scalars().all()
 
     def still_held(self, attempt_id: int) -> bool:
@@ -229,7 +219,7 @@ class AttemptQueue:
             number = max((a.number for a in earlier), default=0) + 1
             attempt_id = db.execute(insert(attempts).values(
                 context=context, user=user, week=week, number=number, content_hash=content_hash,
-                submitted_at=stamp(now), state="queued", penalty=policy.penalty(now), counted_mode=policy.counted)
+                submitted_at=now, state="queued", penalty=policy.penalty(now), counted_mode=policy.counted)
                 .returning(attempts.c.id)).scalar_one()
             return read_attempts(db, SELECT_ATTEMPTS.where(attempts.c.id == attempt_id))[0]
 
@@ -286,7 +276,7 @@ class AttemptQueue:
                     continue
                 token = replica_claim_token()
                 db.execute(update(attempts).where(attempts.c.id == id_)
-                           .values(state="grading", tries=attempts.c.tries + 1, claimed_at=stamp(datetime.now(UTC)),
+                           .values(state="grading", tries=attempts.c.tries + 1, claimed_at=clock.now(),
                                    claimed_by=token))
                 self._claims.hold(id_, token)
                 return read_attempts(db, SELECT_ATTEMPTS.where(attempts.c.id == id_))[0]
@@ -336,7 +326,7 @@ class AttemptQueue:
 
     def _expired(self) -> Any:
         """The condition of a claim not renewed for ``claim_ttl_s`` (or made before claims were)."""
-        since = stamp(datetime.now(UTC) - timedelta(seconds=self.claim_ttl_s))
+        since = clock.now() - timedelta(seconds=self.claim_ttl_s)
         return (attempts.c.state == "grading") & (attempts.c.claimed_at.is_(None) | (attempts.c.claimed_at < since))
 
     def release(self, attempt_id: int, *, count_try: bool) -> bool:

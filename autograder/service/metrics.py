@@ -16,17 +16,15 @@ starting a zygote), so each replica reports its own; graders on a Dask cluster
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from sqlalchemy import func, select
 
-from autograder.database import Database
+from autograder.database import Database, clock
 from autograder.database.tables import attempts, posts
 from autograder.execution.sandbox import layer_states
-from autograder.service.attempt_queue import moment
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # text/plain; version=0.0.4, what every Prometheus scrapes
 ATTEMPT_STATES = ("queued", "grading", "graded", "failed")
@@ -54,10 +52,9 @@ class ServiceMetrics(Collector):
         for week, count in queued:
             queue.add_metric([week], count)
         yield queue
-        since = moment(oldest)
         yield GaugeMetricFamily("autograder_oldest_queued_attempt_age_seconds",
                                 "Seconds the oldest waiting attempt has waited (0: none waits).",
-                                value=0.0 if since is None else max(0.0, (datetime.now(UTC) - since).total_seconds()))
+                                value=0.0 if oldest is None else max(0.0, (clock.now() - oldest).total_seconds()))
         states = GaugeMetricFamily("autograder_attempts", "Attempts in each state (a regrade moves a graded "
                                    "attempt back to queued).", labels=["state"])
         for state in ATTEMPT_STATES:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -47,14 +47,14 @@ from typing import Self
 from sqlalchemy import update
 
 from autograder.course import Course, normalise_week_name
-from autograder.database import open_database
+from autograder.database import clock, open_database
 from autograder.database.tables import attempts
 from autograder.exceptions import CourseError, GradebookError
 from autograder.formats.atomic import write_bytes
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.publish import attempt_page, publish_attempt
 from autograder.results import SubmissionResult
-from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState, stamp
+from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState
 from autograder.service.claims import CLAIM_TTL_S
 from autograder.service.counting import CountedScore, counted, refresh_score, refresh_scores
 from autograder.service.policy import WeekPolicy
@@ -188,7 +188,7 @@ class Store:
         self._publish(attempt, week_title)
         with self.database.write() as db:
             stored = db.execute(update(attempts).where(self.queue.owned(attempt_id, claim)).values(
-                state="graded", title=week_title, graded_at=stamp(datetime.now(UTC)), message=None, claimed_at=None,
+                state="graded", title=week_title, graded_at=clock.now(), message=None, claimed_at=None,
                 claimed_by=None)).rowcount == 1
             if stored:
                 refresh_score(self.database, db, attempt.context, attempt.user, attempt.week)

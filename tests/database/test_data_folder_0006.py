@@ -24,7 +24,7 @@ from sqlalchemy import MetaData, insert, select
 
 from autograder.database import Database, open_database
 from autograder.database.migrate import MIGRATIONS
-from autograder.database.tables import posts, service_scores, service_syncs
+from autograder.database.tables import attempts, posts, service_scores, service_syncs
 from autograder.exceptions import AutograderError
 from autograder.service.lti import LoginStates, Platform, Platforms
 from autograder.service.settings import Settings
@@ -74,7 +74,7 @@ def _at_0006(url: str, rows: dict[str, list[dict[str, Any]]]) -> None:
         database.close()
 
 
-def test_the_outbox_and_the_syncs_moments_and_documents_become_typed(folder: Path, database_url: str | None) -> None:
+def test_the_attempts_the_outbox_and_the_syncs_moments_and_documents_become_typed(folder: Path, database_url: str | None) -> None:
     path = folder / "service-data" / "gradebook.sqlite"
     before = _rows(path)
     if database_url is not None:
@@ -83,14 +83,15 @@ def test_the_outbox_and_the_syncs_moments_and_documents_become_typed(folder: Pat
     try:
         with database.read() as db:
             after = {table.name: [row._asdict() for row in db.execute(select(table))]
-                     for table in (posts, service_scores, service_syncs)}
+                     for table in (attempts, posts, service_scores, service_syncs)}
     finally:
         database.close()
-    moments = {"posts": ("next_try_at", "posted_at", "created_at", "sending_since"),
+    moments = {"attempts": ("submitted_at", "graded_at", "claimed_at"),
+               "posts": ("next_try_at", "posted_at", "created_at", "sending_since"),
                "service_scores": ("last_timestamp",),
                "service_syncs": ("claimed_at", "started", "finished", "next_run", "succeeded")}
     documents = {"posts": "payload", "service_syncs": "report"}
-    key = {"posts": ("id",), "service_scores": ("context", "user", "week"), "service_syncs": ("id",)}
+    key = {"attempts": ("id",), "posts": ("id",), "service_scores": ("context", "user", "week"), "service_syncs": ("id",)}
     seen = 0
     for table, columns in moments.items():
         converted = {tuple(row[k] for k in key[table]): row for row in after[table]}
@@ -106,7 +107,7 @@ def test_the_outbox_and_the_syncs_moments_and_documents_become_typed(folder: Pat
             if table in documents:
                 text = old[documents[table]]
                 assert new[documents[table]] == (None if text is None else json.loads(text)), table
-    assert seen >= 11  # posts sent, failed and superseded; a finished sync; two scores
+    assert seen >= 16  # attempts graded and queued; posts sent, failed and superseded; a finished sync; two scores
     if database_url is None:  # stored in the one text form, which sorts as the moments do
         stored = _rows(path)
         assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", row[c])

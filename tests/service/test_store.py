@@ -457,9 +457,12 @@ def test_claims_made_before_claims_had_owners_are_left_alone_until_they_expire(
     with database.write() as db:
         config.attributes["connection"] = db
         command.upgrade(config, "0003")
-        db.execute(insert(attempts).values(context=A, user="ann", week="week01", number=1, content_hash="h",
-                                           submitted_at=long_ago, state="grading", penalty=0, counted_mode="best",
-                                           tries=1, claimed_at=long_ago))
+        attempts_0003 = table("attempts", *map(column, ("context", "user", "week", "number", "content_hash",
+                                                        "submitted_at", "state", "penalty", "counted_mode", "tries",
+                                                        "claimed_at")))  # moments as text
+        db.execute(insert(attempts_0003).values(context=A, user="ann", week="week01", number=1, content_hash="h",
+                                                submitted_at=long_ago, state="grading", penalty=0,
+                                                counted_mode="best", tries=1, claimed_at=long_ago))
         at_0003 = table("posts", *map(column, ("context", "user", "week", "lineitem", "payload", "state", "tries",
                                                "next_try_at", "created_at", "sending_since")))  # moments as text
         db.execute(insert(at_0003).values(context=A, user="ann", week="week01", lineitem="https://m/l/1",
