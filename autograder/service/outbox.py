@@ -168,7 +168,10 @@ class Outbox:
             event(name, level=level, **about, status=exc.status, message=note)
             return self._written(write)
         except Exception as exc:  # a sender bug must not stop the outbox: kept as the reason, retried
-            log.exception("score sender failed on post %s", post.id)
+            if database_away(exc):  # the sender's own lookups (who owns the line item) found the database
+                self._outcomes.failed(exc)  # away: nothing was sent; one line a minute, as for any outage
+            else:
+                log.exception("score sender failed on post %s", post.id)
             event("score retried", level=logging.WARNING, **about, error=type(exc).__name__)
             return self._written(partial(self._retry, post, claim, f"{type(exc).__name__}: {exc}", tries))
         event("score posted", **about, score=post.payload.get("scoreGiven"))

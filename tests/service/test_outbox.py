@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.service.claims import CLAIM_TTL_S
@@ -255,3 +256,32 @@ def test_an_outbox_whose_send_was_taken_over_leaves_the_new_owners_outcome_and_s
         assert (post.state, post.last_error, post.conflicts, post.payload) == ("posted", None, 0, before.payload)
     assert endpoint.state.answers == [200, 409] and len(endpoint.state.accepted) == 1
     assert f"score post {post.id}: another replica took it over" in caplog.text
+
+
+def test_a_sender_meeting_the_database_away_retries_the_post_without_a_traceback(
+        store: Store, endpoint: ScoreEndpoint, caplog: pytest.LogCaptureFixture) -> None:
+    """The LTI sender reads who owns a line item from the database before it sends: a database
+    restarting then is an outage (one warning line), not a sender bug with its traceback, and
+    the post goes once the database answers."""
+    graded(store, "ann", 8)
+
+    class AwayOnce:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def post_score(self, lineitem: str, payload: dict[str, Any]) -> None:
+            self.calls += 1
+            if self.calls == 1:
+                raise OperationalError("SELECT issuer FROM lti_lineitem", {}, Exception("the database system is "
+                                                                                         "shutting down"))
+            HttpSender().post_score(lineitem, payload)
+
+    outbox = Outbox(store, AwayOnce(), base_delay_s=0.01)
+    with caplog.at_level(logging.WARNING, logger="autograder.service"):
+        assert outbox.send_due() == 1
+    [post] = store.posts(context=CONTEXT)
+    assert post.status == "retrying" and "OperationalError" in (post.last_error or "")
+    assert not [r for r in caplog.records if r.exc_info], "a database away is logged without a traceback"
+    assert "the database is unreachable" in caplog.text
+    assert outbox.send_due(datetime.now(UTC) + timedelta(seconds=1)) == 1
+    assert store.posts(context=CONTEXT)[0].state == "posted" and len(endpoint.state.accepted) == 1
