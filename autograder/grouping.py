@@ -19,6 +19,8 @@ still reads each whole answer. The clustering of a set of answers is kept
 with the same answers does not cluster them again.
 
 The groups only propose: the marker sees every answer of a group and can leave any out.
+How close they come to a marker's groups, and the other methods tried, is measured by
+``benchmarks/grouping_quality.py`` (benchmarks/README.md).
 """
 
 from __future__ import annotations
