@@ -6,6 +6,7 @@ marker's: benchmarks/grouping_quality.py.)"""
 from __future__ import annotations
 
 import tracemalloc
+from collections import OrderedDict
 
 import pytest
 
@@ -39,6 +40,7 @@ def test_the_same_answers_are_clustered_once_however_often_they_are_grouped(monk
         return labels(texts, distance)
 
     monkeypatch.setattr(grouping, "_labels", counting)
+    monkeypatch.setattr(grouping, "_clusterings", OrderedDict())  # nothing kept from another test
     answers = {"a": "It converges if the data are separable (cached test).", "b": "Converges on separable data.",
                "c": "The learning rate is too large."}
     first = group_answers(answers)
