@@ -125,9 +125,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
 
 
-# The guard on `sandbox`: a test without the marker finds, first on its PATH, a `bwrap` that
-# notes the test and refuses to start, so a test (or a command it runs) that would start the
-# sandbox fails, saying to mark it, in `make quick` as in every run; marked tests see the real one.
+# The guard on `sandbox`: a test `make quick` runs (neither marker) finds, first on its PATH, a
+# `bwrap` that notes the test and refuses to start, so a test (or a command it runs) that would
+# start the sandbox fails, saying to mark it, in `make quick` as in every run. Marked tests see
+# the real one (a `slow` test may start it: `generate --check` grades in the sandbox).
 _REFUSING_BWRAP = """#!/bin/sh
 echo "$PYTEST_CURRENT_TEST" >> "$(dirname "$0")/started"
 echo "bubblewrap refused: this test is not marked sandbox (README, Development)" >&2
@@ -153,7 +154,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
-    if item.get_closest_marker("sandbox") is not None:
+    if item.get_closest_marker("sandbox") is not None or item.get_closest_marker("slow") is not None:
         return (yield)
     path = os.environ.get("PATH", "")
     os.environ["PATH"] = f"{item.config.stash[_REFUSING]}{os.pathsep}{path}"
