@@ -212,14 +212,14 @@ lti_state = Table(
     Column("nonce", Text, nullable=False),
     Column("issuer", Text, nullable=False),
     Column("client_id", Text, nullable=False),
-    Column("created", Float, nullable=False),
+    Column("created", UtcDateTime, nullable=False),
 )
 
 lti_nonce = Table(
     "lti_nonce", metadata,
     Column("issuer", Text, primary_key=True),
     Column("nonce", Text, primary_key=True),
-    Column("used", Float, nullable=False),
+    Column("used", UtcDateTime, nullable=False),
 )
 
 lti_lineitem = Table(
@@ -247,7 +247,7 @@ lti_platforms = Table(  # the platforms registered with the tool (autograder.ser
 lti_registration = Table(
     "lti_registration", metadata,
     Column("digest", Text, primary_key=True),
-    Column("expires", Float, nullable=False),
+    Column("expires", UtcDateTime, nullable=False),
 )
 
 # --- the service's rate limits (autograder.service.rate_limit) -----------------------------------

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -30,7 +31,7 @@ from joserfc.jws import extract_compact
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, insert, select, update
 
-from autograder.database import Database, open_database
+from autograder.database import Database, clock, open_database
 from autograder.database.tables import lti_lineitem, lti_nonce, lti_platforms, lti_registration, lti_state
 from autograder.exceptions import AutograderError, LaunchRefused, ScoreNotSent, ScorePostError
 from autograder.i18n.runtime import N_
@@ -52,6 +53,8 @@ INSTRUCTOR_ROLES = ("http://purl.imsglobal.org/vocab/lis/v2/membership#Instructo
 RESOURCE_LINK = "LtiResourceLinkRequest"
 DEEP_LINKING = "LtiDeepLinkingRequest"
 LOGIN_LIFETIME_S = 600  # from login initiation to launch
+LOGIN_LIFETIME = timedelta(seconds=LOGIN_LIFETIME_S)
+NONCE_MEMORY = timedelta(days=1)  # how long a used nonce is refused (an id_token expires long before)
 CLOCK_LEEWAY_S = 30
 # Moodle checks our client assertion with php-jwt and no leeway at all (mod/lti/token.php
 # -> lti_verify_jwt_signature -> lib/php-jwt/src/JWT.php, ``$leeway = 0``): an ``iat`` or
@@ -189,13 +192,14 @@ class LoginStates:
         """A code for one dynamic registration within ``lifetime_s``: only its SHA-256 is kept."""
         code = secrets.token_urlsafe(24)
         with self._database.write() as db:
-            db.execute(insert(lti_registration).values(digest=_digest(code), expires=time.time() + lifetime_s))
+            db.execute(insert(lti_registration).values(digest=_digest(code),
+                                                      expires=clock.now() + timedelta(seconds=lifetime_s)))
         return code
 
     def use_registration_code(self, code: str) -> bool:
         """True once for a code made here and not expired; it is spent by asking."""
         with self._database.write() as db:
-            db.execute(delete(lti_registration).where(lti_registration.c.expires < time.time()))
+            db.execute(delete(lti_registration).where(lti_registration.c.expires < clock.now()))
             spent = db.execute(delete(lti_registration).where(lti_registration.c.digest == _digest(code))
                                .returning(lti_registration.c.expires)).first()
         return spent is not None
@@ -203,9 +207,9 @@ class LoginStates:
     def begin(self, issuer: str, client_id: str) -> tuple[str, str]:
         """A fresh (state, nonce) for one login; old unfinished logins are forgotten."""
         state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        now = time.time()
+        now = clock.now()
         with self._database.write() as db:
-            db.execute(delete(lti_state).where(lti_state.c.created < now - LOGIN_LIFETIME_S))
+            db.execute(delete(lti_state).where(lti_state.c.created < now - LOGIN_LIFETIME))
             db.execute(insert(lti_state).values(state=state, nonce=nonce, issuer=issuer, client_id=client_id,
                                                 created=now))
         return state, nonce
@@ -214,15 +218,15 @@ class LoginStates:
         """(nonce, issuer, client_id) of a login still waiting for its launch, once only."""
         with self._database.write() as db:
             row = db.execute(delete(lti_state).where(lti_state.c.state == state,
-                                                     lti_state.c.created >= time.time() - LOGIN_LIFETIME_S)
+                                                     lti_state.c.created >= clock.now() - LOGIN_LIFETIME)
                              .returning(lti_state.c.nonce, lti_state.c.issuer, lti_state.c.client_id)).first()
         return None if row is None else (row[0], row[1], row[2])
 
     def use_nonce(self, issuer: str, nonce: str) -> bool:
         """True the first time (issuer, nonce) is seen, False on every replay."""
-        now = time.time()
+        now = clock.now()
         with self._database.write() as db:
-            db.execute(delete(lti_nonce).where(lti_nonce.c.used < now - 86400))
+            db.execute(delete(lti_nonce).where(lti_nonce.c.used < now - NONCE_MEMORY))
             first = db.execute(self._database.upsert(lti_nonce, {"issuer": issuer, "nonce": nonce, "used": now},
                                                      keys=("issuer", "nonce"), update=())
                                .returning(lti_nonce.c.used)).first()

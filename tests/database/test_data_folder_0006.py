@@ -12,7 +12,7 @@ import re
 import shutil
 import sqlite3
 from contextlib import closing
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,17 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import MetaData, insert, select
 
-from autograder.database import Database, open_database
+from autograder.database import Database, clock, open_database
 from autograder.database.migrate import MIGRATIONS
-from autograder.database.tables import attempts, posts, service_scores, service_syncs
+from autograder.database.tables import (
+    attempts,
+    lti_nonce,
+    lti_registration,
+    lti_state,
+    posts,
+    service_scores,
+    service_syncs,
+)
 from autograder.exceptions import AutograderError
 from autograder.service.lti import LoginStates, Platform, Platforms
 from autograder.service.settings import Settings
@@ -112,6 +120,34 @@ def test_the_attempts_the_outbox_and_the_syncs_moments_and_documents_become_type
         stored = _rows(path)
         assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", row[c])
                    for table, columns in moments.items() for row in stored[table] for c in columns if row[c])
+
+
+def test_the_logins_epoch_seconds_become_moments_and_still_count(
+        folder: Path, database_url: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = folder / "service-data" / "lti.sqlite"
+    before = _rows(path)
+    if database_url is not None:
+        _at_0006(database_url, before)
+    database = open_database(database_url or path)
+    try:
+        with database.read() as db:
+            after = {table.name: [row._asdict() for row in db.execute(select(table))]
+                     for table in (lti_state, lti_nonce, lti_registration)}
+    finally:
+        database.close()
+    for table, column, key in (("lti_state", "created", "state"), ("lti_nonce", "used", "nonce"),
+                               ("lti_registration", "expires", "digest")):
+        [old], [new] = before[table], after[table]  # a login under way, a used nonce, a registration code
+        assert new[key] == old[key] and new[column].tzinfo == UTC, table
+        assert abs(new[column] - datetime.fromtimestamp(old[column], UTC)) <= timedelta(microseconds=1), table
+    [login], [used] = before["lti_state"], before["lti_nonce"]
+    monkeypatch.setattr(clock, "now", lambda: datetime.fromtimestamp(login["created"] + 60, UTC))
+    states = LoginStates(database_url or path)
+    try:
+        assert states.take(login["state"]) == (login["nonce"], login["issuer"], login["client_id"])
+        assert not states.use_nonce(used["issuer"], used["nonce"])  # used a minute ago: a replay
+    finally:
+        states.close()
 
 
 def test_the_service_imports_the_folders_platform_registrations_and_keeps_the_file(

@@ -3,12 +3,13 @@ nonce and registration code is good once, also across two server processes' conn
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from autograder.database import clock
 from autograder.service.lti import LOGIN_LIFETIME_S, LoginStates, Platform
 
 ISSUER = "https://moodle.example"
@@ -37,8 +38,8 @@ def test_a_login_state_is_taken_once_by_whichever_process_gets_the_launch(two) -
 def test_a_login_older_than_its_lifetime_is_not_taken(two, monkeypatch: pytest.MonkeyPatch) -> None:
     first, _ = two
     state, _ = first.begin(ISSUER, "client-1")
-    later = time.time() + LOGIN_LIFETIME_S + 1
-    monkeypatch.setattr(time, "time", lambda: later)
+    later = clock.now() + timedelta(seconds=LOGIN_LIFETIME_S + 1)
+    monkeypatch.setattr(clock, "now", lambda: later)
     assert first.take(state) is None
 
 

@@ -11,14 +11,13 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import column, insert, select, table, update
 
-from autograder.database import Database
+from autograder.database import Database, clock
 from autograder.database.migrate import MIGRATIONS, SQLITE_USER_VERSION
 from autograder.database.tables import attempts, posts
 from autograder.exceptions import AttemptRefused, CourseError, GradebookError, PolicyError
@@ -26,7 +25,6 @@ from autograder.gradebook import FILENAME
 from autograder.moodle_ws.sync_state import SyncState
 from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.results_folders import service_results
-from autograder.service import lti
 from autograder.service.lti import LoginStates
 from autograder.service.policy import WeekPolicy, load_policies, policy_for
 from autograder.service.store import MAX_TRIES, Store
@@ -432,7 +430,7 @@ def test_a_data_folder_written_before_the_database_module_is_adopted_with_everyt
         assert (synced.downloaded, synced.pushed, synced.pushed_grader, synced.pushed_grade) == (1700000000, "sig", 2, 8.0)
     with sqlite3.connect(legacy / "lti.sqlite") as db:
         written = db.execute("SELECT used FROM lti_nonce WHERE nonce = 'nonce-1'").fetchone()[0]
-    monkeypatch.setattr(lti, "time", SimpleNamespace(time=lambda: written + 3600))
+    monkeypatch.setattr(clock, "now", lambda: datetime.fromtimestamp(written + 3600, UTC))
     states = LoginStates(tmp_path / "lti.sqlite")
     assert states.lineitem_owner("https://moodle.example/lineitem/1") == ("https://moodle.example", "client-1")
     # used before the upgrade: still used (asked an hour after the fixture used it: a nonce is
