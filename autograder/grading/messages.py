@@ -10,7 +10,7 @@ Two pipes carry them, and neither end unpickles anything the other wrote:
 - a Moodle sync's process and the service's pool (``grading.relay``): the sync sends
   ``Grade`` (one batch), the service answers each submission with a ``Result`` or the
   batch with a ``Fatal``; the sync's last message is its run's outcome
-  (``service.moodle_sync``), not a grading message.
+  (``service.moodle_sync.RunOutcome``, a model too), not a grading message.
 
 A submission crosses both, and a Dask task (``grading.distributed``), the one way:
 ``SubmissionData``, its notebook in base64. A result crosses as the result document

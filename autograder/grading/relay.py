@@ -100,7 +100,7 @@ class Relay(Feed):
 
     def pump(self) -> dict[str, Any] | None:
         """Hand the pool what the child asks and send back what came of it; the first other
-        message from the child (its outcome, ``service.moodle_sync``'s to read), if one came."""
+        message from the child (its run's outcome: ``service.moodle_sync.RunOutcome`` parses it), if one came."""
         while self.conn.poll():
             message = json.loads(self.conn.recv_bytes())
             if message.get("op") != "grade":

@@ -45,7 +45,6 @@ the last error in words, read from the database, so the same on every replica.
 
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import signal
@@ -57,7 +56,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from autograder.course import Course
 from autograder.database import Database
@@ -349,11 +348,11 @@ class MoodleSyncs:
             outcome = self._run(entry)
         except Exception as exc:  # one run's failure never ends the schedule
             log.exception("the sync of %s failed", entry.title)
-            outcome = {"error": f"{type(exc).__name__}: {exc}"}
+            outcome = RunOutcome(error=f"{type(exc).__name__}: {exc}")
         self._record(entry, row_id, outcome, next_run)
         return True
 
-    def _run(self, entry: SyncEntry) -> dict[str, Any]:
+    def _run(self, entry: SyncEntry) -> RunOutcome:
         """One sync in a child process: its outcome, or why there is none."""
         context: Any = multiprocessing.get_context(START_METHOD)
         ours, theirs = context.Pipe(duplex=True)
@@ -364,7 +363,7 @@ class MoodleSyncs:
                                   name=f"autograder-sync-{entry.week}-{entry.assignment}")
         process.start()
         theirs.close()
-        outcome: dict[str, Any] | None = None
+        outcome: RunOutcome | None = None
         try:
             if relay is not None and self.pool is not None:
                 self.pool.add(relay)
@@ -385,31 +384,49 @@ class MoodleSyncs:
         if outcome is None:
             why = ("stopped with the service that ran it; the next run carries on" if self._stop.is_set() else
                    f"the sync process ended unexpectedly (exit code {process.exitcode}); tried again next run")
-            outcome = {"error": why}
+            outcome = RunOutcome(error=why)
         return outcome
 
-    def _record(self, entry: SyncEntry, row_id: int, outcome: dict[str, Any], next_run: datetime) -> None:
+    def _record(self, entry: SyncEntry, row_id: int, outcome: RunOutcome, next_run: datetime) -> None:
         """The run's outcome into the database together with when the next run is due
         (``next_run``, or now if this one took longer), so a page never sees a finished run
         without its next one."""
         now = _now()
         report: dict[str, Any] | None = None
         error: str | None
-        if "error" in outcome:
-            log.warning("sync of %s: %s", entry.title, outcome["error"])
-            error = str(outcome["error"])
+        if outcome.error is not None:
+            log.warning("sync of %s: %s", entry.title, outcome.error)
+            error = outcome.error
         else:
-            interrupted = outcome.get("interrupted")
+            interrupted = outcome.interrupted
             error = f"stopped early: {interrupted}; the next run pushes what is missing" if interrupted else None
             log.info("sync of %s: %d pulled, %d graded, %d pushed, %d kept as changed in Moodle", entry.title,
-                     outcome["pulled"], outcome["graded"], outcome["pushed"], len(outcome["kept"]))
-            report = {key: outcome[key] for key in REPORTED}
+                     outcome.pulled, outcome.graded, outcome.pushed, len(outcome.kept))
+            report = outcome.model_dump(include=set(REPORTED))
         if not self._leases.finish(row_id, now=now, next_run=max(next_run, now), report=report, error=error):
             log.warning("the sync of %s outlived its lease (its renewals failed) and another replica took it "
                         "over: this run's outcome is not recorded", entry.title)
 
 
 REPORTED = ("pulled", "graded", "pushed", "unchanged", "kept", "left", "notes")  # what a status shows of a run
+
+
+class RunOutcome(BaseModel):
+    """What a run's process sends the service as it ends (JSON on the run's pipe, after the
+    batch it relayed, ``grading.relay``): what the run did, or ``error``, why it did nothing.
+    One that does not parse is that run's error, naming the field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    error: str | None = None
+    pulled: int = 0
+    graded: int = 0
+    pushed: int = 0
+    unchanged: int = 0
+    kept: dict[str, str] = Field(default_factory=dict)  # user -> why their Moodle grade was left alone
+    left: dict[str, str] = Field(default_factory=dict)  # user -> why nothing was pushed for them
+    notes: list[str] = Field(default_factory=list)
+    interrupted: str | None = None
 
 
 def _status(entry: SyncEntry, record: SyncRecord | None, *, stopped: bool, ttl_s: float,
@@ -449,27 +466,27 @@ def _child(entry: SyncEntry, course_root: Path, relayed: bool, scheduler: str | 
             options = GradingOptions(out_dir=entry.out, allow_pending=entry.allow_pending, jobs=1,
                                      scheduler=scheduler, graders=RelayedGraders(conn) if relayed else None)
             report = sync(week, client, entry.assignment, options)
-        outcome: dict[str, Any] = {
-            "pulled": len(report.fetched), "graded": report.graded, "pushed": len(report.pushed),
-            "unchanged": report.unchanged, "kept": report.kept, "left": report.left, "notes": report.notes,
-            "interrupted": report.interrupted}
+        outcome = RunOutcome(pulled=len(report.fetched), graded=report.graded, pushed=len(report.pushed),
+                             unchanged=report.unchanged, kept=report.kept, left=report.left, notes=report.notes,
+                             interrupted=report.interrupted)
     except KeyboardInterrupt:
         return
     except AutograderError as exc:
-        outcome = {"error": str(exc)}
+        outcome = RunOutcome(error=str(exc))
     except Exception as exc:  # shown on the instructor's page, tried again next run
         log.exception("the sync of %s failed", entry.title)
-        outcome = {"error": f"unexpected {type(exc).__name__}: {exc} (the service's log has the details)"}
-    text = json.dumps(outcome, ensure_ascii=False)
+        outcome = RunOutcome(error=f"unexpected {type(exc).__name__}: {exc} (the service's log has the details)")
+    text = outcome.model_dump_json()
     conn.send_bytes((text.replace(token, "[token]") if token else text).encode())
     conn.close()
 
 
-def _receive(conn: Connection, relay: Relay | None) -> dict[str, Any] | None:
+def _receive(conn: Connection, relay: Relay | None) -> RunOutcome | None:
     """The run's outcome once it sent it; meanwhile what it asks the service's pool, passed on."""
     if relay is not None:
-        return relay.pump()
-    return dict(json.loads(conn.recv_bytes())) if conn.poll() else None
+        message = relay.pump()
+        return None if message is None else RunOutcome.model_validate(message)
+    return RunOutcome.model_validate_json(conn.recv_bytes()) if conn.poll() else None
 
 
 def _end(process: multiprocessing.process.BaseProcess, *, stopping: bool) -> None:
