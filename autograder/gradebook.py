@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
 
-from autograder.database import Database, open_database
+from autograder.database import Database, clock, open_database
 from autograder.database.tables import manual_marks, results, rubric_applied, rubric_items, runs
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
@@ -45,7 +45,7 @@ class ManualMark:
 
     points: float
     comment: str
-    marked: str  # ISO 8601 UTC time of the last change
+    marked: datetime  # the last change (aware, UTC)
     answer_sha256: str | None = None  # the answer the marker saw; None for marks from before this was kept
     items: tuple[int, ...] = ()  # the rubric items it uses (numbers within the task); () for direct points
     adjustment: float | None = None  # a rubric mark's adjustment; None: points given directly
@@ -64,13 +64,9 @@ class RunRecord:
     id: int
     week: str
     grader_version: str
-    started: str
-    finished: str | None
+    started: datetime
+    finished: datetime | None
     counts: dict[str, int] = field(default_factory=dict)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class MarkOnRecord(Protocol):
@@ -164,7 +160,7 @@ class Gradebook:
     def begin_run(self, week: str, *, grader_version: str) -> int:
         """Note that a run started; returns the id to pass to ``record`` and ``finish_run``."""
         with self.database.write() as db:
-            return int(db.execute(insert(runs).values(week=week, grader_version=grader_version, started=_now())
+            return int(db.execute(insert(runs).values(week=week, grader_version=grader_version, started=clock.now())
                                   .returning(runs.c.id)).scalar_one())
 
     def finish_run(self, run_id: int, *, reused: int = 0) -> RunRecord:
@@ -176,7 +172,7 @@ class Gradebook:
                 .group_by(results.c.status).order_by(results.c.status))}
             counts["reused"] = reused
             updated = db.execute(update(runs).where(runs.c.id == run_id)
-                                 .values(finished=_now(), counts=json.dumps(counts)))
+                                 .values(finished=clock.now(), counts=counts))
             if updated.rowcount != 1:
                 raise GradebookError(f"{self.path}: no run {run_id} to finish")
         return next(r for r in self.runs() if r.id == run_id)
@@ -187,7 +183,7 @@ class Gradebook:
             rows = db.execute(select(runs.c.id, runs.c.week, runs.c.grader_version, runs.c.started,
                                      runs.c.finished, runs.c.counts).order_by(runs.c.id)).all()
         return [
-            RunRecord(id=i, week=w, grader_version=v, started=s, finished=f, counts=json.loads(c))
+            RunRecord(id=i, week=w, grader_version=v, started=s, finished=f, counts=dict(c))
             for i, w, v, s, f, c in rows
         ]
 
@@ -209,7 +205,7 @@ class Gradebook:
         row = {"week": result.week, "key": result.key, "submission_sha256": result.submission_sha256,
                "tests_sha256": result.tests_sha256, "grader_version": result.grader_version,
                "status": result.status.value, "score": result.score, "max_score": result.max_score,
-               "document": json.dumps(document, ensure_ascii=False), "recorded": _now(), "run_id": run_id}
+               "document": json.dumps(document, ensure_ascii=False), "recorded": clock.now(), "run_id": run_id}
         with self.database.write() as db:
             db.execute(self.database.upsert(results, row, keys=("week", "key")))
             if carry_from:
@@ -364,7 +360,7 @@ class Gradebook:
         """Inside a transaction: the mark row and the rubric items it uses (``rubric``:
         item numbers, adjustment, note; None for points given directly)."""
         items, adjustment, note = rubric if rubric is not None else ((), None, "")
-        mark = {"week": week, "key": key, "task": task, "points": points, "comment": comment, "marked": _now(),
+        mark = {"week": week, "key": key, "task": task, "points": points, "comment": comment, "marked": clock.now(),
                 "answer_sha256": answer_sha256, "adjustment": adjustment, "note": note}
         db.execute(self.database.upsert(manual_marks, mark, keys=("week", "key", "task")))
         db.execute(delete(rubric_applied).where(rubric_applied.c.week == week, rubric_applied.c.key == key,

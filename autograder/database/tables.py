@@ -5,11 +5,10 @@ folder, the LTI login states. A table one of them does not use stays empty; in e
 one database (a PostgreSQL server, say) can hold them all. Changing a table here means a
 new migration in ``migrations/versions/`` (``docs/ARCHITECTURE.md``, "Storage").
 
-The service's attempts, outbox and sync leases keep their moments as ``types.UtcDateTime``
-(aware UTC on both engines, ``clock.now()`` writes them) and their documents as ``JSON``;
-the other tables' times are still ISO 8601 text (they sort as text on both engines) or
-epoch seconds, and their JSON documents text, written and read by the modules that own
-them, until they move too.
+Every moment is a ``types.UtcDateTime`` (aware UTC on both engines, ``clock.now()`` writes
+it) but a rate limit's ``full_at``, epoch seconds for the arithmetic its upsert does in SQL;
+run counts, score posts and sync reports are ``JSON``. A result's document and a Moodle
+sync's file list are still JSON text, written and read by the modules that own them.
 """
 
 from __future__ import annotations
@@ -40,9 +39,9 @@ runs = Table(
     Column("id", Integer, primary_key=True),
     Column("week", Text, nullable=False),
     Column("grader_version", Text, nullable=False),
-    Column("started", Text, nullable=False),
-    Column("finished", Text),  # None: still running, or the run was killed
-    Column("counts", Text, nullable=False, server_default="{}"),  # JSON: results per status, and "reused"
+    Column("started", UtcDateTime, nullable=False),
+    Column("finished", UtcDateTime),  # None: still running, or the run was killed
+    Column("counts", JSON, nullable=False, server_default="{}"),  # results per status, and "reused"
 )
 
 results = Table(
@@ -56,7 +55,7 @@ results = Table(
     Column("score", Float, nullable=False),
     Column("max_score", Float, nullable=False),
     Column("document", Text, nullable=False),  # result_json.to_dict as recorded; marks apply on read
-    Column("recorded", Text, nullable=False),
+    Column("recorded", UtcDateTime, nullable=False),
     Column("run_id", Integer, ForeignKey("runs.id")),
 )
 
@@ -67,7 +66,7 @@ manual_marks = Table(
     Column("task", Integer, primary_key=True),
     Column("points", Float, nullable=False),
     Column("comment", Text, nullable=False),
-    Column("marked", Text, nullable=False),
+    Column("marked", UtcDateTime, nullable=False),
     Column("answer_sha256", Text),  # the answer marked; None: unknown
     Column("adjustment", Float),  # None: points given directly; else a rubric mark and this its adjustment
     Column("note", Text, nullable=False, server_default=""),  # a rubric mark's own comment

@@ -29,11 +29,15 @@ from autograder.database.tables import (
     lti_nonce,
     lti_registration,
     lti_state,
+    manual_marks,
     posts,
+    results,
+    runs,
     service_scores,
     service_syncs,
 )
 from autograder.exceptions import AutograderError
+from autograder.gradebook import Gradebook
 from autograder.service.lti import LoginStates, Platform, Platforms
 from autograder.service.settings import Settings
 from autograder.service.tool import Tool
@@ -148,6 +152,35 @@ def test_the_logins_epoch_seconds_become_moments_and_still_count(
         assert not states.use_nonce(used["issuer"], used["nonce"])  # used a minute ago: a replay
     finally:
         states.close()
+
+
+@pytest.mark.parametrize("gradebook", ["batch/gradebook.sqlite", "service-data/gradebook.sqlite"])
+def test_the_gradebooks_moments_and_run_counts_become_typed(folder: Path, database_url: str | None,
+                                                           gradebook: str) -> None:
+    """Written to the second (``2026-11-29T11:15:06+00:00``), unlike the service's stamps."""
+    path = folder / gradebook
+    before = _rows(path)
+    if database_url is not None:
+        _at_0006(database_url, before)
+    book = Gradebook.open(database_url or path)
+    try:
+        with book.database.read() as db:
+            after = {table.name: [row._asdict() for row in db.execute(select(table))]
+                     for table in (runs, results, manual_marks)}
+        run_records = book.runs()
+    finally:
+        book.close()
+    key = {"runs": ("id",), "results": ("week", "key"), "manual_marks": ("week", "key", "task")}
+    moments = {"runs": ("started", "finished"), "results": ("recorded",), "manual_marks": ("marked",)}
+    for table, columns in moments.items():
+        converted = {tuple(row[k] for k in key[table]): row for row in after[table]}
+        assert len(converted) == len(before[table]) and (before[table] or table == "runs"), table  # the service runs none
+        for old in before[table]:
+            new = converted[tuple(old[k] for k in key[table])]
+            for column in columns:
+                expected = None if old[column] is None else datetime.fromisoformat(old[column])
+                assert new[column] == expected and (expected is None or new[column].tzinfo == UTC), (table, column)
+    assert [run.counts for run in run_records] == [json.loads(row["counts"]) for row in before["runs"]]
 
 
 def test_the_service_imports_the_folders_platform_registrations_and_keeps_the_file(
