@@ -30,6 +30,7 @@ from autograder.course import Course, Week
 from autograder.exceptions import CourseError
 from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.feedback_zip import write_feedback_zip
+from autograder.formats.points import format_points
 from autograder.formats.result_json import encode
 from autograder.formats.worksheet import feedback_comment, fill_worksheet, write_worksheet
 from autograder.gradebook import Gradebook, ManualMark
@@ -281,7 +282,8 @@ class Scores:
         comment = feedback_comment(result)
         if pending:
             tasks = ", ".join(str(t.task) for t in pending)
-            comment += (f"<p>Task {tasks} ({result.pending_points:g} points) is marked by hand and not marked yet: "
+            comment += (f"<p>Task {tasks} ({format_points(result.pending_points)} points) is marked by hand and not "
+                        "marked yet: "
                         + ("this grade is provisional.</p>" if self.allow_pending
                            else "the grade follows once it is.</p>"))
         return Score(result=result, graded=not pending or self.allow_pending, comment=comment, title=edition.title,

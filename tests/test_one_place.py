@@ -6,7 +6,8 @@
   or zips a file directly, except into an ``atomic_path``'s partial file or a file named in
   atomic.py's docstring as not an output file (the kernel's, locks, ``/dev/null``);
 - one points formatter, ``formats/points.py``: the command line's tables, the report, the
-  audit and the worksheet format no points themselves.
+  audit, the worksheet, the publishing step, the Moodle sync and the service's score comment
+  format no points themselves.
 
 Each scan reads the source with ``ast``, so it sees what a ``grep`` would miss (an alias)
 and is not fooled by a comment or a docstring.
@@ -33,7 +34,8 @@ NOT_OUTPUT_FILES = {
     "service/runner.py": {"self.store.root / LOCK_FILE"},  # a lock file, held with flock
     "moodle_ws/sync.py": {"out_dir / _LOCK"},  # a lock file, held with flock
 }
-POINTS_PATHS = ("cli.py", "audit/", "report/", "formats/worksheet.py", "manual.py")
+POINTS_PATHS = ("cli.py", "audit/", "report/", "formats/worksheet.py", "manual.py", "publish.py", "moodle_ws/",
+                "service/counting.py")
 POINTS_NAMES = re.compile(r"score|points|lost|grade", re.IGNORECASE)  # what a points value is named
 
 

@@ -42,6 +42,7 @@ from autograder.batch import GradingOptions, all_graded, grade_submissions, rewr
 from autograder.course import Week
 from autograder.exceptions import AutograderError, MoodleServiceError
 from autograder.formats.atomic import write_bytes, write_text
+from autograder.formats.points import format_points
 from autograder.formats.worksheet import GRADED_STATUSES
 from autograder.gradebook import FILENAME, Gradebook
 from autograder.moodle.entries import MAX_FILE_BYTES
@@ -88,7 +89,7 @@ class Push:
     workflowstate: str = ""  # the marking workflow state to send: the one Moodle holds now
 
     def shown(self) -> str:
-        return "no grade yet (hand marking pending)" if self.grade == NO_GRADE else f"{self.grade:g}"
+        return "no grade yet (hand marking pending)" if self.grade == NO_GRADE else format_points(self.grade)
 
 
 @dataclass
@@ -471,7 +472,7 @@ def _say_kept(client: MoodleClient, held: dict[str, RemoteGrade], users: dict[in
         else:
             who = "someone"
         when = datetime.fromtimestamp(grade.timemodified, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        shown = "removed" if grade.grade is None else f"{grade.grade:g}"
+        shown = "removed" if grade.grade is None else format_points(grade.grade)
         since = "after our last push" if user.pushed_modified is not None else "before the sync ever pushed"
         report.kept[name] = (f"grade {shown} set in Moodle by {who} at {when}, {since}: not overwritten "
                              "(change it in Moodle if needed)")
@@ -523,8 +524,8 @@ def _send(client: MoodleClient, assignment: Assignment, state: SyncState, batch:
             continue
         grade = stored.get(push.userid)
         if grade is None or not _same(grade.grade, push.grade):
-            report.left[push.name] = (f"Moodle did not store the grade {push.shown()} (it holds "
-                                      f"{'nothing' if grade is None or grade.grade is None else f'{grade.grade:g}'}); "
+            held = "nothing" if grade is None or grade.grade is None else format_points(grade.grade)
+            report.left[push.name] = (f"Moodle did not store the grade {push.shown()} (it holds {held}); "
                                       "check the assignment's maximum grade and that grading is not locked")
             continue
         state.confirmed(push.userid, push.signature, attempt=grade.attemptnumber, moodle_modified=grade.timemodified,

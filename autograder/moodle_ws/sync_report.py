@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autograder.formats.points import format_points
 from autograder.moodle_ws.sync import SyncReport
 
 
@@ -16,7 +17,7 @@ def print_report(report: SyncReport, *, out: Console, err: Console) -> None:
     assignment = report.assignment
     if report.pushed:
         table = Table(title=f"{'would push' if report.dry_run else 'pushed'} to {assignment.name} "
-                            f"(assignment {assignment.id}, out of {assignment.max_grade:g})")
+                            f"(assignment {assignment.id}, out of {format_points(assignment.max_grade)})")
         for column in ("student", "grade", "feedback"):
             table.add_column(column, overflow="fold")
         for push in report.pushed:

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, select
 
 from autograder.database import Database
 from autograder.database.tables import attempts, service_scores
+from autograder.formats.points import format_points
 from autograder.service.attempt_queue import SELECT_ATTEMPTS, Attempt, owned_attempts, read_attempts
 from autograder.service.posts import enqueue, lineitem_of, lock_scores
 
@@ -64,7 +65,8 @@ def refresh_score(database: Database, db: Connection, context: str, user: str, w
         return False
     late = f" after a late penalty of {now.attempt.penalty:.0%}" if now.attempt.penalty else ""
     pending = " Hand-graded tasks are not marked yet." if now.progress == "PendingManual" else ""
-    comment = f"Attempt {now.attempt.number}: {now.score:g} of {now.max_score:g} points{late}.{pending}"
+    points = f"{format_points(now.score)} of {format_points(now.max_score)} points"
+    comment = f"Attempt {now.attempt.number}: {points}{late}.{pending}"
     db.execute(database.upsert(service_scores, {
         "context": context, "user": user, "week": week, "score": now.score, "max_score": now.max_score,
         "progress": now.progress, "attempt_id": now.attempt.id, "comment": comment}, keys=("context", "user", "week")))
