@@ -46,13 +46,14 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from autograder.database import clock
 from autograder.exceptions import ScorePostError
 from autograder.service.ags import redated
 from autograder.service.claims import ClaimRenewer, claim_owner, replica_claim_token
@@ -132,7 +133,7 @@ class Outbox:
         with ThreadPoolExecutor(self.senders, thread_name_prefix="autograder-outbox-send") as pool:
             while not self._stop.is_set():
                 claim = replica_claim_token()
-                claimed = self.store.claim_due_posts(now or datetime.now(UTC), ttl_s=self._claims.ttl_s,
+                claimed = self.store.claim_due_posts(now or clock.now(), ttl_s=self._claims.ttl_s,
                                                      limit=10 * self.senders, owner=claim)
                 if not claimed:
                     break
@@ -175,7 +176,7 @@ class Outbox:
             event("score retried", level=logging.WARNING, **about, error=type(exc).__name__)
             return self._written(partial(self._retry, post, claim, f"{type(exc).__name__}: {exc}", tries))
         event("score posted", **about, score=post.payload.get("scoreGiven"))
-        return self._written(partial(self.store.post_done, post.id, datetime.now(UTC), claim=claim))
+        return self._written(partial(self.store.post_done, post.id, clock.now(), claim=claim))
 
     def _written(self, write: Callable[[], bool]) -> bool:
         """``write`` (a sent post's outcome into the database), tried again while the database is
@@ -201,7 +202,7 @@ class Outbox:
             if uncertain:
                 note = "the platform already held this score (409 after a send whose answer was lost)"
                 return "score already there", logging.INFO, note, partial(
-                    self.store.post_done, post.id, datetime.now(UTC), note=note, claim=claim)
+                    self.store.post_done, post.id, clock.now(), note=note, claim=claim)
             if self._written(partial(self.store.newer_post_exists, post)):
                 note = "the platform holds a newer score (409); a later post carries the current one"
                 return "score superseded", logging.INFO, note, partial(
@@ -211,7 +212,7 @@ class Outbox:
                         f"grade changed in the LMS, or is its clock ahead?); last answer: {exc}")
                 return "score refused", logging.WARNING, note, partial(
                     self.store.post_failed, post.id, note, claim=claim)
-            now = datetime.now(UTC)
+            now = clock.now()
             note = f"409 conflict {post.conflicts + 1}: {exc}"
             return "score retried", logging.WARNING, f"{note}; sent again with a later timestamp", partial(
                 self.store.post_retry, post.id, note, now + timedelta(seconds=1), payload=redated(post.payload, now),
@@ -223,5 +224,5 @@ class Outbox:
 
     def _retry(self, post: Post, claim: str, error: str, tries: int) -> bool:
         delay = min(self.max_delay_s, self.base_delay_s * 2 ** max(tries - 1, 0))
-        return self.store.post_retry(post.id, error, datetime.now(UTC) + timedelta(seconds=delay), claim=claim)
+        return self.store.post_retry(post.id, error, clock.now() + timedelta(seconds=delay), claim=claim)
 

@@ -3,14 +3,13 @@ upload itself, which queues an attempt for grading and sends them to its page.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from autograder.course import Week
+from autograder.database import clock
 from autograder.exceptions import AutograderError, Refused, SubmissionError
 from autograder.i18n.languages import framework_translations
 from autograder.i18n.runtime import N_, speaking
@@ -88,7 +87,7 @@ def _queue_checked(form: FormData, session: Session, week: Week, store: Store, h
     content = _notebook(form.get("notebook"), settings.upload_limit_bytes)
     try:
         return store.submit(context=session.context, user=session.user, week=week.name, content=content,
-                            policy=hooks.policy_for(week.name), now=_utcnow())
+                            policy=hooks.policy_for(week.name), now=clock.now())
     except AutograderError as exc:  # AttemptRefused: the course's policy says no, and why
         raise Refused(409, str(exc)) from exc
 
@@ -110,7 +109,3 @@ def _notebook(file: object, limit_bytes: int) -> bytes:
         raise Refused(415, N_("{file} is not a readable Jupyter notebook ({problem})."), file=repr(file.filename),
                       problem=str(exc)) from exc
     return content
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
