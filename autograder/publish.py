@@ -21,6 +21,8 @@ stays with ``service/counting.py`` and the outbox.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,15 +34,17 @@ from autograder.formats.atomic import write_bytes, write_text
 from autograder.formats.feedback_zip import write_feedback_zip
 from autograder.formats.points import format_points
 from autograder.formats.result_json import encode
+from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.formats.worksheet import feedback_comment, fill_worksheet, write_worksheet
 from autograder.gradebook import Gradebook, ManualMark
 from autograder.interop.grades import to_nbgrader_grades_csv, to_otter_final_grades_csv
 from autograder.manual import RUBRIC_CSV, Mark, write_manual_sheet, write_rubric_sheet
 from autograder.report import render_feedback, write_report
 from autograder.report.similarity import Pair, similar_pairs
-from autograder.results import SubmissionResult
+from autograder.results import Status, SubmissionResult
 from autograder.results_folders import service_results
 from autograder.rubric import RubricItem
+from autograder.text import scrub
 
 if TYPE_CHECKING:
     import nbformat
@@ -54,6 +58,7 @@ MANUAL_CSV = "manual-marking.csv"
 MANUAL_HTML = "manual-marking.html"
 NBGRADER_CSV = "nbgrader-grades.csv"
 OTTER_CSV = "otter-final_grades.csv"
+GRADEBOOK_CSV = "gradebook.csv"
 CODE_DIR = "code"  # each submission's own code (given cells removed), compared for similarity
 
 
@@ -66,6 +71,7 @@ class Outputs:
     worksheet: Path | None = None
     feedback_zip: Path | None = None
     manual_sheet: Path | None = None
+    gradebook: Path | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # key -> why it is not in an output
 
 
@@ -238,6 +244,69 @@ class MarkingSheets:
         write_rubric_sheet(edition.rubric, self.week.tasks, edition.folder / RUBRIC_CSV)
 
 
+@dataclass(frozen=True)
+class Learner:
+    """Who a result belongs to, as the gradebook CSV names them: the name shown, the LMS's
+    identifier (Moodle's participant id, the LTI ``sub``) and the email, "" when unknown."""
+
+    name: str
+    lms_id: str = ""
+    email: str = ""
+
+    @classmethod
+    def of(cls, result: SubmissionResult) -> Learner:
+        """A batch's learner: Moodle's full name and participant id when the hand-in came from
+        an export, else the result's key (a loose notebook has nobody else to name)."""
+        who = result.participant
+        if who is None:
+            return cls(name=result.key)
+        return cls(name=who.full_name or who.group_name or result.key, lms_id=who.participant_id or "")
+
+
+PENDING_MARKS = "pending hand marks"
+_STATUS_WORDS = {Status.GRADED: "graded", Status.NOT_ATTEMPTED: "not attempted", Status.ERROR: "error",
+                 Status.TIMEOUT: "timeout", Status.NOT_SUBMITTED: "not submitted", Status.WRONG_WEEK: "wrong week"}
+
+
+def gradebook_csv(rows: Sequence[tuple[Learner, SubmissionResult]]) -> str:
+    """The gradebook as a spreadsheet opens it: one row per learner, sorted by name, with each
+    task's points under a "Task N (max M)" column (blank while pending or never graded),
+    the total and maximum, the status ("pending hand marks" for a graded result with tasks
+    still to mark) and the points still to mark. Every cell a student or the LMS chose goes
+    through ``spreadsheet_cell`` (a name ``=HYPERLINK(...)`` is shown, never run), and the
+    text starts with a byte order mark so Excel reads accents and Japanese as UTF-8. The
+    batch's ``gradebook.csv`` and the service's results.zip are both this text."""
+    maxima: dict[int, float] = {}
+    for _, result in rows:
+        for task in result.tasks:
+            maxima[task.task] = max(maxima.get(task.task, 0.0), task.max_score)
+    numbers = sorted(maxima)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\r\n")
+    writer.writerow(["Name", "LMS id", "Email",
+                     *(f"Task {n} (max {format_points(maxima[n])})" for n in numbers),
+                     "Total", "Maximum", "Status", "Pending points"])
+    for learner, result in sorted(rows, key=lambda row: (row[0].name.casefold(), row[0].name, row[1].key)):
+        points = {t.task: "" if t.pending else format_points(t.score) for t in result.tasks}
+        status = PENDING_MARKS if result.status == Status.GRADED and result.pending_points else (
+            _STATUS_WORDS[result.status])
+        writer.writerow([spreadsheet_cell(learner.name), spreadsheet_cell(learner.lms_id),
+                         spreadsheet_cell(learner.email), *(points.get(n, "") for n in numbers),
+                         format_points(result.score), format_points(result.max_score), status,
+                         format_points(result.pending_points)])
+    # a name from a file name that is not UTF-8 (a lone surrogate) becomes U+FFFD
+    return scrub("\ufeff" + text.getvalue())
+
+
+class GradebookCsv:
+    """``gradebook.csv`` beside Moodle's worksheet: each student's name, LMS id, per-task
+    points, total and status in one sheet a spreadsheet opens as it is (``gradebook_csv``)."""
+
+    def publish(self, edition: Edition, outputs: Outputs) -> None:
+        outputs.gradebook = edition.folder / GRADEBOOK_CSV
+        write_text(outputs.gradebook, gradebook_csv([(Learner.of(r), r) for r in edition.results]))
+
+
 def _from_moodle(results: Sequence[SubmissionResult]) -> list[SubmissionResult]:
     """The results of hand-ins from a Moodle export (their participant's folder is known)."""
     return [r for r in results if r.participant is not None and r.participant.folder]
@@ -296,7 +365,7 @@ class Scores:
 def batch_artifacts(*, worksheet: Path | None, allow_pending: bool) -> list[Artifact]:
     """Everything the instructor and Moodle get from a grading run (``batch``), in the order it is written."""
     return [KeptWorksheet(worksheet), ResultFiles(), Report(), OtherToolsGrades(),
-            MoodleWorksheet(worksheet, allow_pending=allow_pending), MoodleFeedbackZip()]
+            MoodleWorksheet(worksheet, allow_pending=allow_pending), GradebookCsv(), MoodleFeedbackZip()]
 
 
 def publish_attempt(root: Path, course: Course | None, result: SubmissionResult, *,

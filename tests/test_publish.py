@@ -4,6 +4,8 @@ given while the caller's sink sends it."""
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,3 +61,25 @@ def test_scores_give_no_grade_while_a_hand_mark_is_pending_unless_allowed(course
         assert bob.comment.endswith(f"<p>Task 2 (6 points) is marked by hand and not marked yet: {pending_note}</p>")
         assert bob.page() == render_feedback(bob.result, week_title=week.label(), week=week)
         assert list(tmp_path.iterdir()) == [] and outputs.report is None  # scores only: no file written
+
+
+def test_the_batch_writes_a_gradebook_csv_a_spreadsheet_opens_with_names_tasks_totals_and_status(
+        course: Course, tmp_path: Path) -> None:
+    week = course.week("week01")
+    graded = a_result("z-key", marked=True)
+    graded.participant = Participant(participant_id="123456", full_name="Zoé 山田")
+    pending = a_result("b-key")
+    pending.participant = Participant(participant_id="777", full_name='=HYPERLINK("http://x.test","a")')
+    error = SubmissionResult("c.ipynb", "c-key", Status.ERROR, week="week01",
+                             tasks=[TaskResult(1, 0.0, 4.0), TaskResult(2, 0.0, 6.0, manual=True)])
+    outputs = write_outputs(week, [graded, pending, error], tmp_path)
+    assert outputs.gradebook == tmp_path / "gradebook.csv"
+    raw = outputs.gradebook.read_bytes()
+    assert raw.startswith("\ufeff".encode())  # Excel reads it as UTF-8
+    rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert rows == [
+        ["Name", "LMS id", "Email", "Task 1 (max 4)", "Task 2 (max 6)", "Total", "Maximum", "Status", "Pending points"],
+        ["'=HYPERLINK(\"http://x.test\",\"a\")", "777", "", "3", "", "3", "10", "pending hand marks", "6"],
+        ["c-key", "", "", "0", "", "0", "10", "error", "6"],
+        ["Zoé 山田", "123456", "", "3", "5", "8", "10", "graded", "0"],
+    ]

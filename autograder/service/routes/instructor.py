@@ -14,7 +14,7 @@ from autograder.exceptions import Refused
 from autograder.formats.result_json import encode
 from autograder.formats.spreadsheet_cells import spreadsheet_cell
 from autograder.i18n.runtime import N_
-from autograder.publish import attempt_page
+from autograder.publish import GRADEBOOK_CSV, Learner, attempt_page, gradebook_csv
 from autograder.service.counting import counted as counted_score
 from autograder.service.deps import (
     CheckedForm,
@@ -74,14 +74,20 @@ def resend(post_id: int, session: CurrentInstructor, _: CheckedForm, week: PathW
 
 @router.get("/results.zip")
 def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: CourseDep) -> Response:
-    """The week's attempts as a CSV, with each result's JSON and feedback page rendered from
-    the gradebook (marks applied)."""
+    """The week's attempts as a CSV, each result's JSON and feedback page rendered from the
+    gradebook (marks applied), and ``gradebook.csv``: the batch's sheet (``publish.gradebook_csv``)
+    with a row per student for their counted attempt (else their latest with a result),
+    named as the LMS named them, the LTI ``sub`` as their LMS id. ``attempts.csv`` stays as
+    it was, internal user ids and all, for scripts that read it."""
     name = week.name
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         lines = ["user,attempt,state,score,max_score,late_penalty_fraction,submitted_at"]
         attempts = store.week_attempts(context=session.context, week=name)
         results = store.results_of(attempts)
+        theirs: dict[str, list[Attempt]] = {}
+        for attempt in sorted(attempts, key=lambda a: a.number):
+            theirs.setdefault(attempt.user, []).append(attempt)
         for attempt in attempts:
             lines.append(f"{csv_cell(attempt.user)},{attempt.number},{attempt.state},"
                          f"{'' if attempt.score is None else attempt.score},{attempt.max_score},"
@@ -92,6 +98,14 @@ def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep, cou
                 archive.writestr(f"{folder}.json", encode(result))
                 archive.writestr(f"{folder}.html", attempt_page(course, result, week_title=attempt.title or name))
         archive.writestr(f"{name}/attempts.csv", "\n".join(lines) + "\n")
+        rows = []
+        for user, own in theirs.items():
+            score = counted_score(own)
+            shown = score.attempt if score is not None else next((a for a in reversed(own) if a.id in results), None)
+            if shown is not None:
+                rows.append((Learner(name=store.user_name(session.context, user) or user, lms_id=user),
+                             results[shown.id]))
+        archive.writestr(f"{name}/{GRADEBOOK_CSV}", gradebook_csv(rows).encode("utf-8"))
     return Response(buffer.getvalue(), media_type="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{name}-results.zip"'})
 
