@@ -6,9 +6,10 @@ started by Dask's nanny, as ``dask worker`` starts them) and grades the same N n
 twice on it: once as a batch (``grading.distributed.grade_on_cluster``, what ``autograder
 grade --scheduler`` runs), once as N uploads queued at once in the service
 (``service.runner.GradingService`` with ``scheduler``, what ``serve --scheduler`` runs).
-Each is timed from its first result to its last (the graders' cold start excluded: the
-batch runs once before, to warm them), and prints the median gap between results and the
-wall time per submission: what the number of tasks kept in flight changes.
+Each is timed from its first result to its last (the graders' cold start excluded: a few
+submissions are graded first until every worker thread has a warm grader), and prints the
+median gap between results and the wall time per submission: what the number of tasks kept
+in flight changes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ sys.path.insert(0, str(HERE))
 from submissions import build  # noqa: E402
 
 from autograder.course import Course  # noqa: E402
-from autograder.grading.distributed import grade_on_cluster  # noqa: E402
+from autograder.grading.distributed import grade_on_cluster, warm_graders  # noqa: E402
 from autograder.results import SubmissionResult  # noqa: E402
 from autograder.service.policy import WeekPolicy  # noqa: E402
 from autograder.service.runner import GradingService  # noqa: E402
@@ -48,7 +49,9 @@ def figures(arrivals: list[float]) -> dict[str, float]:
 def batch(week_name: str, paths: list[Path], client: distributed.Client) -> dict[str, float]:
     week = Course.locate(HERE.parent).week(week_name)
     submissions = [Submission(origin=str(p), key=p.stem, content=p.read_bytes()) for p in paths]
-    grade_on_cluster(week, submissions[:len(client.nthreads())], scheduler=client)  # warm every worker's grader
+    threads = sum(client.nthreads().values())
+    while sum(p["started"] for found in client.run(warm_graders).values() for p in found) < threads:
+        grade_on_cluster(week, submissions[:threads], scheduler=client)  # until every worker thread has a warm grader
     arrivals: list[float] = []
 
     def on_result(_result: SubmissionResult) -> None:
