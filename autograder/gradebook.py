@@ -18,7 +18,6 @@ document ``grade --json`` prints; nothing is pickled.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -122,10 +121,10 @@ def read_marks(db: Connection, week: str, keys: Collection[str] | None = None) -
     return marks
 
 
-def marked_result(document: str, marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
-    """A stored result document (the ``results.document`` column) read, with its marks
-    (``read_marks``) applied: what every reader of a result sees."""
-    return apply_marks(result_json.from_dict(json.loads(document)), marks)
+def marked_result(document: Mapping[str, Any], marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
+    """A stored result document (the ``results.document`` column, ``result_json.to_dict``'s
+    dict) read, with its marks (``read_marks``) applied: what every reader of a result sees."""
+    return apply_marks(result_json.from_dict(document), marks)
 
 
 class Gradebook:
@@ -205,7 +204,7 @@ class Gradebook:
         row = {"week": result.week, "key": result.key, "submission_sha256": result.submission_sha256,
                "tests_sha256": result.tests_sha256, "grader_version": result.grader_version,
                "status": result.status.value, "score": result.score, "max_score": result.max_score,
-               "document": json.dumps(document, ensure_ascii=False), "recorded": clock.now(), "run_id": run_id}
+               "document": document, "recorded": clock.now(), "run_id": run_id}
         with self.database.write() as db:
             db.execute(self.database.upsert(results, row, keys=("week", "key")))
             if carry_from:
@@ -285,7 +284,7 @@ class Gradebook:
                 results.c.submission_sha256 == submission_sha256)).scalar()
         if document is None:
             return None
-        seed = json.loads(document).get("seed")
+        seed = document.get("seed")
         return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
     def results(self, week: str, keys: Collection[str] | None = None) -> list[SubmissionResult]:
@@ -346,7 +345,7 @@ class Gradebook:
         document = db.execute(select(results.c.document).where(results.c.week == week, results.c.key == key)).scalar()
         if document is None:
             raise GradebookError(f"{self.path}: no result for {key!r} in {week}: grade the week before marking it")
-        stored = result_json.from_dict(json.loads(document))
+        stored = result_json.from_dict(document)
         try:
             target = stored.task(task)
         except KeyError:

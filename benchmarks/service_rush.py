@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -130,14 +131,21 @@ def made_unlike(notebook: bytes, label: str) -> bytes:
 BUDGET_WORDS = (" s of CPU time", " s of wall-clock time")  # how the English feedback names a budget that ran out
 
 
-def stopped_by_a_budget(document: str | None) -> bool:
+def stopped_by_a_budget(document: str | dict[str, Any] | None) -> bool:
     """Whether a graded attempt's feedback (its result document in the gradebook) says a
-    budget stopped some of its code."""
+    budget stopped some of its code. A ``json`` column on PostgreSQL reads as a dict, JSON
+    text on SQLite as a string."""
     if not document:
         return False
-    result = json.loads(document)
+    result = json.loads(document) if isinstance(document, str) else document
     said = [test["output"] for test in result["tests"]] + result.get("messages", [])
     return any(words in line for line in said for words in BUDGET_WORDS)
+
+
+def _seconds(moment: str | datetime) -> float:
+    """A stored moment as epoch seconds: a ``timestamptz`` reads as a datetime on
+    PostgreSQL, ISO 8601 text on SQLite."""
+    return (moment if isinstance(moment, datetime) else datetime.fromisoformat(moment)).timestamp()
 
 
 def idle_vs_loaded(kinds: list[str], scores: dict[tuple[str, int], float | None],
@@ -298,9 +306,9 @@ def main() -> None:
     engine.dispose()
     if proxy:
         proxy.close()
-    to_feedback = [datetime.fromisoformat(g).timestamp() - datetime.fromisoformat(s).timestamp()
+    to_feedback = [_seconds(g) - _seconds(s)
                    for _, _, s, g, state_ in rows if g and state_ == "graded"]
-    submitted = {user: sorted(datetime.fromisoformat(s).timestamp() for u, _, s, _, _ in rows if u == user)
+    submitted = {user: sorted(_seconds(s) for u, _, s, _, _ in rows if u == user)
                  for user in {r[0] for r in rows}}
     to_score = []
     for score in state.scores:
@@ -331,7 +339,7 @@ def main() -> None:
     }
     if args.hogs:
         summary["upload_to_feedback_s_by_rush"] = {label: percentiles([
-            datetime.fromisoformat(g).timestamp() - datetime.fromisoformat(s).timestamp()
+            _seconds(g) - _seconds(s)
             for _, content_hash, s, g, state_ in rows
             if g and state_ == "graded" and pass_of.get(content_hash, ("",))[0] == label]) for label, _ in passes}
         summary["idle_vs_loaded"] = idle_vs_loaded([kind_of(path) for path in paths],

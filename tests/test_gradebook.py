@@ -4,7 +4,6 @@ PostgreSQL server (the ``database_url`` fixture); adopting files older versions 
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import signal
 import sqlite3
@@ -15,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from autograder.database import open_database
 from autograder.database.migrate import LAST_USER_VERSION, SQLITE_USER_VERSION, head
+from autograder.database.tables import results
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
 from autograder.gradebook import Gradebook
@@ -407,6 +408,6 @@ def test_two_processes_writing_at_once_do_not_corrupt(tmp_path: Path, database_u
     with Gradebook.open(location) as book:
         keys = [r.key for r in book.results(WEEK)]
         with book.database.read() as db:
-            rows = db.exec_driver_sql("SELECT key, document FROM results").all()
+            rows = db.execute(select(results.c.key, results.c.document)).all()
     assert len(keys) == len(set(keys)) == 60 + 60 + 5
-    assert all(json.loads(doc)["key"] == key for key, doc in rows)
+    assert all(doc["key"] == key for key, doc in rows)

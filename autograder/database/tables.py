@@ -7,8 +7,8 @@ new migration in ``migrations/versions/`` (``docs/ARCHITECTURE.md``, "Storage").
 
 Every moment is a ``types.UtcDateTime`` (aware UTC on both engines, ``clock.now()`` writes
 it) but a rate limit's ``full_at``, epoch seconds for the arithmetic its upsert does in SQL;
-run counts, score posts and sync reports are ``JSON``. A result's document and a Moodle
-sync's file list are still JSON text, written and read by the modules that own them.
+every document is ``JSON`` (dicts and lists in and out, nothing encoded by hand): run
+counts, result documents, score posts, sync reports, a Moodle sync's file lists.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ results = Table(
     Column("status", Text, nullable=False),
     Column("score", Float, nullable=False),
     Column("max_score", Float, nullable=False),
-    Column("document", Text, nullable=False),  # result_json.to_dict as recorded; marks apply on read
+    Column("document", JSON, nullable=False),  # result_json.to_dict as recorded; marks apply on read
     Column("recorded", UtcDateTime, nullable=False),
     Column("run_id", Integer, ForeignKey("runs.id")),
 )
@@ -193,7 +193,7 @@ moodle_sync = Table(
     Column("attemptnumber", Integer, nullable=False),
     Column("modified", BigInteger, nullable=False),  # the submission's timemodified as last listed
     Column("downloaded", BigInteger),  # the timemodified whose files are on disk; None: none yet
-    Column("files", Text, nullable=False, server_default="[]"),  # JSON: every file name the submission holds
+    Column("files", JSON, nullable=False, server_default="[]"),  # every file name the submission holds
     Column("pushed", Text),  # signature of the last confirmed push
     Column("pushed_attempt", Integer),
     Column("pushed_modified", BigInteger),  # the grade's timemodified Moodle showed after that push

@@ -15,7 +15,6 @@ The table lives beside the gradebook's own tables, in the same database
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -85,7 +84,7 @@ class SyncState:
             rows = db.execute(select(*_COLUMNS).where(*self._mine()).order_by(moodle_sync.c.userid)).all()
         return {row[0]: UserState(
             userid=row[0], fullname=row[1], attemptnumber=row[2], modified=row[3], downloaded=row[4],
-            files=json.loads(row[5]), pushed=row[6], pushed_attempt=row[7], pushed_modified=row[8],
+            files=row[5], pushed=row[6], pushed_attempt=row[7], pushed_modified=row[8],
             inflight=row[9], inflight_grade=row[10], pushed_grader=row[11], pushed_grade=row[12]) for row in rows}
 
     def since(self) -> int:
@@ -100,7 +99,7 @@ class SyncState:
     def listed(self, userid: int, *, attemptnumber: int, modified: int, files: list[str]) -> None:
         """Note a submission as Moodle lists it now (new, changed, or the same again)."""
         row = {"site": self._site, "assignment": self._assignment, "userid": userid, "week": self.week,
-               "attemptnumber": attemptnumber, "modified": modified, "files": json.dumps(files)}
+               "attemptnumber": attemptnumber, "modified": modified, "files": files}
         with self._database.write() as db:
             db.execute(self._database.upsert(moodle_sync, row, keys=("site", "assignment", "userid"),
                                              update=("attemptnumber", "modified", "files")))

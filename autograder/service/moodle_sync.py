@@ -50,7 +50,7 @@ import multiprocessing
 import signal
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import TracebackType
@@ -59,7 +59,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from autograder.course import Course
-from autograder.database import Database
+from autograder.database import Database, clock
 from autograder.exceptions import AutograderError, PolicyError
 from autograder.grading.grader_process import START_METHOD
 from autograder.grading.pool import GraderPool
@@ -282,7 +282,7 @@ class MoodleSyncs:
         """Each entry's status now, in service.toml's order: as the database has it, so the
         same on every replica (but for "stopped", which is this process's own)."""
         records = self._leases.records(list(self._rows.values())) if self._rows else {}
-        now = _now()
+        now = clock.now()
         return [_status(entry, records.get(self._rows.get(number, -1)), stopped=number in self._stopped,
                         ttl_s=self._leases.ttl_s, now=now)
                 for number, entry in sorted(self._entries.items())]
@@ -312,7 +312,7 @@ class MoodleSyncs:
             try:
                 record = self._leases.records([row_id])[row_id]
                 outage.recovered()
-                now = _now()
+                now = clock.now()
                 delay = max(0.0, (record.due(self._leases.ttl_s, now) - now).total_seconds())
                 if delay > 0:
                     continue
@@ -340,7 +340,7 @@ class MoodleSyncs:
     def _take_run(self, entry: SyncEntry, row_id: int) -> bool:
         """Run the entry if this replica takes its lease (False: another holds it, or ran it
         meanwhile); the outcome, or why there is none, recorded with the next run due."""
-        now = _now()
+        now = clock.now()
         next_run = now + timedelta(seconds=entry.interval_s)
         if not self._leases.take(row_id, now=now, next_run=next_run):
             return False
@@ -391,7 +391,7 @@ class MoodleSyncs:
         """The run's outcome into the database together with when the next run is due
         (``next_run``, or now if this one took longer), so a page never sees a finished run
         without its next one."""
-        now = _now()
+        now = clock.now()
         report: dict[str, Any] | None = None
         error: str | None
         if outcome.error is not None:
@@ -499,7 +499,3 @@ def _end(process: multiprocessing.process.BaseProcess, *, stopping: bool) -> Non
     if process.is_alive():
         process.kill()
         process.join()
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import MetaData, insert, select
+from sqlalchemy import MetaData, insert, inspect, select
 
 from autograder.database import Database, clock, open_database
 from autograder.database.migrate import MIGRATIONS
@@ -30,6 +30,7 @@ from autograder.database.tables import (
     lti_registration,
     lti_state,
     manual_marks,
+    moodle_sync,
     posts,
     results,
     runs,
@@ -38,8 +39,10 @@ from autograder.database.tables import (
 )
 from autograder.exceptions import AutograderError
 from autograder.gradebook import Gradebook
+from autograder.moodle_ws.sync_state import SyncState
 from autograder.service.lti import LoginStates, Platform, Platforms
 from autograder.service.settings import Settings
+from autograder.service.store import Store
 from autograder.service.tool import Tool
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "data_folder_0006"
@@ -155,9 +158,10 @@ def test_the_logins_epoch_seconds_become_moments_and_still_count(
 
 
 @pytest.mark.parametrize("gradebook", ["batch/gradebook.sqlite", "service-data/gradebook.sqlite"])
-def test_the_gradebooks_moments_and_run_counts_become_typed(folder: Path, database_url: str | None,
-                                                           gradebook: str) -> None:
-    """Written to the second (``2026-11-29T11:15:06+00:00``), unlike the service's stamps."""
+def test_the_gradebooks_moments_run_counts_and_documents_become_typed(folder: Path, database_url: str | None,
+                                                                     gradebook: str) -> None:
+    """Moments written to the second (``2026-11-29T11:15:06+00:00``), unlike the service's
+    stamps; result documents and a Moodle sync's file lists written as JSON text (0013)."""
     path = folder / gradebook
     before = _rows(path)
     if database_url is not None:
@@ -166,7 +170,7 @@ def test_the_gradebooks_moments_and_run_counts_become_typed(folder: Path, databa
     try:
         with book.database.read() as db:
             after = {table.name: [row._asdict() for row in db.execute(select(table))]
-                     for table in (runs, results, manual_marks)}
+                     for table in (runs, results, manual_marks, moodle_sync)}
         run_records = book.runs()
     finally:
         book.close()
@@ -181,6 +185,36 @@ def test_the_gradebooks_moments_and_run_counts_become_typed(folder: Path, databa
                 expected = None if old[column] is None else datetime.fromisoformat(old[column])
                 assert new[column] == expected and (expected is None or new[column].tzinfo == UTC), (table, column)
     assert [run.counts for run in run_records] == [json.loads(row["counts"]) for row in before["runs"]]
+    documents = {(row["week"], row["key"]): row["document"] for row in after["results"]}
+    assert documents == {(row["week"], row["key"]): json.loads(row["document"]) for row in before["results"]}
+    assert [row["files"] for row in after["moodle_sync"]] == [json.loads(row["files"]) for row in before["moodle_sync"]]
+    if gradebook.startswith("service"):  # a sync's user: its files read as a list, another noted as one
+        assert before["moodle_sync"]
+        [ann] = before["moodle_sync"]
+        with SyncState(database_url or path, site=ann["site"], assignment=ann["assignment"], week=ann["week"]) as state:
+            assert state.users()[ann["userid"]].files == json.loads(ann["files"])
+            state.listed(202, attemptnumber=0, modified=1700000200, files=["bea.ipynb", "data/notes.txt"])
+            assert state.users()[202].files == ["bea.ipynb", "data/notes.txt"]
+
+
+def test_the_attempts_scores_are_read_from_the_gradebook_as_their_dropped_columns_held_them(
+        folder: Path, database_url: str | None) -> None:
+    """Revision 0008 drops an attempt's own copy of its score and result files: the
+    gradebook's result, marks applied, gives what the columns held."""
+    data = folder / "service-data"
+    before = _rows(data / "gradebook.sqlite")
+    if database_url is not None:
+        _at_0006(database_url, before)
+    with Store(data, database=database_url) as store:
+        columns = {column["name"] for column in inspect(store.database.engine).get_columns("attempts")}
+        read = {row["id"]: store.attempt(row["id"]) for row in before["attempts"]}
+    assert not columns & {"score", "max_score", "pending", "result_path", "feedback_path"}
+    assert {row["state"] for row in before["attempts"]} == {"graded", "queued"}
+    for row in before["attempts"]:
+        attempt = read[row["id"]]
+        assert attempt is not None and attempt.state == row["state"], row["id"]
+        assert (attempt.score, attempt.max_score, attempt.pending) == (row["score"], row["max_score"],
+                                                                       row["pending"]), row["id"]
 
 
 def test_the_service_imports_the_folders_platform_registrations_and_keeps_the_file(
