@@ -291,10 +291,10 @@ class Gradebook:
         """Every stored result of ``week`` (of ``keys`` only, if given: one course's
         attempts in a shared database), ordered by key, with manual marks applied."""
         query = select(results.c.key, results.c.document).where(results.c.week == week).order_by(results.c.key)
-        with self.database.read() as db:
-            rows = db.execute(query if keys is None else query.where(results.c.key.in_(keys))).all()
+        with self.database.read() as db:  # each document read as it comes: a week's dicts are never all held
             marks = read_marks(db, week, keys)
-        return [marked_result(doc, marks.get(key, {})) for key, doc in rows]
+            rows = db.execute(query if keys is None else query.where(results.c.key.in_(keys)))
+            return [marked_result(doc, marks.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:
         """The weeks that have results, sorted."""
