@@ -14,10 +14,10 @@ Revision ID: 0009
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import sqlalchemy as sa
 from alembic import op
+
+from autograder.database.migrations.moments import type_moments, untype_moments
 
 revision = "0009"
 down_revision = "0008"
@@ -30,39 +30,15 @@ MOMENTS = {"posts": ("next_try_at", "posted_at", "created_at", "sending_since"),
 DOCUMENTS = {"posts": "payload", "service_syncs": "report"}
 
 
-def _sqlite_text(value: str) -> str:
-    """A moment as the code now keeps it on SQLite (aware UTC, microseconds)."""
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:  # never written so, but then it was UTC as every stamp was
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def upgrade() -> None:
-    bind = op.get_bind()
-    if bind.dialect.name == "postgresql":
-        for table, columns in MOMENTS.items():
-            for column in columns:
-                op.alter_column(table, column, type_=sa.DateTime(timezone=True),
-                                postgresql_using=f'"{column}"::timestamptz')
+    type_moments(MOMENTS)
+    if op.get_bind().dialect.name == "postgresql":  # SQLite: the text already is what JSON reads
         for table, column in DOCUMENTS.items():
             op.alter_column(table, column, type_=sa.JSON, postgresql_using=f'"{column}"::json')
-        return
-    for table, columns in MOMENTS.items():
-        rows = sa.table(table, sa.column("rowid", sa.Integer), *(sa.column(c, sa.Text) for c in columns))
-        for row in bind.execute(sa.select(rows)).mappings().all():
-            changed = {c: _sqlite_text(row[c]) for c in columns if row[c] is not None}
-            if changed:
-                bind.execute(rows.update().where(rows.c.rowid == row["rowid"]).values(**changed))
 
 
 def downgrade() -> None:
-    bind = op.get_bind()
-    if bind.dialect.name != "postgresql":
-        return  # SQLite's text is the form the older code wrote and reads
-    for table, columns in MOMENTS.items():
-        for column in columns:
-            op.alter_column(table, column, type_=sa.Text, postgresql_using=(
-                f"""to_char("{column}" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""))
-    for table, column in DOCUMENTS.items():
-        op.alter_column(table, column, type_=sa.Text, postgresql_using=f'"{column}"::text')
+    untype_moments(MOMENTS)
+    if op.get_bind().dialect.name == "postgresql":
+        for table, column in DOCUMENTS.items():
+            op.alter_column(table, column, type_=sa.Text, postgresql_using=f'"{column}"::text')
