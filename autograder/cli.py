@@ -183,7 +183,8 @@ def _print_outputs(outputs: Outputs, *, reused: int = 0) -> None:
     if reused:
         err.print(f"{reused} unchanged submission(s) taken from the gradebook (--regrade to grade them again)")
     for label, path in (("report", outputs.report), ("worksheet for Moodle", outputs.worksheet),
-                        ("feedback files for Moodle", outputs.feedback_zip), ("marking sheet", outputs.manual_sheet)):
+                        ("feedback files for Moodle", outputs.feedback_zip), ("gradebook", outputs.gradebook),
+                        ("marking sheet", outputs.manual_sheet)):
         if path is not None:
             err.print(f"{label}: {escape(str(path))}", highlight=False)
     for key, why in sorted(outputs.skipped.items()):

@@ -51,7 +51,8 @@ def test_a_grade_run_of_a_multi_language_week_prints_its_table_and_results_only(
     # the one line at start that says which sandbox layers are on (docs/SECURITY.md), then the outputs
     assert said[0].startswith("sandbox layers: "), result.stderr[-3000:]
     assert said[1:] == [f"report: {tmp_path / 'out' / 'report.html'}",
-                    f"marking sheet: {tmp_path / 'out' / 'manual-marking.csv'}"], result.stderr[-3000:]
+                        f"gradebook: {tmp_path / 'out' / 'gradebook.csv'}",
+                        f"marking sheet: {tmp_path / 'out' / 'manual-marking.csv'}"], result.stderr[-3000:]
     table = [line for line in result.stdout.splitlines() if line.strip()]
     assert table[0].strip() == "week01: The perceptron"
     assert all(re.match(r"^[┏┃┡│└]", line) for line in table[1:]), result.stdout
