@@ -123,16 +123,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in marks_from_fixtures(item).values():
             item.add_marker(mark)
-    # Longest first: `make test` hands whole modules to its processes in this order (xdist's
-    # --dist loadfile), so modules that grade in the sandbox, then slow ones, go out first and the
-    # many short ones even out the end, instead of one process grading a long module alone at
-    # the end while the other has finished. Within each kind, modules keep the collection's order.
-    rank: dict[str, int] = {}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        kind = 0 if item.get_closest_marker("sandbox") else 1 if item.get_closest_marker("slow") else 2
-        rank[module] = min(rank.get(module, 2), kind)
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a module's tests keep their order
 
 
 # The guard on `sandbox`: a test `make quick` runs (neither marker) finds, first on its PATH, a
