@@ -89,11 +89,18 @@ def _at_0006(url: str, rows: dict[str, list[dict[str, Any]]]) -> None:
         database.close()
 
 
+def _fixture_rows(path: Path, database_url: str | None) -> dict[str, list[dict[str, Any]]]:
+    """The rows of the fixture's SQLite file ``path``; with a PostgreSQL ``database_url``, also
+    loaded there at revision 0006, so the test's open migrates the same rows on either engine."""
+    rows = _rows(path)
+    if database_url is not None:
+        _at_0006(database_url, rows)
+    return rows
+
+
 def test_the_attempts_the_outbox_and_the_syncs_moments_and_documents_become_typed(folder: Path, database_url: str | None) -> None:
     path = folder / "service-data" / "gradebook.sqlite"
-    before = _rows(path)
-    if database_url is not None:
-        _at_0006(database_url, before)
+    before = _fixture_rows(path, database_url)
     database = open_database(database_url or path)
     try:
         with database.read() as db:
@@ -132,9 +139,7 @@ def test_the_attempts_the_outbox_and_the_syncs_moments_and_documents_become_type
 def test_the_logins_epoch_seconds_become_moments_and_still_count(
         folder: Path, database_url: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     path = folder / "service-data" / "lti.sqlite"
-    before = _rows(path)
-    if database_url is not None:
-        _at_0006(database_url, before)
+    before = _fixture_rows(path, database_url)
     database = open_database(database_url or path)
     try:
         with database.read() as db:
@@ -163,9 +168,7 @@ def test_the_gradebooks_moments_run_counts_and_documents_become_typed(folder: Pa
     """Moments written to the second (``2026-11-29T11:15:06+00:00``), unlike the service's
     stamps; result documents and a Moodle sync's file lists written as JSON text (0013)."""
     path = folder / gradebook
-    before = _rows(path)
-    if database_url is not None:
-        _at_0006(database_url, before)
+    before = _fixture_rows(path, database_url)
     book = Gradebook.open(database_url or path)
     try:
         with book.database.read() as db:
@@ -202,9 +205,7 @@ def test_the_attempts_scores_are_read_from_the_gradebook_as_their_dropped_column
     """Revision 0008 drops an attempt's own copy of its score and result files: the
     gradebook's result, marks applied, gives what the columns held."""
     data = folder / "service-data"
-    before = _rows(data / "gradebook.sqlite")
-    if database_url is not None:
-        _at_0006(database_url, before)
+    before = _fixture_rows(data / "gradebook.sqlite", database_url)
     with Store(data, database=database_url) as store:
         columns = {column["name"] for column in inspect(store.database.engine).get_columns("attempts")}
         read = {row["id"]: store.attempt(row["id"]) for row in before["attempts"]}
