@@ -16,6 +16,14 @@ def lms(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     """The stand-in LMS and the service, registered with each other and week01 added, one pair
     a test module. A module sets the pair's options with ``pytestmark = pytest.mark.lms(...)``
     (the keywords of ``running_lms``: ``grading=False`` for the web app alone, ``Settings``)."""
+    # a module fixture sees its module's marks only: a test's own lms mark would be ignored
+    marked = [item.nodeid for item in request.session.items
+              if getattr(item, "module", None) is request.module
+              and any(mark.name == "lms" for mark in item.own_markers)]
+    if marked:
+        raise pytest.UsageError(f"{', '.join(marked)}: the lms fixture starts one LMS and service a module, so a "
+                                "test's own @pytest.mark.lms(...) cannot change it; set the options for the whole "
+                                "module with pytestmark = pytest.mark.lms(...)")
     marker = request.node.get_closest_marker("lms")
     options = marker.kwargs if marker else {}
     with registered_lms(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]), course,

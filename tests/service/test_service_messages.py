@@ -28,6 +28,8 @@ from autograder.service.lti import EXPIRED
 from autograder.service.sessions import STATE_COOKIE
 from tests.service.lms import Lms
 
+pytestmark = pytest.mark.lms(grading=False)  # its pages and refusals need no grader
+
 TEMPLATES = Path(__file__).resolve().parents[2] / "autograder" / "service" / "templates"
 # the pages a learner can meet: upload, attempt and queue, a refusal, the 503 page, and their frame;
 # and the instructor's deep-linking picker
@@ -173,7 +175,6 @@ def error_page(reply: httpx.Response) -> tuple[str, str, str]:
     return lang[1], html.unescape(said[1]), html.unescape(detail[1]) if detail else ""
 
 
-@pytest.mark.lms(grading=False)
 def test_a_refused_launch_speaks_the_browsers_language(lms: Lms) -> None:
     """Before a launch has said which language the LMS shows, a refusal is in the browser's
     (Accept-Language, among the course's languages): what to do in Japanese, why in English below."""
@@ -202,8 +203,6 @@ def test_a_refused_launch_speaks_the_browsers_language(lms: Lms) -> None:
     assert error_page(reply)[:2] == ("en", EXPIRED)
 
 
-@pytest.mark.sandbox  # its week 6 launch starts a grader of the module's service (lms reads module marks only)
-@pytest.mark.lms(grading=False)
 def test_the_week_page_states_the_call_budgets_a_weeks_tests_set(lms: Lms) -> None:
     """Week 6's hidden tests give some of task 3's calls 20 s and 30 s (``call_timeout``):
     its page says so, one sentence each, beside the budgets of the grading's ``Limits``,
