@@ -12,6 +12,10 @@ given to an earlier hand-in of the same answer carries to a new one when it is r
 (``record``'s ``carry_from``). The grading service keeps no copy of a result either: its
 attempts are results here (key ``attempt-<id>``), read with ``read_marks`` and
 ``marked_result`` inside its own queries.
+An instructor's override of an autograded task's points (``set_override``: points, the
+reason the student reads, who and when) lives in its own table too and is applied where
+marks are (``apply_marks``): a regrade keeps it, even when the tests now give the same
+points (the instructor removes it), and removing it brings back the tests' points.
 Results are stored as the JSON document of ``autograder.formats.result_json``, the same
 document ``grade --json`` prints; nothing is pickled.
 """
@@ -22,13 +26,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
 
 from autograder.database import Database, clock, open_database
-from autograder.database.tables import manual_marks, results, rubric_applied, rubric_items, runs
+from autograder.database.tables import manual_marks, results, rubric_applied, rubric_items, runs, score_overrides
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
 from autograder.formats.points import format_points
@@ -57,6 +61,21 @@ class ManualMark:
 
 
 @dataclass(frozen=True)
+class ScoreOverride:
+    """An instructor's points for an autograded task of one result, in place of the tests':
+    a test that was wrong, code right in a way the tests missed. ``reason`` is shown to the
+    student; ``by`` and ``at`` say who gave it and when (aware, UTC)."""
+
+    points: float
+    reason: str
+    by: str
+    at: datetime
+
+
+NO_OVERRIDES: Mapping[int, ScoreOverride] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One ``grade`` run as the gradebook saw it; ``finished`` is None if it never ended."""
 
@@ -79,9 +98,15 @@ class MarkOnRecord(Protocol):
     def answer_sha256(self) -> str | None: ...
 
 
-def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
+def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord],
+                overrides: Mapping[int, ScoreOverride] = NO_OVERRIDES) -> SubmissionResult:
     """Put the marker's points and comments (task number -> mark) on ``result``'s manual
-    tasks, in place; its totals follow (computed). The one place marks meet a result.
+    tasks and the instructor's ``overrides`` (task number -> override) on its autograded
+    ones, in place; its totals follow (computed). The one place marks meet a result.
+
+    An override takes the task's points (at most its maximum, should a new version of the
+    tests lower it) and keeps the tests' in ``autograded_score``; one for a task marked by
+    hand is not applied (``set_override`` refuses it; the hand mark is what counts there).
 
     A mark given to another answer than the one graded now is stale: it stays visible
     (points kept in the comment's place for the sheet) but the task counts as pending.
@@ -96,6 +121,10 @@ def apply_marks(result: SubmissionResult, marks: Mapping[int, MarkOnRecord]) -> 
                 task.stale, task.score = True, 0.0
             else:
                 task.score, task.marked = mark.points, True
+        override = overrides.get(task.task)
+        if not task.manual and override is not None:
+            task.autograded_score, task.override_reason = task.score, override.reason
+            task.score = min(override.points, task.max_score)
     return result
 
 
@@ -121,10 +150,27 @@ def read_marks(db: Connection, week: str, keys: Collection[str] | None = None) -
     return marks
 
 
-def marked_result(document: Mapping[str, Any], marks: Mapping[int, MarkOnRecord]) -> SubmissionResult:
+def read_overrides(db: Connection, week: str, keys: Collection[str] | None = None
+                   ) -> dict[str, dict[int, ScoreOverride]]:
+    """Inside a transaction: ``{key: {task: ScoreOverride}}`` for the overridden results of
+    ``week`` (of ``keys`` only, if given), in one query."""
+    query = select(score_overrides.c.key, score_overrides.c.task, score_overrides.c.points,
+                   score_overrides.c.reason, score_overrides.c.by, score_overrides.c.at
+                   ).where(score_overrides.c.week == week).order_by(score_overrides.c.key, score_overrides.c.task)
+    if keys is not None:
+        query = query.where(score_overrides.c.key.in_(keys))
+    overrides: dict[str, dict[int, ScoreOverride]] = {}
+    for key, task, points, reason, by, at in db.execute(query):
+        overrides.setdefault(key, {})[task] = ScoreOverride(points, reason, by, at)
+    return overrides
+
+
+def marked_result(document: Mapping[str, Any], marks: Mapping[int, MarkOnRecord],
+                  overrides: Mapping[int, ScoreOverride] = NO_OVERRIDES) -> SubmissionResult:
     """A stored result document (the ``results.document`` column, ``result_json.to_dict``'s
-    dict) read, with its marks (``read_marks``) applied: what every reader of a result sees."""
-    return apply_marks(result_json.from_dict(document), marks)
+    dict) read, with its marks (``read_marks``) and overrides (``read_overrides``) applied:
+    what every reader of a result sees."""
+    return apply_marks(result_json.from_dict(document), marks, overrides)
 
 
 class Gradebook:
@@ -255,19 +301,21 @@ class Gradebook:
                 results.c.week == week, results.c.key == key, results.c.submission_sha256 == submission_sha256,
                 results.c.tests_sha256.is_not_distinct_from(tests_sha256),
                 results.c.grader_version == grader_version)).scalar()
-        if document is None:
-            return None
-        return marked_result(document, self._marks_for(week, key))
+            return None if document is None else self._applied(db, week, key, document)
 
     def result(self, week: str, key: str) -> SubmissionResult | None:
-        """The stored result of ``key`` with its marks applied, whatever it was graded with;
+        """The stored result of ``key`` with its marks and overrides applied, whatever it was graded with;
         None if there is none."""
         with self.database.read() as db:
             document = db.execute(select(results.c.document).where(results.c.week == week,
                                                                     results.c.key == key)).scalar()
-            if document is None:
-                return None
-            return marked_result(document, read_marks(db, week, [key]).get(key, {}))
+            return None if document is None else self._applied(db, week, key, document)
+
+    @staticmethod
+    def _applied(db: Connection, week: str, key: str, document: Mapping[str, Any]) -> SubmissionResult:
+        """Inside a transaction: ``key``'s stored ``document`` read with its marks and overrides."""
+        return marked_result(document, read_marks(db, week, [key]).get(key, {}),
+                             read_overrides(db, week, [key]).get(key, {}))
 
     def recorded_seed(self, week: str, key: str, *, submission_sha256: str | None) -> int | None:
         """The seed the stored result of this very submission was graded with, else None.
@@ -289,12 +337,12 @@ class Gradebook:
 
     def results(self, week: str, keys: Collection[str] | None = None) -> list[SubmissionResult]:
         """Every stored result of ``week`` (of ``keys`` only, if given: one course's
-        attempts in a shared database), ordered by key, with manual marks applied."""
+        attempts in a shared database), ordered by key, with manual marks and overrides applied."""
         query = select(results.c.key, results.c.document).where(results.c.week == week).order_by(results.c.key)
         with self.database.read() as db:  # each document read as it comes: a week's dicts are never all held
-            marks = read_marks(db, week, keys)
+            marks, overrides = read_marks(db, week, keys), read_overrides(db, week, keys)
             rows = db.execute(query if keys is None else query.where(results.c.key.in_(keys)))
-            return [marked_result(doc, marks.get(key, {})) for key, doc in rows]
+            return [marked_result(doc, marks.get(key, {}), overrides.get(key, {})) for key, doc in rows]
 
     def weeks(self) -> list[str]:
         """The weeks that have results, sorted."""
@@ -377,6 +425,53 @@ class Gradebook:
     def _marks(self, week: str, key: str | None = None) -> dict[str, dict[int, ManualMark]]:
         with self.database.read() as db:
             return read_marks(db, week, None if key is None else [key])
+
+    # --- overrides of autograded points -----------------------------------------------
+
+    def set_override(self, week: str, key: str, task: int, *, points: float, reason: str,
+                     by: str) -> ScoreOverride:
+        """An instructor's ``points`` for autograded ``task`` of ``key``'s result in place of
+        what the tests gave, with the ``reason`` the student reads and who gave it (``by``);
+        replaces an earlier override of the same task. Checked against the stored result:
+        an autograded task, points within 0 and its maximum, a reason that says something."""
+        reason = reason.strip()
+        with self.database.write() as db:
+            document = db.execute(select(results.c.document).where(results.c.week == week,
+                                                                    results.c.key == key)).scalar()
+            if document is None:
+                raise GradebookError(f"{self.path}: no result for {key!r} in {week}: grade it before overriding "
+                                     "its points")
+            try:
+                target = result_json.from_dict(document).task(task)
+            except KeyError:
+                raise GradebookError(f"{self.path}: {key!r} in {week} has no task {task}") from None
+            if target.manual:
+                raise GradebookError(f"{self.path}: task {task} of {week} is marked by hand: give it a mark instead "
+                                     "of an override")
+            if not 0 <= points <= target.max_score:
+                raise GradebookError(f"{self.path}: {format_points(points)} points for task {task} of {key!r} is "
+                                     f"outside 0..{format_points(target.max_score)}, the task's points")
+            if not reason:
+                raise GradebookError(f"{self.path}: an override of task {task} of {key!r} needs a reason: the "
+                                     "student reads it beside the new points")
+            override = ScoreOverride(float(points), reason, by, clock.now())
+            db.execute(self.database.upsert(score_overrides, {
+                "week": week, "key": key, "task": task, "points": override.points, "reason": override.reason,
+                "by": override.by, "at": override.at}, keys=("week", "key", "task")))
+        return override
+
+    def remove_override(self, week: str, key: str, task: int) -> None:
+        """Take back the override of ``task`` of ``key``: the tests' points count again."""
+        with self.database.write() as db:
+            removed = db.execute(delete(score_overrides).where(
+                score_overrides.c.week == week, score_overrides.c.key == key, score_overrides.c.task == task))
+            if removed.rowcount != 1:
+                raise GradebookError(f"{self.path}: task {task} of {key!r} in {week} has no override to remove")
+
+    def overrides(self, week: str) -> dict[str, dict[int, ScoreOverride]]:
+        """``{key: {task: ScoreOverride}}`` for every overridden result of ``week``."""
+        with self.database.read() as db:
+            return read_overrides(db, week)
 
     # --- rubric items -----------------------------------------------------------------
 

@@ -67,7 +67,9 @@ class TaskResult:
     A manual task is *pending* until a marker's points are applied (``marked``): its 0 is
     not a result, and outputs say "pending" rather than show it as final. A mark given to
     an answer that has changed since is ``stale``: kept, shown, but not counted until the
-    marker confirms it.
+    marker confirms it. An autograded task whose points an instructor overrode keeps what
+    the tests gave in ``autograded_score`` and the instructor's reason, which the student
+    reads, in ``override_reason``; ``score`` is then the instructor's.
     """
 
     task: int
@@ -80,6 +82,13 @@ class TaskResult:
     marked: bool = False  # a manual task's points come from a marker
     stale: bool = False  # marked, but the student's answer changed since: not counted
     answer_sha256: str | None = None  # a manual task's answer as graded, to tie marks to it
+    autograded_score: float | None = None  # the tests' points when an instructor overrode them; None: not overridden
+    override_reason: str = ""  # why the instructor overrode them, for the student
+
+    @property
+    def overridden(self) -> bool:
+        """An instructor's points replace what the tests gave this autograded task."""
+        return self.autograded_score is not None
 
     @property
     def pending(self) -> bool:

@@ -90,6 +90,17 @@ rubric_applied = Table(
     ForeignKeyConstraint(["week", "task", "number"], ["rubric_items.week", "rubric_items.task", "rubric_items.number"]),
 )
 
+score_overrides = Table(  # an instructor's points for an autograded task, in place of the tests'
+    "score_overrides", metadata,
+    Column("week", Text, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("task", Integer, primary_key=True),
+    Column("points", Float, nullable=False),
+    Column("reason", Text, nullable=False),  # shown to the student on the feedback page
+    Column("by", Text, nullable=False),  # who overrode: an instructor's name, or the CLI's user
+    Column("at", UtcDateTime, nullable=False),
+)
+
 # --- the grading service (autograder.service) --------------------------------------------------
 
 service_users = Table(

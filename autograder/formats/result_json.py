@@ -70,6 +70,8 @@ class TaskDocument(_Part):
     marked: bool = False
     stale: bool = False
     answer_sha256: str | None = None
+    autograded_score: Number | None = None
+    override_reason: str = ""
 
 
 class TestDocument(_Part):
@@ -110,7 +112,8 @@ class ResultDocument(_Part):
             status=self.status,
             tasks=[TaskResult(task=t.task, title=t.title, score=t.score, max_score=t.max_score, manual=t.manual,
                               not_attempted=t.not_attempted, comment=t.comment, marked=t.marked, stale=t.stale,
-                              answer_sha256=t.answer_sha256) for t in self.tasks],
+                              answer_sha256=t.answer_sha256, autograded_score=t.autograded_score,
+                              override_reason=t.override_reason) for t in self.tasks],
             tests=[TestResult(name=t.name, task=t.task, score=t.score, max_score=t.max_score, output=t.output,
                               visibility=t.visibility, not_attempted=t.not_attempted, timed_out=t.timed_out)
                    for t in self.tests],
@@ -153,6 +156,8 @@ def to_dict(result: SubmissionResult) -> dict[str, Any]:
                 "marked": t.marked,
                 "stale": t.stale,
                 "answer_sha256": t.answer_sha256,
+                **({"autograded_score": t.autograded_score, "override_reason": t.override_reason}
+                   if t.overridden else {}),
             }
             for t in result.tasks
         ],

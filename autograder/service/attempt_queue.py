@@ -30,7 +30,7 @@ from autograder.database import Database, clock
 from autograder.database.tables import attempts, results
 from autograder.exceptions import AttemptRefused, CourseError
 from autograder.formats import result_json
-from autograder.gradebook import apply_marks, read_marks
+from autograder.gradebook import apply_marks, read_marks, read_overrides
 from autograder.service.claims import CLAIM_TTL_S, ClaimRenewer, claim_owner, replica_claim_token, still_held
 from autograder.service.events import event
 from autograder.service.policy import WeekPolicy
@@ -111,21 +111,22 @@ SELECT_ATTEMPTS = select(
 
 def read_attempts(db: Connection, query: Select[Any]) -> list[Attempt]:
     """Inside a transaction: the attempts of a ``SELECT_ATTEMPTS`` query, their scores from
-    the gradebook (``result_json.decode``, marks applied as ``gradebook.marked_result``
-    does). The one way an attempt's score is read: a week of a course is two more queries
-    (its marks), not one per attempt."""
+    the gradebook (``result_json.decode``, marks and overrides applied as
+    ``gradebook.marked_result`` does). The one way an attempt's score is read: a week of a
+    course is three more queries (its marks and overrides), not one per attempt."""
     rows = db.execute(query).all()
     keys: dict[str, list[str]] = {}
     for row in rows:
         if row.document is not None:
             keys.setdefault(row.week, []).append(attempt_key(row.id))
     marks = {week: read_marks(db, week, of_week) for week, of_week in keys.items()}
+    overrides = {week: read_overrides(db, week, of_week) for week, of_week in keys.items()}
     found = []
     for (id_, context, user, week, number, content_hash, submitted_at, state, penalty, message, counted_mode,
          title, document) in rows:
         result = None if document is None else apply_marks(
             result_json.decode(document, where=f"the gradebook's result of attempt {id_}"),
-            marks[week].get(attempt_key(id_), {}))
+            marks[week].get(attempt_key(id_), {}), overrides[week].get(attempt_key(id_), {}))
         found.append(Attempt(
             id=id_, context=context, user=user, week=week, number=number, content_hash=content_hash,
             submitted_at=submitted_at, state=state, penalty=penalty, message=message,
