@@ -21,7 +21,7 @@ from autograder.course import Week
 from autograder.exceptions import AutograderError, ManualMarksError
 from autograder.execution import Limits
 from autograder.formats.atomic import write_bytes
-from autograder.gradebook import FILENAME, Gradebook
+from autograder.gradebook import FILENAME, MARKED_BY_SHEET, Gradebook
 from autograder.hand_ins import collect, holds_export
 from autograder.manual import (
     RUBRIC_CSV,
@@ -238,10 +238,10 @@ def merge_manual(week: Week, sheet: Path, *, out_dir: Path, worksheet: Path | No
             for task, mark in tasks.items():
                 if mark.by_rubric:
                     book.set_rubric_mark(week.name, key, task, items=mark.items, adjustment=mark.adjustment or 0.0,
-                                         note=mark.comment, answer_sha256=mark.answer_sha256)
+                                         note=mark.comment, answer_sha256=mark.answer_sha256, marker=MARKED_BY_SHEET)
                 else:
                     book.set_manual(week.name, key, task, points=mark.points, comment=mark.comment,
-                                    answer_sha256=mark.answer_sha256)
+                                    answer_sha256=mark.answer_sha256, marker=MARKED_BY_SHEET)
                 stored += 1
         results = book.results(week.name)
         if rubric_sheet.is_file():  # the new items get their numbers, so merging again adds nothing

@@ -42,6 +42,9 @@ from autograder.rubric import RubricItem, rubric_comment, rubric_points
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
 
 
+MARKED_BY_SHEET = "sheet"  # the marker of a mark merged from a marking sheet (``merge-manual``)
+
+
 @dataclass(frozen=True)
 class ManualMark:
     """A marker's points and comment for one manual task of one submission."""
@@ -53,6 +56,7 @@ class ManualMark:
     items: tuple[int, ...] = ()  # the rubric items it uses (numbers within the task); () for direct points
     adjustment: float | None = None  # a rubric mark's adjustment; None: points given directly
     note: str = ""  # a rubric mark's own comment (``comment`` holds the items' comments too)
+    marker: str | None = None  # who saved it: an LMS user, MARKED_BY_SHEET; None for marks from before this was kept
 
     @property
     def by_rubric(self) -> bool:
@@ -141,12 +145,12 @@ def read_marks(db: Connection, week: str, keys: Collection[str] | None = None) -
         applied.setdefault((k, task), []).append(number)
     rows = db.execute(select(manual_marks.c.key, manual_marks.c.task, manual_marks.c.points, manual_marks.c.comment,
                              manual_marks.c.marked, manual_marks.c.answer_sha256, manual_marks.c.adjustment,
-                             manual_marks.c.note)
+                             manual_marks.c.note, manual_marks.c.marker)
                       .where(where(manual_marks)).order_by(manual_marks.c.key, manual_marks.c.task)).all()
     marks: dict[str, dict[int, ManualMark]] = {}
-    for k, task, points, comment, marked, answer, adjustment, note in rows:
+    for k, task, points, comment, marked, answer, adjustment, note, marker in rows:
         marks.setdefault(k, {})[task] = ManualMark(points, comment, marked, answer,
-                                                   tuple(applied.get((k, task), ())), adjustment, note)
+                                                   tuple(applied.get((k, task), ())), adjustment, note, marker)
     return marks
 
 
@@ -275,10 +279,10 @@ class Gradebook:
                 self._write_mark(db, week, key, task.task,
                                  points=rubric_points(chosen, adjustment, task.max_score),
                                  comment=rubric_comment(chosen, mark.note), answer_sha256=task.answer_sha256,
-                                 rubric=(tuple(i.number for i in chosen), adjustment, mark.note))
+                                 rubric=(tuple(i.number for i in chosen), adjustment, mark.note), marker=mark.marker)
             elif 0 <= mark.points <= task.max_score:
                 self._write_mark(db, week, key, task.task, points=mark.points, comment=mark.comment,
-                                 answer_sha256=task.answer_sha256)
+                                 answer_sha256=task.answer_sha256, marker=mark.marker)
 
     def lookup(
         self,
@@ -352,8 +356,9 @@ class Gradebook:
     # --- manual marks -----------------------------------------------------------------
 
     def set_manual(self, week: str, key: str, task: int, *, points: float, comment: str = "",
-                   answer_sha256: str | None = None) -> None:
+                   answer_sha256: str | None = None, marker: str | None = None) -> None:
         """Store a marker's points for a manual task; checked against the stored result.
+        ``marker`` says who gave them (``ManualMark.marker``); of two saves the later stands.
 
         ``answer_sha256`` ties the mark to the answer the marker read: when a regrade finds
         another answer, the mark is stale and not counted until given again. Points given
@@ -365,10 +370,10 @@ class Gradebook:
                     f"{self.path}: {points} points for task {task} of {key!r} is outside 0..{maximum}"
                 )
             self._write_mark(db, week, key, task, points=float(points), comment=comment,
-                             answer_sha256=answer_sha256)
+                             answer_sha256=answer_sha256, marker=marker)
 
     def set_rubric_mark(self, week: str, key: str, task: int, *, items: Sequence[int], adjustment: float = 0.0,
-                        note: str = "", answer_sha256: str | None = None) -> ManualMark:
+                        note: str = "", answer_sha256: str | None = None, marker: str | None = None) -> ManualMark:
         """Mark a manual task with rubric ``items`` (numbers within the task), an
         ``adjustment`` and the marker's own ``note``; points and comment follow the
         definition of ``autograder.rubric`` and are kept up to date when an item changes."""
@@ -385,7 +390,7 @@ class Gradebook:
             chosen = [defined[n] for n in sorted(set(items))]
             self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment, maximum),
                              comment=rubric_comment(chosen, note), answer_sha256=answer_sha256,
-                             rubric=(tuple(i.number for i in chosen), adjustment, note))
+                             rubric=(tuple(i.number for i in chosen), adjustment, note), marker=marker)
         return self._marks_for(week, key)[task]
 
     def _manual_maximum(self, db: Connection, week: str, key: str, task: int) -> float:
@@ -403,12 +408,13 @@ class Gradebook:
         return target.max_score
 
     def _write_mark(self, db: Connection, week: str, key: str, task: int, *, points: float, comment: str,
-                    answer_sha256: str | None, rubric: tuple[tuple[int, ...], float, str] | None = None) -> None:
+                    answer_sha256: str | None, marker: str | None,
+                    rubric: tuple[tuple[int, ...], float, str] | None = None) -> None:
         """Inside a transaction: the mark row and the rubric items it uses (``rubric``:
-        item numbers, adjustment, note; None for points given directly)."""
+        item numbers, adjustment, note; None for points given directly), saved by ``marker``."""
         items, adjustment, note = rubric if rubric is not None else ((), None, "")
         mark = {"week": week, "key": key, "task": task, "points": points, "comment": comment, "marked": clock.now(),
-                "answer_sha256": answer_sha256, "adjustment": adjustment, "note": note}
+                "answer_sha256": answer_sha256, "adjustment": adjustment, "note": note, "marker": marker}
         db.execute(self.database.upsert(manual_marks, mark, keys=("week", "key", "task")))
         db.execute(delete(rubric_applied).where(rubric_applied.c.week == week, rubric_applied.c.key == key,
                                                 rubric_applied.c.task == task))
@@ -519,15 +525,16 @@ class Gradebook:
                                    .order_by(rubric_applied.c.key)).scalars())
             defined = {i.number: i for i in self._rubric(db, week, task)}
             for key in keys:
-                adjustment, note, answer = db.execute(select(
-                    manual_marks.c.adjustment, manual_marks.c.note, manual_marks.c.answer_sha256).where(
+                adjustment, note, answer, marker = db.execute(select(
+                    manual_marks.c.adjustment, manual_marks.c.note, manual_marks.c.answer_sha256,
+                    manual_marks.c.marker).where(
                     manual_marks.c.week == week, manual_marks.c.key == key, manual_marks.c.task == task)).one()
                 chosen = [defined[n] for n in db.execute(select(rubric_applied.c.number).where(
                     *of_task, rubric_applied.c.key == key).order_by(rubric_applied.c.number)).scalars()]
                 maximum = self._manual_maximum(db, week, key, task)
                 self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment or 0.0, maximum),
                                  comment=rubric_comment(chosen, note), answer_sha256=answer,
-                                 rubric=(tuple(i.number for i in chosen), adjustment or 0.0, note))
+                                 rubric=(tuple(i.number for i in chosen), adjustment or 0.0, note), marker=marker)
         return keys
 
     def _check_item(self, db: Connection, week: str, task: int, points: float, comment: str) -> None:

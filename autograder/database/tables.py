@@ -70,6 +70,7 @@ manual_marks = Table(
     Column("answer_sha256", Text),  # the answer marked; None: unknown
     Column("adjustment", Float),  # None: points given directly; else a rubric mark and this its adjustment
     Column("note", Text, nullable=False, server_default=""),  # a rubric mark's own comment
+    Column("marker", Text),  # who saved it: an LMS user (service), "sheet" (merge-manual); None: not kept then
 )
 
 rubric_items = Table(
@@ -109,6 +110,15 @@ service_users = Table(
     Column("user", Text, primary_key=True),
     Column("name", Text, nullable=False),
     Column("email", Text),
+    Column("roles", JSON, nullable=False, server_default="[]"),  # the LTI roles of their last launch
+)
+
+marker_assignments = Table(  # who marks a student's hand-in of a week (service/markers.py)
+    "marker_assignments", metadata,
+    Column("context", Text, primary_key=True),
+    Column("week", Text, primary_key=True),
+    Column("user", Text, primary_key=True),  # the student
+    Column("marker", Text, nullable=False),  # the course user (LMS sub) who marks it
 )
 
 service_lineitems = Table(

@@ -208,27 +208,29 @@ class Store:
 
     # --- marks --------------------------------------------------------------------------------
 
-    def mark(self, attempt_id: int, *, context: str, task: int, points: float, comment: str = "") -> Attempt:
-        """An instructor's points for a hand-graded task of a graded attempt in their course.
+    def mark(self, attempt_id: int, *, context: str, task: int, points: float, comment: str = "",
+             marker: str | None = None) -> Attempt:
+        """An instructor's points for a hand-graded task of a graded attempt in their course,
+        saved by ``marker`` (the LMS user at the page: ``ManualMark.marker``).
 
         Stored as the gradebook's manual mark (checked there: a manual task, points within
         its maximum), the feedback page rewritten with it, and the score posted again when
         the counted score or its progress changes (e.g. PendingManual -> FullyGraded)."""
         attempt, answer = self._markable(attempt_id, context=context, task=task)
         self.gradebook.set_manual(attempt.week, attempt.key, task, points=points, comment=comment,
-                                  answer_sha256=answer)
+                                  answer_sha256=answer, marker=marker)
         return self._marked(attempt)
 
     def rubric_mark(self, attempt_ids: Sequence[int], *, context: str, task: int, items: Sequence[int],
-                    adjustment: float = 0.0, note: str = "") -> list[Attempt]:
+                    adjustment: float = 0.0, note: str = "", marker: str | None = None) -> list[Attempt]:
         """One decision for many answers: rubric ``items`` (numbers), an ``adjustment`` and a
-        ``note`` for ``task`` of each attempt (``autograder.rubric`` defines the mark);
+        ``note`` for ``task`` of each attempt (``autograder.rubric`` defines the mark), by ``marker``;
         each attempt's page and score follow as with ``mark``. Every attempt is checked
         before any is marked."""
         checked = [self._markable(attempt_id, context=context, task=task) for attempt_id in attempt_ids]
         for attempt, answer in checked:
             self.gradebook.set_rubric_mark(attempt.week, attempt.key, task, items=items, adjustment=adjustment,
-                                           note=note, answer_sha256=answer)
+                                           note=note, answer_sha256=answer, marker=marker)
         return [self._marked(attempt) for attempt, _ in checked]
 
     def edit_rubric_item(self, week: str, task: int, number: int, *, points: float, comment: str) -> list[Attempt]:

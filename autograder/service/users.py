@@ -1,11 +1,19 @@
-"""Who launched the tool: the name and email each launch gave, per course context."""
+"""Who launched the tool: the name, email and LTI roles each launch gave, per course context.
+
+A course user who launched with a role that opens the instructor pages (``lti.INSTRUCTOR_ROLES``:
+Moodle sends ``membership#Instructor`` to editing and non-editing teachers alike, as both hold
+``mod/lti:manage``) is a marker: the markers page (``markers.py``) splits a week's marking among them.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from sqlalchemy import select
 
 from autograder.database import Database
 from autograder.database.tables import service_users
+from autograder.service.lti import INSTRUCTOR_ROLES
 
 
 class Users:
@@ -14,13 +22,24 @@ class Users:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    def remember_user(self, context: str, user: str, name: str, email: str | None) -> None:
-        """Keep the name and email a launch gave."""
+    def remember_user(self, context: str, user: str, name: str, email: str | None,
+                      roles: Sequence[str] = ()) -> None:
+        """Keep the name, email and roles a launch gave (the last launch's roles are the user's)."""
         with self.database.write() as db:
             db.execute(self.database.upsert(service_users, {"context": context, "user": user, "name": name,
-                                                            "email": email}, keys=("context", "user")))
+                                                            "email": email, "roles": list(roles)},
+                                            keys=("context", "user")))
 
     def user_name(self, context: str, user: str) -> str | None:
         with self.database.read() as db:
             return db.execute(select(service_users.c.name).where(service_users.c.context == context,
                                                                  service_users.c.user == user)).scalar()
+
+    def markers(self, context: str) -> dict[str, str]:
+        """The course's markers (user -> name, by name): whoever last launched with a role that
+        opens the instructor pages."""
+        with self.database.read() as db:
+            rows = db.execute(select(service_users.c.user, service_users.c.name, service_users.c.roles)
+                              .where(service_users.c.context == context)).all()
+        chosen = [(name, user) for user, name, roles in rows if set(roles or ()) & set(INSTRUCTOR_ROLES)]
+        return {user: name for name, user in sorted(chosen)}

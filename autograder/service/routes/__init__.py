@@ -7,6 +7,7 @@
 - ``attempts``: an attempt's page, state and feedback (its learner, or the course's instructors)
 - ``instructor``: an instructor's week report, regrading, score posts, results download
 - ``marking``: marking by hand and by rubric
+- ``markers``: the week's marking split among markers, and each one's progress
 - ``metrics``: the monitoring system's scrape (a bearer token from the data folder)
 
 Every route under ``/instructor/`` and ``/deep-link`` takes a ``CurrentInstructor``
@@ -21,7 +22,17 @@ LTI login and launch, the upload) await only that, and hand the rest to ``run_in
 
 from fastapi import APIRouter
 
-from autograder.service.routes import attempts, deep_link, instructor, launch, learner, marking, metrics, platform
+from autograder.service.routes import (
+    attempts,
+    deep_link,
+    instructor,
+    launch,
+    learner,
+    markers,
+    marking,
+    metrics,
+    platform,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (platform.router, launch.router, deep_link.router, learner.router,
-                                  attempts.router, instructor.router, marking.router, metrics.router)
+                                  attempts.router, instructor.router, marking.router, markers.router, metrics.router)

@@ -49,7 +49,7 @@ def launched(request: Request, form: FormData, tool: Tool, store: Store, course:
     """The launch's session and where it goes, once its form is read."""
     launch = tool.validator.validate(str(form.get("id_token", "")), token(form.get("state"), "launch's state"),
                                      token(request.cookies.get(STATE_COOKIE), "login state cookie"))
-    store.remember_user(launch.context, launch.sub, launch.name, launch.email)
+    store.remember_user(launch.context, launch.sub, launch.name, launch.email, launch.roles)
     if launch.message_type == DEEP_LINKING:
         if not launch.is_instructor:
             raise Refused(403, N_("Only instructors add activities."))

@@ -1,0 +1,139 @@
+"""Marking split among markers (``autograder/service/markers.py``): the split itself (even,
+the same each time, marked hand-ins staying with their marker), each marker's queue and
+progress, who marked what, and the course's markers from their launches' roles; on SQLite
+and on a real PostgreSQL server (the ``database_url`` fixture)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from autograder.service.lti import INSTRUCTOR_ROLES
+from autograder.service.markers import HandIn, assigned, plan_split, progress, queue, split
+from autograder.service.store import Store
+from tests.service.test_store import OPEN, T0, A, notebook, result
+
+INSTRUCTOR, TEACHING_ASSISTANT = INSTRUCTOR_ROLES[0], INSTRUCTOR_ROLES[3]
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+
+
+def unmarked(*students: str) -> dict[str, HandIn]:
+    return {s: HandIn(s, f"attempt-{s}", 1, 0, None, False) for s in students}
+
+
+def test_a_split_is_even_and_the_same_split_each_time() -> None:
+    found = unmarked(*(f"s{n}" for n in range(10)))
+    plan = plan_split("week01", found, {}, ["ann", "bob", "cy"])
+    assert set(plan) == set(found) and sorted(Counter(plan.values()).values()) == [3, 3, 4]
+    assert plan_split("week01", found, {}, ["ann", "bob", "cy"]) == plan  # from nothing: the same
+    assert plan_split("week01", found, plan, ["ann", "bob", "cy"]) == plan  # again over itself: nothing moves
+    assert plan_split("week01", found, {}, ["ann"]) == dict.fromkeys(found, "ann")
+
+
+def test_a_new_split_keeps_marked_hand_ins_with_their_marker_and_moves_as_few_others_as_it_can() -> None:
+    found = unmarked(*(f"s{n}" for n in range(12)))
+    before = plan_split("week01", found, {}, ["ann", "bob"])
+    anns = sorted(s for s, m in before.items() if m == "ann")
+    bobs = sorted(s for s, m in before.items() if m == "bob")
+    # ann marked three of hers, and one of bob's from his queue; one of bob's was marked by a sheet
+    for student in anns[:3] + bobs[:1]:
+        found[student] = HandIn(student, f"attempt-{student}", 1, 1, "ann", True)
+    found[bobs[1]] = HandIn(bobs[1], f"attempt-{bobs[1]}", 1, 1, None, True)
+    after = plan_split("week01", found, before, ["ann", "bob", "cy"])
+    assert all(after[s] == "ann" for s in anns[:3] + bobs[:1]) and after[bobs[1]] == "bob"
+    assert sorted(Counter(after.values()).values()) == [4, 4, 4]
+    moved = {s for s in found if after[s] != before[s]}
+    assert moved - {bobs[0]} == {s for s in found if after[s] == "cy"}  # only to the newcomer, 4 of them
+    # the one marker who is not selected keeps what they marked; the unmarked rest goes
+    alone = plan_split("week01", found, after, ["cy"])
+    assert {s: m for s, m in alone.items() if m != "cy"} == {s: "ann" for s in anns[:3] + bobs[:1]} | {bobs[1]: "bob"}
+
+
+@pytest.fixture
+def store(tmp_path: Path, database_url: str | None):
+    with Store(tmp_path / "data", database=database_url) as s:
+        yield s
+
+
+def graded(store: Store, *students: str) -> dict[str, int]:
+    """Each student's one attempt at week01, graded with task 2 to mark by hand: attempt ids."""
+    ids = {}
+    for student in students:
+        store.remember_user(A, student, f"Student {student}", None, [LEARNER])
+        ids[student] = store.submit(context=A, user=student, week="week01", content=notebook(student),
+                                    policy=OPEN, now=T0).id
+    while (attempt := store.claim()) is not None:
+        store.record_result(attempt.id, result(5.0, answer=f"answer of {attempt.user}"), week_title="week01")
+    return ids
+
+
+def test_the_courses_markers_are_those_whose_last_launch_let_them_in(store: Store) -> None:
+    store.remember_user(A, "t-1", "Tess", None, [INSTRUCTOR])
+    store.remember_user(A, "t-2", "Abe", None, [TEACHING_ASSISTANT, LEARNER])
+    store.remember_user(A, "s-1", "Sam", None, [LEARNER])
+    store.remember_user(A, "t-3", "Tom", None, [INSTRUCTOR])
+    store.remember_user(A, "t-3", "Tom", None, [LEARNER])  # a teacher no more in this course
+    store.remember_user("another course", "t-4", "Ida", None, [INSTRUCTOR])
+    assert store.users.markers(A) == {"t-2": "Abe", "t-1": "Tess"}
+
+
+def test_a_split_gives_each_marker_a_queue_and_progress_and_each_mark_names_its_marker(store: Store) -> None:
+    ids = graded(store, *(f"s{n}" for n in range(5)))
+    store.remember_user(A, "t-1", "Tess", None, [INSTRUCTOR])
+    store.remember_user(A, "t-2", "Abe", None, [TEACHING_ASSISTANT])
+    plan = split(store, A, "week01", ["t-1", "t-2"])
+    assert sorted(Counter(plan.values()).values()) == [2, 3]
+    keys = assigned(store, A, "week01")
+    assert keys == {f"attempt-{ids[s]}": m for s, m in plan.items()}
+    tess = queue(store, A, "week01", "t-1")
+    assert sorted(tess) == sorted(k for k, m in keys.items() if m == "t-1")
+    first = int(tess[0].removeprefix("attempt-"))
+    store.mark(first, context=A, task=2, points=3.0, marker="t-1")
+    store.rubric_mark([first], context=A, task=2, items=[], adjustment=4.0, note="fine", marker="t-2")
+    mark = store.gradebook.manual_marks("week01")[f"attempt-{first}"][2]
+    assert (mark.points, mark.marker) == (4.0, "t-2")  # the later save stands, under its marker
+    shares = {p.marker: (p.hand_ins, p.marked, p.answers) for p in progress(store, A, "week01")}
+    assert shares == {"t-1": (len(tess), 1, len(tess)), "t-2": (5 - len(tess), 0, 5 - len(tess))}
+    # split again: the hand-in t-2 marked goes to t-2, the rest stay where they were
+    again = split(store, A, "week01", ["t-1", "t-2"])
+    moved = {s for s in again if again[s] != plan[s]}
+    student = next(s for s, i in ids.items() if i == first)
+    assert again[student] == "t-2" and moved <= {student} | {s for s in plan if plan[s] == "t-2"}
+    assert sorted(Counter(again.values()).values()) == [2, 3]
+
+
+def test_two_markers_saving_the_same_answer_at_once_both_land_and_the_mark_is_one_of_theirs(store: Store) -> None:
+    ids = graded(store, "s1")
+    saved, barrier = [], threading.Barrier(2)
+
+    def save(marker: str, points: float) -> None:
+        barrier.wait()
+        for _ in range(5):
+            store.mark(ids["s1"], context=A, task=2, points=points, comment=marker, marker=marker)
+        saved.append(marker)
+
+    threads = [threading.Thread(target=save, args=args) for args in (("t-1", 1.0), ("t-2", 2.0))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(saved) == ["t-1", "t-2"]
+    mark = store.gradebook.manual_marks("week01")[f"attempt-{ids['s1']}"][2]
+    assert (mark.marker, mark.points, mark.comment) in {("t-1", 1.0, "t-1"), ("t-2", 2.0, "t-2")}
+
+
+def test_a_mark_keeps_its_marker_when_its_rubric_item_changes_and_when_it_carries(store: Store) -> None:
+    ids = graded(store, "s1")
+    item = store.gradebook.add_rubric_item("week01", 2, points=3.0, comment="good")
+    store.rubric_mark([ids["s1"]], context=A, task=2, items=[item.number], marker="t-1")
+    store.edit_rubric_item("week01", 2, item.number, points=4.0, comment="very good")
+    second = store.submit(context=A, user="s1", week="week01", content=notebook("s1 again"), policy=OPEN, now=T0)
+    claimed = store.claim()
+    assert claimed is not None
+    store.record_result(claimed.id, result(9.0, answer="answer of s1"), week_title="week01")  # the same answer
+    marks = store.gradebook.manual_marks("week01")
+    assert [(marks[f"attempt-{i}"][2].points, marks[f"attempt-{i}"][2].marker) for i in (ids["s1"], second.id)] == [
+        (4.0, "t-1"), (4.0, "t-1")]
