@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from autograder.course import Course
+from tests.service.class_of_300 import ClassOf300, enrol
 from tests.service.lms import Lms, registered_lms
 
 
@@ -29,3 +30,11 @@ def lms(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     with registered_lms(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]), course,
                         **options) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def class_of_300(lms: Lms, course: Course) -> ClassOf300:
+    """week01 handed in by 300 students (names and notebooks in en, ja, pt, es) into the
+    module's service, results recorded as the runner records them (tests/service/class_of_300.py);
+    the module's service must not grade: ``pytestmark = pytest.mark.lms(grading=False)``."""
+    return enrol(lms, course)

@@ -1,0 +1,160 @@
+"""Every instructor page at the size of a real class, in a real browser: the class of 300
+(tests/service/class_of_300.py: names and notebooks in English, Japanese, Portuguese and
+Spanish) in a running service, each page opened in Debian's chromium through Playwright
+inside the stand-in LMS's iframe by an instructor whose LMS speaks each of the four languages.
+
+Each page, in each language: axe-core finds no WCAG 2.1 A/AA violation (on a page as big as
+the live report, colour contrast in one language: ``BIG_PAGE``), it is shown within ``BOUND_S``
+(generous: the machines that run this are shared and loaded; docs/ACCESSIBILITY.md says what
+was measured), it is in the language (``<html lang>``, phrases of the language's catalog and
+none of the English it translates), the students' names are in their own script with nothing
+garbled or escaped twice, and a screenshot goes to tests/artefacts/ for a person to look at.
+
+The pages are the app's own list: every GET route under ``/instructor/{name}`` that answers
+with a page (not a download), so a new instructor page is swept without anyone adding it here;
+a route with a path parameter this module does not know fails ``test_every_instructor_page_is_swept``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import string
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+
+from autograder.i18n.catalog import read_catalog
+from autograder.i18n.languages import framework_catalog_path, framework_translations
+from autograder.i18n.runtime import untranslated
+from autograder.service.routes import ROUTERS
+from tests.helpers import assert_accessible
+from tests.service.class_of_300 import LANGUAGES, WEEK, ClassOf300
+from tests.service.lms import Lms
+
+pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
+pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]
+ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
+LOCALES = {"en": "en", "ja": "ja", "pt": "pt_br", "es": "es_mx"}  # as Moodle sends its users' languages
+BOUND_S = 10.0  # from the request to the page's load event, at 300 students, on a loaded machine
+DOWNLOADS = (".zip", ".csv")
+# axe's color-contrast rule takes ~10 s on the live report's 8,000 elements: a page that big has
+# its contrast checked in one language (its colours are the same in all four), the rest in each
+BIG_PAGE, CONTRAST_IN = 3000, "ja"
+# a name of the class in each script; what garbled UTF-8 (read as Latin-1 or cp1252) or text escaped twice look like
+SAMPLE_NAMES = ("田中 花子", "João Gonçalves", "Ángela Muñoz", "Liam O'Brien")
+MOJIBAKE = re.compile("[\u00c2-\u00ef][\u0080-\u00bf\u0152-\u0178\u0192\u02c6-\u02dc\u2013-\u203a\u20ac\u2122]"
+                      "|\ufffd|&(?:#x?[0-9a-fA-F]+|amp|quot|lt|gt);")
+
+
+def instructor_pages() -> list[str]:
+    """The paths of the instructor's pages the app serves, in order: the GET routes of the
+    routers ``create_app`` includes (``routes.ROUTERS``), ``{name}`` the week's."""
+    return [route.path.replace("{name}", WEEK) for router in ROUTERS for route in router.routes
+            if isinstance(route, APIRoute) and "GET" in route.methods and route.path.startswith("/instructor/")
+            and not route.path.endswith(DOWNLOADS)]
+
+
+def fillers(class_of_300: ClassOf300) -> dict[str, str]:
+    """The values of the instructor routes' other path parameters: a hand-graded task, and
+    the latest attempt of the first student (graded, its task 3 marked)."""
+    return {"task": "3", "attempt_id": str(class_of_300.attempts[class_of_300.marked[0]][-1])}
+
+
+def parameters(path: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(path) if name]
+
+
+PAGES = instructor_pages()
+TIMINGS: dict[tuple[str, str], float] = {}
+
+
+def test_every_instructor_page_is_swept() -> None:
+    unknown = {name for page in PAGES for name in parameters(page)} - {"task", "attempt_id"}
+    assert unknown == set(), f"say in fillers() which value of {unknown} the sweep opens"
+    assert {"/instructor/week01", "/instructor/week01/marking"} <= set(PAGES)
+
+
+@pytest.fixture(scope="module")
+def instructor(lms: Lms, class_of_300: ClassOf300, chromium: Any) -> Iterator[dict[str, Any]]:
+    """An instructor's browser page in the LMS per language (opened when first asked for)."""
+    opened: dict[str, Any] = {}
+
+    def page(language: str) -> Any:
+        if language not in opened:
+            context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1280, "height": 1000})
+            opened[language] = lms.open_activity(context, f"t300-{language}", "instructor", locale=LOCALES[language])
+        return opened[language]
+
+    yield {"page": page}
+    for page_ in opened.values():
+        page_.context.close()
+    ARTEFACTS.mkdir(exist_ok=True)  # what the figures in docs/ACCESSIBILITY.md come from
+    (ARTEFACTS / "pages-300-seconds.json").write_text(json.dumps(
+        {f"{language} {path}": round(seconds, 2) for (language, path), seconds in sorted(TIMINGS.items())}, indent=1))
+
+
+@pytest.mark.parametrize("path", PAGES)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instructor: dict[str, Any], language: str,
+                                     path: str) -> None:
+    page = instructor["page"](language)
+    tool = lms.tool_frame(page)
+    address = path.format(**fillers(class_of_300))
+    started = time.perf_counter()
+    tool.goto(lms.tool_url + address, timeout=120_000)  # past the bound: the assertion below says so
+    seconds = time.perf_counter() - started
+    tool = lms.tool_frame(page)
+    shown = tool.url.removeprefix(lms.tool_url)
+    if shown.split("?")[0] != address:
+        pytest.skip(f"{address} sends the browser on to {shown}, swept as itself")
+    TIMINGS[language, path] = seconds
+    assert seconds < BOUND_S, f"{path} took {seconds:.1f} s to show at 300 students"
+
+    assert tool.evaluate("document.documentElement.lang") == language
+    text = tool.locator("body").inner_text()
+    assert not MOJIBAKE.search(text), MOJIBAKE.search(text)
+    if language != "en":  # the page's words are the language's: its catalog's, not the English
+        phrases = _phrases_on(text, language)
+        assert phrases, f"{path} in {language} shows no phrase of the {language} catalog:\n{text[:400]}"
+        english = _english_on(text, language)
+        assert english == [], f"{path} in {language} shows English the catalog translates: {english}"
+    if path == "/instructor/week01":  # the live report lists the class by name, each in its own script
+        for name in SAMPLE_NAMES:
+            assert name in text, f"{name} is not on the live report"
+        translations = framework_translations(language)
+        students = (translations.gettext if translations is not None else untranslated)("Students ({count})")
+        assert students.format(count=len(class_of_300.students)) in text
+    ARTEFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTEFACTS / f"pages-300-{language}-{_file_name(path)}.png"))
+    big = tool.evaluate("document.querySelectorAll('*').length") > BIG_PAGE
+    assert_accessible(page, f"{language} {path} at 300", frames=lms.tool_url,
+                      skip=("color-contrast",) if big and language != CONTRAST_IN else ())
+
+
+def _phrases_on(text: str, language: str) -> list[str]:
+    """The catalog's translated messages (whole, at least 12 characters, no placeholder) on the page."""
+    return [translated for source, translated in _messages(language) if translated in text]
+
+
+def _english_on(text: str, language: str) -> list[str]:
+    """The catalog's English messages (whole, 12+ characters) on the page though translated."""
+    return [source for source, translated in _messages(language) if source in text and source not in translated]
+
+
+@functools.cache
+def _messages(language: str) -> list[tuple[str, str]]:
+    """(English, translation) of the framework catalog's whole messages of 12+ characters."""
+    catalog = read_catalog(framework_catalog_path(language))
+    return [(message.id, str(message.string)) for message in catalog
+            if isinstance(message.id, str) and len(message.id) >= 12 and message.string and not message.fuzzy
+            and message.string != message.id and "{" not in message.id and "%" not in message.id]
+
+
+def _file_name(path: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", path.removeprefix("/instructor/")).strip("-")
