@@ -11,9 +11,9 @@ re-split moves only hand-ins nobody has marked yet, and as few of them as evenne
 a mark stays with whoever gave the latest one (``ManualMark.marker``). A hand-in uploaded
 after the split has no marker until the next one.
 
-The marking pages filter by ``assigned`` (attempt key -> marker) and ``queue`` (a marker's
-attempt keys); marks name their marker whichever queue they were saved from, so two
-markers saving the same answer both succeed, the later save standing under its marker's name.
+The marking pages show a marker's queue, the hand-ins ``assignments`` gives them; marks name
+their marker whichever queue they were saved from, so two markers saving the same answer
+both succeed, the later save standing under its marker's name.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ class HandIn:
     """A student's latest graded attempt of a week that has hand-graded tasks."""
 
     student: str  # the LMS user who handed it in
-    key: str  # the attempt's gradebook key (``attempt-<id>``)
     answers: int  # its hand-graded tasks
     marked: int  # of them, those with a mark that counts (not one given to another answer)
     marked_by: str | None  # the course user who gave its latest mark; None: no mark, or none by a user
@@ -70,7 +69,7 @@ def hand_ins(store: Store, context: str, week: str) -> dict[str, HandIn]:
             continue
         given = marks.get(attempt.key, {})
         by_users = sorted((m.marked, m.marker) for m in given.values() if m.marker not in (None, MARKED_BY_SHEET))
-        found[student] = HandIn(student, attempt.key, len(manual), sum(t.marked and not t.stale for t in manual),
+        found[student] = HandIn(student, len(manual), sum(t.marked and not t.stale for t in manual),
                                 by_users[-1][1] if by_users else None, bool(given))
     return found
 
@@ -81,21 +80,6 @@ def assignments(store: Store, context: str, week: str) -> dict[str, str]:
     with store.database.read() as db:
         rows = db.execute(select(table.user, table.marker).where(table.context == context, table.week == week))
         return {student: marker for student, marker in rows}
-
-
-def assigned(store: Store, context: str, week: str) -> Mapping[str, str]:
-    """Each hand-in to mark that has a marker: attempt key -> the marker (an LMS user)."""
-    split = assignments(store, context, week)
-    return {hand_in.key: split[student] for student, hand_in in hand_ins(store, context, week).items()
-            if student in split}
-
-
-def queue(store: Store, context: str, week: str, marker: str) -> list[str]:
-    """``marker``'s queue: the attempt keys of the hand-ins assigned to them, in the split's
-    order (``deal_order``), marked ones included (their progress counts them)."""
-    split = assignments(store, context, week)
-    mine = [hand_in for student, hand_in in hand_ins(store, context, week).items() if split.get(student) == marker]
-    return [hand_in.key for hand_in in sorted(mine, key=lambda h: deal_order(week, h.student))]
 
 
 def deal_order(week: str, student: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder.service.lti import INSTRUCTOR_ROLES
-from autograder.service.markers import HandIn, assigned, plan_split, progress, queue, split
+from autograder.service.markers import HandIn, assignments, plan_split, progress, split
 from autograder.service.store import Store
 from tests.service.test_store import OPEN, T0, A, notebook, result
 
@@ -21,7 +21,7 @@ LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 
 
 def unmarked(*students: str) -> dict[str, HandIn]:
-    return {s: HandIn(s, f"attempt-{s}", 1, 0, None, False) for s in students}
+    return {s: HandIn(s, 1, 0, None, False) for s in students}
 
 
 def test_a_split_is_even_and_the_same_split_each_time() -> None:
@@ -40,8 +40,8 @@ def test_a_new_split_keeps_marked_hand_ins_with_their_marker_and_moves_as_few_ot
     bobs = sorted(s for s, m in before.items() if m == "bob")
     # ann marked three of hers, and one of bob's from his queue; one of bob's was marked by a sheet
     for student in anns[:3] + bobs[:1]:
-        found[student] = HandIn(student, f"attempt-{student}", 1, 1, "ann", True)
-    found[bobs[1]] = HandIn(bobs[1], f"attempt-{bobs[1]}", 1, 1, None, True)
+        found[student] = HandIn(student, 1, 1, "ann", True)
+    found[bobs[1]] = HandIn(bobs[1], 1, 1, None, True)
     after = plan_split("week01", found, before, ["ann", "bob", "cy"])
     assert all(after[s] == "ann" for s in anns[:3] + bobs[:1]) and after[bobs[1]] == "bob"
     assert sorted(Counter(after.values()).values()) == [4, 4, 4]
@@ -86,11 +86,9 @@ def test_a_split_gives_each_marker_a_queue_and_progress_and_each_mark_names_its_
     store.remember_user(A, "t-2", "Abe", None, [TEACHING_ASSISTANT])
     plan = split(store, A, "week01", ["t-1", "t-2"])
     assert sorted(Counter(plan.values()).values()) == [2, 3]
-    keys = assigned(store, A, "week01")
-    assert keys == {f"attempt-{ids[s]}": m for s, m in plan.items()}
-    tess = queue(store, A, "week01", "t-1")
-    assert sorted(tess) == sorted(k for k, m in keys.items() if m == "t-1")
-    first = int(tess[0].removeprefix("attempt-"))
+    assert assignments(store, A, "week01") == plan
+    tess = sorted(student for student, marker in plan.items() if marker == "t-1")
+    first = ids[tess[0]]
     store.mark(first, context=A, task=2, points=3.0, marker="t-1")
     store.rubric_mark([first], context=A, task=2, items=[], adjustment=4.0, note="fine", marker="t-2")
     mark = store.gradebook.manual_marks("week01")[f"attempt-{first}"][2]
