@@ -204,30 +204,76 @@ def _database_url(database: str | None) -> str | None:
     return database
 
 
+ResultsFolder = Annotated[Path, typer.Argument(help="a results folder written by `autograder grade`")]
+FolderWeekOption = Annotated[str | None, typer.Option("--week", help="the week, when the folder holds several")]
+
+
+def _folder_week(out_dir: Path, week: str | None, database: str | None) -> str:
+    """The week asked for, or the one week the folder's gradebook (or ``database``) holds."""
+    if week is None:
+        from autograder.batch import weeks_in
+
+        found = weeks_in(out_dir, database=database)
+        if len(found) != 1:
+            where = "the database" if database else out_dir
+            raise AutograderError(f"{where} holds results of {found or 'no week'}: choose one with --week")
+        week = found[0]
+    return week
+
+
 @app.command()
 def report(
-    out_dir: Annotated[Path, typer.Argument(help="a results folder written by `autograder grade`")],
-    week: Annotated[str | None, typer.Option("--week", help="the week, when the folder holds several")] = None,
+    out_dir: ResultsFolder,
+    week: FolderWeekOption = None,
     worksheet: WorksheetOption = None,
     allow_pending: AllowPendingOption = False,
     database: DatabaseOption = None,
     course: CourseOption = None,
 ) -> None:
     """Rewrite the report, feedback pages, worksheet and feedback zip from a results folder."""
-    from autograder.batch import load_results, weeks_in, write_outputs
+    from autograder.batch import load_results, write_outputs
 
     database = _database_url(database)
-    if week is None:
-        found = weeks_in(out_dir, database=database)
-        if len(found) != 1:
-            where = "the database" if database else out_dir
-            raise AutograderError(f"{where} holds results of {found or 'no week'}: choose one with --week")
-        week = found[0]
-    the_week = _locate(week, course)
+    the_week = _locate(_folder_week(out_dir, week, database), course)
     results = load_results(out_dir, the_week, database=database)
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs = write_outputs(the_week, results, out_dir, worksheet=worksheet, allow_pending=allow_pending)
     _print_outputs(outputs)
+
+
+@app.command()
+def override(
+    out_dir: ResultsFolder,
+    key: Annotated[str, typer.Argument(help="the submission's key (its row of the report, its <key>.json)")],
+    task: Annotated[int, typer.Argument(help="the number of the autograded task")],
+    points: Annotated[float | None, typer.Argument(help="the points the task counts instead of the checks'")] = None,
+    reason: Annotated[str, typer.Option("--reason", help="why, for the student: their feedback page shows it")] = "",
+    remove: Annotated[bool, typer.Option("--remove", help="take the task's override back instead")] = False,
+    by: Annotated[str | None, typer.Option("--by", help="who overrides, kept in the gradebook (default: your "
+                                                       "login name)")] = None,
+    week: FolderWeekOption = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Override the points the checks gave one task of one submission, with a reason the
+    student reads (or take the override back with --remove). It is kept in the gradebook
+    and survives a regrade; `autograder report` then writes every output with it."""
+    import getpass
+
+    from autograder.gradebook import FILENAME, Gradebook
+
+    database = _database_url(database)
+    week = _folder_week(out_dir, week, database)
+    if remove == (points is not None):
+        raise AutograderError("give the task's new POINTS and --reason, or --remove to take its override back")
+    with Gradebook.open(database or out_dir / FILENAME) as book:
+        if points is None:
+            book.remove_override(week, key, task)
+            err.print(f"task {task} of {key}: override removed, the checks' points count again")
+        else:
+            given = book.set_override(week, key, task, points=points, reason=reason, by=by or getpass.getuser())
+            err.print(f"task {task} of {key}: {format_points(given.points)} points, by {given.by}")
+    err.print(f"write the outputs again with: autograder report {out_dir}" + (f" --database {database}"
+                                                                              if database else ""))
 
 
 @app.command("merge-manual")

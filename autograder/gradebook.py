@@ -474,10 +474,10 @@ class Gradebook:
             if removed.rowcount != 1:
                 raise GradebookError(f"{self.path}: task {task} of {key!r} in {week} has no override to remove")
 
-    def overrides(self, week: str) -> dict[str, dict[int, ScoreOverride]]:
-        """``{key: {task: ScoreOverride}}`` for every overridden result of ``week``."""
+    def overrides(self, week: str, keys: Collection[str] | None = None) -> dict[str, dict[int, ScoreOverride]]:
+        """``{key: {task: ScoreOverride}}`` for every overridden result of ``week`` (of ``keys`` only, if given)."""
         with self.database.read() as db:
-            return read_overrides(db, week)
+            return read_overrides(db, week, keys)
 
     # --- rubric items -----------------------------------------------------------------
 

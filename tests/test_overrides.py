@@ -5,7 +5,11 @@ the reason, in the student's language. On SQLite and on a real PostgreSQL server
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +24,13 @@ from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.results import TestResult as Check
 
 WEEK = "week01"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``autograder ARGS`` in the course's folder."""
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "300"})
 
 
 def graded(key: str, autograded: float, *, tests_sha: str = "t" * 64) -> SubmissionResult:
@@ -115,3 +126,22 @@ def test_the_feedback_page_shows_the_overridden_points_and_the_reason(book: Grad
     assert escape(says) in page  # as the page writes it (an apostrophe is &#39;)
     assert '<div class="comment">test_fit&#39;s tolerance was &lt;wrong&gt;</div>' in page
     assert "<strong>9.5 / 10</strong>" in page and "Ada" not in page  # who overrode is the gradebook's
+
+
+@pytest.mark.slow
+def test_the_cli_overrides_and_report_writes_the_outputs_with_it(tmp_path: Path) -> None:
+    """``autograder override FOLDER KEY TASK POINTS --reason ...`` writes the folder's gradebook;
+    ``autograder report FOLDER`` then writes the result's JSON and feedback page with it."""
+    out = tmp_path / "results"
+    with Gradebook.open(out / "gradebook.sqlite") as book:
+        book.record(graded("a", 4.0))
+    given = run("override", str(out), "a", "1", "9.5", "--reason", "The tolerance was wrong",
+                "--by", "Ada")
+    assert given.returncode == 0, given.stderr
+    assert "task 1 of a: 9.5 points, by Ada" in given.stderr and f"autograder report {out}" in given.stderr
+    reported = run("report", str(out))
+    assert reported.returncode == 0, reported.stderr
+    document = json.loads((out / "a.json").read_text(encoding="utf-8"))
+    assert document["score"] == 9.5 and document["tasks"][0]["override_reason"] == "The tolerance was wrong"
+    page = next(out.rglob("a.html")).read_text(encoding="utf-8")
+    assert "The tolerance was wrong" in page and "9.5 in place of the 4 the checks gave" in page

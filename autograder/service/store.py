@@ -28,7 +28,9 @@ before the attempt that names them. Every query a student's request can reach fi
 ``user`` its ``sub``. Instructors' queries filter by ``context``.
 
 For the web app: ``attempt(id, context=..., user=...)`` filters in SQL (pass them on
-student routes); ``mark(...)`` stores a hand mark and re-posts the score; ``regrade(...)``
+student routes); ``mark(...)`` stores a hand mark and re-posts the score, ``override(...)`` an
+instructor's points for an autograded task in place of the checks' (``remove_override(...)``
+takes them back), re-posting it too; ``regrade(...)``
 re-queues; ``result(...)`` gives the gradebook's result with marks applied (the marking
 form's data) and ``feedback(...)`` its feedback page; ``Post.state`` may also be
 ``"superseded"`` (a newer score for the same user replaced it before it was sent);
@@ -265,6 +267,25 @@ class Store:
         merged into the gradebook from outside, a service stopped between a mark and its
         post); how many. The service calls this when it starts."""
         return refresh_scores(self.database)
+
+    # --- overrides of autograded points -------------------------------------------------------
+
+    def override(self, attempt_id: int, *, context: str, task: int, points: float, reason: str,
+                 by: str) -> Attempt:
+        """An instructor's ``points`` for an autograded task of an attempt in their course, in
+        place of the checks', with the ``reason`` the student reads, given ``by`` them: stored
+        as the gradebook's override (checked there: an autograded task, points within its
+        maximum, a reason), the feedback page rewritten and the counted score posted again
+        if it changed, as after a mark."""
+        attempt, _ = self._markable(attempt_id, context=context, task=task)
+        self.gradebook.set_override(attempt.week, attempt.key, task, points=points, reason=reason, by=by)
+        return self._marked(attempt)
+
+    def remove_override(self, attempt_id: int, *, context: str, task: int) -> Attempt:
+        """Take an override back: the checks' points count again, on the page and in the LMS."""
+        attempt, _ = self._markable(attempt_id, context=context, task=task)
+        self.gradebook.remove_override(attempt.week, attempt.key, task)
+        return self._marked(attempt)
 
     # --- counted scores -------------------------------------------------------------------------
 

@@ -35,10 +35,10 @@ CORRECT = (FIXTURES / "correct_fresh_notebook.ipynb").read_bytes()
 WRONG = (FIXTURES / "wrong_counts_every_sample.ipynb").read_bytes()
 INSTRUCTOR_AREAS = ("/instructor/", "/deep-link")
 NOT_AN_INSTRUCTOR = "This page is for the course&#39;s instructors (the Instructor role in the LMS)."
-PATH_VALUES = {"name": "week01", "task": "3", "number": "1", "post_id": "1"}
+PATH_VALUES = {"name": "week01", "task": "3", "number": "1", "post_id": "1", "attempt_id": "1"}
 # what any of the instructors' forms may hold: a route that let a learner through would act on it
 INSTRUCTOR_FORM = {"week": "week01", "points": "5", "comment": "A learner's mark", "attempt": "1", "item": "1",
-                   "adjustment": "1", "points-1-3": "5"}
+                   "adjustment": "1", "points-1-3": "5", "reason": "A learner's override"}
 
 
 def instructor_routes(routes: Iterable[Any]) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@
 - ``attempts``: an attempt's page, state and feedback (its learner, or the course's instructors)
 - ``instructor``: an instructor's week report, regrading, score posts, results download
 - ``marking``: marking by hand and by rubric
+- ``overrides``: an instructor's override of an attempt's autograded points, with a reason
 - ``markers``: the week's marking split among markers, and each one's progress
 - ``metrics``: the monitoring system's scrape (a bearer token from the data folder)
 
@@ -31,8 +32,10 @@ from autograder.service.routes import (
     markers,
     marking,
     metrics,
+    overrides,
     platform,
 )
 
 ROUTERS: tuple[APIRouter, ...] = (platform.router, launch.router, deep_link.router, learner.router,
-                                  attempts.router, instructor.router, marking.router, markers.router, metrics.router)
+                                  attempts.router, instructor.router, marking.router, markers.router,
+                                  overrides.router, metrics.router)
