@@ -5,6 +5,7 @@ the reason, in the student's language. On SQLite and on a real PostgreSQL server
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -75,6 +76,10 @@ def test_an_override_counts_for_every_reader_survives_a_regrade_and_its_removal_
         assert book.result(WEEK, "a").task(1).autograded_score == 9.5  # type: ignore[union-attr]
         book.record(graded("a", 2.0, tests_sha="v" * 64))
         assert book.result(WEEK, "a").score == 12.5  # type: ignore[union-attr]
+        fewer = graded("a", 2.0, tests_sha="w" * 64)
+        fewer.task(1).max_score = 8.0  # new tests worth less than the override: it counts their maximum
+        book.record(fewer)
+        assert book.result(WEEK, "a").task(1).score == 8.0  # type: ignore[union-attr]
 
         book.set_override(WEEK, "a", 1, points=0, reason="Copied from the model answer", by="Ada")  # replaced
         assert book.result(WEEK, "a").score == 3.0  # type: ignore[union-attr]
@@ -145,3 +150,6 @@ def test_the_cli_overrides_and_report_writes_the_outputs_with_it(tmp_path: Path)
     assert document["score"] == 9.5 and document["tasks"][0]["override_reason"] == "The tolerance was wrong"
     page = next(out.rglob("a.html")).read_text(encoding="utf-8")
     assert "The tolerance was wrong" in page and "9.5 in place of the 4 the checks gave" in page
+    with (out / "gradebook.csv").open(encoding="utf-8-sig", newline="") as sheet:
+        [row] = list(csv.DictReader(sheet))
+    assert (row["Task 1 (max 10)"], row["Total"]) == ("9.5", "9.5")
