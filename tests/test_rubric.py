@@ -18,7 +18,7 @@ from autograder.batch import merge_manual, rewrite_outputs
 from autograder.course import Course, Task
 from autograder.database.migrate import SQLITE_USER_VERSION, head
 from autograder.exceptions import GradebookError, ManualMarksError
-from autograder.gradebook import Gradebook
+from autograder.gradebook import MARKED_BY_SHEET, Gradebook
 from autograder.grouping import group_answers
 from autograder.manual import RUBRIC_CSV, read_marks, read_rubric_sheet, write_manual_sheet, write_rubric_sheet
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
@@ -332,6 +332,8 @@ def test_merge_manual_with_a_rubric_then_an_edited_item_updates_worksheet_and_fe
         (3, 1, 15, "Names separability"), (3, 2, 8, "Gives an example"), (3, 3, -4, "Sign error")]
     assert grade_of("s-101") == grade_of("s-103") == "95.00"
     assert "Names separability (+15)" in (out / "feedback" / "s-103.html").read_text(encoding="utf-8")
+    with Gradebook.open(out / "gradebook.sqlite") as book:  # every mark merged from the sheet says so
+        assert {m.marker for marks in book.manual_marks(WEEK).values() for m in marks.values()} == {MARKED_BY_SHEET}
 
 
 def test_the_rubric_page_speaks_the_instructors_language(course: Course) -> None:
