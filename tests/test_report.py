@@ -163,7 +163,9 @@ def test_report_has_a_row_and_a_feedback_page_per_submission(tmp_path: Path, bat
     assert len([tag for tag, attrs in page.tags if tag == "tr" and "data-status" in attrs]) == len(batch)
     links = [a["href"] for a in page.all("a")]
     assert len(links) == len(batch)
-    for result, href in zip(batch, links):
+    by_name = sorted(batch, key=lambda res: res.participant.full_name.casefold())  # type: ignore[union-attr]
+    assert by_name[0].key == "103" and by_name[-1].key == "102"  # "<script>…" first, 山田 last: by name, not key
+    for result, href in zip(by_name, links, strict=True):
         assert href is not None
         target = tmp_path / unquote(href)
         assert target == tmp_path / "feedback" / f"{result.key}.html"

@@ -1,6 +1,9 @@
 """The instructor's report: ``report.html`` with plots, a table of every submission, and
 ``feedback/<key>.html`` beside it for each one (the pages students get).
 
+Its body (``report_body``: summary, plots, the table with its filters, the hidden tests) is
+also the service's live report, ``/instructor/WEEK``: one renderer, two pages around it.
+
 Plots are embedded as base64 PNG so the report is one file that can be mailed or moved
 together with its ``feedback/`` folder.
 """
@@ -8,10 +11,18 @@ together with its ``feedback/`` folder.
 from __future__ import annotations
 
 import base64
+import hashlib
+import pickle
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from gettext import NullTranslations
 from pathlib import Path
+from urllib.parse import quote
+
+from markupsafe import Markup
 
 from autograder.course import Week
 from autograder.exceptions import ReportError
@@ -83,15 +94,114 @@ def display_name(result: SubmissionResult) -> str:
     return (participant.full_name or participant.group_name or result.key) if participant else result.key
 
 
+@dataclass(frozen=True)
+class Row:
+    """One student's row of the report's table, in both reports: the batch's (a row per
+    submission) and the service's live page (a row per student, their counted attempt's result).
+
+    ``result`` is None while the student has no result yet (a hand-in queued, being graded or
+    failed): ``state`` then says which (the row's status for the filter, its badge's class) and
+    ``state_name`` in words the body translates. ``extra`` are the numbers of the body's
+    ``extra_columns``, in their order (the live page's attempts and counted score)."""
+
+    name: str
+    link: str
+    note: str
+    note_title: str = ""
+    result: SubmissionResult | None = None
+    state: str = ""
+    state_name: str = ""
+    message: str = ""
+    extra: tuple[float | None, ...] = ()
+
+
+class _Drawn:
+    """The plots last drawn, by what they were drawn from: the live page is fetched again every
+    15 seconds, and drawing three matplotlib figures of 300 results takes far longer than
+    reading them, so a page whose results and language have not changed reuses its pictures."""
+
+    KEPT = 8  # pages of different weeks or languages open at once
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._images: OrderedDict[str, list[tuple[Plot, str, plots.PlotTable]]] = OrderedDict()
+
+    def images(self, results: Sequence[SubmissionResult], language: str,
+               active: NullTranslations | None) -> list[tuple[Plot, str, plots.PlotTable]]:
+        """Each plot as a data URI with its numbers as a table, in ``active``'s language."""
+        # pickled, 300 results take 2 ms (their JSON 60 ms); equal results pickle alike, and
+        # different ones never do, so a miss at worst draws again what it had
+        key = language + ":" + hashlib.sha256(pickle.dumps(list(results))).hexdigest()
+        with self._lock:
+            if key in self._images:
+                self._images.move_to_end(key)
+                return self._images[key]
+        with speaking(active):  # the plots' labels, in the instructor's language
+            drawn = [(plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii"),
+                      plot.table(results)) for plot in PLOTS]
+        with self._lock:
+            self._images[key] = drawn
+            while len(self._images) > self.KEPT:
+                self._images.popitem(last=False)
+        return drawn
+
+
+_drawn = _Drawn()
+
+
+def report_body(rows: Sequence[Row], *, language: str, active: NullTranslations | None, lang: str | None = None,
+                extra_columns: Sequence[str] = ()) -> Markup:
+    """The report's body: summary cards, the plots, the table of ``rows`` (sorted by name, with
+    a column per task, filters and search; marks still to give shown as pending), and the
+    hidden tests' pass rates. The one renderer of both reports: ``write_report``'s page puts
+    it between its heading and the batch's own sections, the service's live page
+    (``/instructor/WEEK``) between its links and its score posts.
+
+    ``active`` translates it (``language`` names it, for the plots drawn once per language);
+    ``lang`` writes its numbers in that language's form (the service's pages; None: as the
+    batch's files write them). ``extra_columns`` are headings (marked with ``N_``) of columns
+    after the score, each row's ``extra`` their numbers. The page that shows the body
+    includes ``report.js`` (``report_script``) after it for the sorting and the filters."""
+    results = [row.result for row in rows if row.result is not None]
+    waiting: dict[str, tuple[str, int]] = {}
+    for row in rows:
+        if row.result is None:
+            words, count = waiting.get(row.state, (row.state_name, 0))
+            waiting[row.state] = (words, count + 1)
+    ordered = sorted(rows, key=lambda row: (row.name.casefold(), row.name, row.link))
+    values = {"lang": lang} if lang is not None else {}
+    return Markup(environment().get_template("report_body.html.j2").render(
+        _=active.gettext if active is not None else untranslated,
+        rows=ordered,
+        summary=summarize(results),
+        waiting=waiting,
+        breakdown=test_breakdown(results),
+        columns=task_columns(results),
+        extra_columns=list(extra_columns),
+        images=_drawn.images(results, language, active),
+        **values,
+    ))
+
+
+def report_style() -> Markup:
+    """The report's style sheet, for a page that shows ``report_body`` (the batch's page has it inline)."""
+    return Markup(environment().get_template("style.css").render())
+
+
+def report_script() -> Markup:
+    """The table's sorting and filters, for a page that shows ``report_body``."""
+    return Markup(environment().get_template("report.js").render())
+
+
 def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_title: str,
                  similar: Sequence[Pair] = (), week: Week | None = None) -> Path:
     """Write ``out_dir/report.html`` and ``out_dir/feedback/<key>.html``; returns the report's path.
 
-    The page works without a server: a sortable, filterable table (plain inline script),
-    per-test pass rates with the commonest failure messages, the slowest submissions by
-    name, and ``similar`` pairs of submissions with both listings side by side. Each feedback
-    page is in its student's language (given the ``week``, its title too); the report itself
-    is in the instructor's (``course.toml``)."""
+    The page works without a server: the body (``report_body``: a sortable, filterable table,
+    plain inline script, and per-test pass rates with the commonest failure messages), the
+    slowest submissions by name, and ``similar`` pairs of submissions with both listings side
+    by side. Each feedback page is in its student's language (given the ``week``, its title
+    too); the report itself is in the instructor's (``course.toml``)."""
     _check_keys(results)
     feedback_dir = Path(out_dir) / FEEDBACK_DIR
     feedback_dir.mkdir(parents=True, exist_ok=True)
@@ -102,23 +212,19 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
     active = translations(week, language) if week is not None else framework_translations(language)
     if week is not None and active is not None:
         week_title = week.label(active)
-    with speaking(active):  # the plots' labels, in the instructor's language
-        images = [
-            (plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii"), plot.table(results))
-            for plot in PLOTS
-        ]
+    names = {r.key: display_name(r) for r in results}
+    rows = [Row(name=names[r.key], link=f"{FEEDBACK_DIR}/{quote(r.key, safe='')}.html", note=r.key,
+                note_title=r.submission, result=r) for r in results]
     html = environment().get_template("report.html.j2").render(
         week_title=week_title,
         language=language,
         _=active.gettext if active is not None else untranslated,
         results=results,
         summary=summarize(results),
-        breakdown=test_breakdown(results),
+        body=report_body(rows, language=language, active=active),
         slowest=sorted((r for r in results if r.duration_s > 0), key=lambda r: -r.duration_s)[:SLOWEST_SHOWN],
-        names={r.key: display_name(r) for r in results},
+        names=names,
         similar=list(similar),
-        columns=task_columns(results),
-        images=images,
         feedback_dir=FEEDBACK_DIR,
         grader_versions=sorted({r.grader_version for r in results if r.grader_version}),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -1,4 +1,4 @@
-"""An instructor's week: the report of every student's latest attempt, score posts and
+"""An instructor's week: the report of every student's counted attempt, score posts and
 Moodle syncs; regrading the week, sending a refused score post again, and the results as
 a zip."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable, Mapping
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -13,8 +14,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from autograder.exceptions import Refused
 from autograder.formats.result_json import encode
 from autograder.formats.spreadsheet_cells import spreadsheet_cell
-from autograder.i18n.runtime import N_
+from autograder.i18n.languages import framework_translations
+from autograder.i18n.runtime import N_, untranslated
 from autograder.publish import GRADEBOOK_CSV, Learner, attempt_page, gradebook_csv
+from autograder.report.instructor import Row, report_body, report_script, report_style
+from autograder.results import SubmissionResult
 from autograder.service.counting import counted as counted_score
 from autograder.service.deps import (
     CheckedForm,
@@ -27,6 +31,7 @@ from autograder.service.deps import (
 )
 from autograder.service.locales import instructor_language
 from autograder.service.marking import is_row_id
+from autograder.service.pages import STATES
 from autograder.service.store import Attempt
 
 router = APIRouter(prefix="/instructor/{name}")
@@ -36,21 +41,48 @@ router = APIRouter(prefix="/instructor/{name}")
 def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep, hooks: HooksDep, course: CourseDep,
                     pages: PagesDep) -> HTMLResponse:
     """The live report, in the instructor's language (the LMS's locale for them, else the
-    course's ``instructor`` language), its moments in service.toml's time zone."""
-    theirs: dict[str, list[Attempt]] = {}  # each student's attempts, first to last, scores read in one go
-    for attempt in sorted(store.week_attempts(context=session.context, week=week.name), key=lambda a: a.number):
+    course's ``instructor`` language), its moments in service.toml's time zone: the batch
+    report's body (``report.instructor.report_body``) with a row per student, then the
+    score posts and Moodle syncs."""
+    language = instructor_language(session, course)
+    active = framework_translations(language)
+    attempts = store.week_attempts(context=session.context, week=week.name)
+    results = store.results_of(attempts)  # the week's results in one read, marks applied
+    theirs: dict[str, list[Attempt]] = {}  # each student's attempts, first to last
+    for attempt in sorted(attempts, key=lambda a: a.number):
         theirs.setdefault(attempt.user, []).append(attempt)
-    latest = {user: attempts[-1] for user, attempts in theirs.items()}
-    counts = {user: len(attempts) for user, attempts in theirs.items()}
-    counted = {user: None if (score := counted_score(attempts)) is None else score.score
-               for user, attempts in theirs.items()}
-    return pages.render("instructor.html.j2", week=week, latest=sorted(latest.values(), key=lambda a: a.user),
+    names = {user: store.user_name(session.context, user) or user for user in theirs}
+    rows = [_student_row(own, results, names[user], active.gettext if active is not None else untranslated)
+            for user, own in theirs.items()]
+    return pages.render("instructor.html.j2", week=week, students=len(rows),
+                        report=report_body(rows, language=language, active=active, lang=language,
+                                           extra_columns=(N_("Attempts"), N_("Counted"))),
+                        report_style=report_style(), report_script=report_script(),
                         lineitem=store.lineitem(session.context, week.name),
-                        counts=counts, counted=counted, posts=store.posts(context=session.context, week=week.name),
-                        names={user: store.user_name(session.context, user) or user for user in latest},
+                        posts=store.posts(context=session.context, week=week.name), names=names,
                         syncs=[status for status in hooks.syncs() if status.entry.week == week.name],
                         csrf=session.csrf, session=session, zone=hooks.policy_for(week.name).timezone,
-                        language=instructor_language(session, course))
+                        language=language)
+
+
+def _student_row(own: list[Attempt], results: Mapping[int, SubmissionResult], name: str,
+                 gettext: Callable[[str], str]) -> Row:
+    """A student's row of the live report: their counted attempt's result, else their latest
+    with one; before any, their latest attempt's state (queued, grading, failed). The note
+    under the name says which attempt it is, and the latest's state when that one has no
+    result yet (a new upload being graded)."""
+    score = counted_score(own)
+    latest = own[-1]
+    extra = (float(len(own)), None if score is None else score.score)
+    shown = score.attempt if score is not None else next((a for a in reversed(own) if a.id in results), None)
+    if shown is None:
+        return Row(name=name, link=f"/attempt/{latest.id}",
+                   note=gettext("attempt {number}").format(number=latest.number), state=latest.state,
+                   state_name=STATES[latest.state], message=latest.message or "", extra=extra)
+    note = gettext("attempt {number}").format(number=shown.number)
+    if latest.id not in results:
+        note += " · " + gettext("attempt {number}").format(number=latest.number) + ": " + gettext(STATES[latest.state])
+    return Row(name=name, link=f"/attempt/{shown.id}", note=note, result=results[shown.id], extra=extra)
 
 
 @router.post("/regrade")

@@ -1,5 +1,6 @@
-"""The instructor's week routes (``autograder/service/routes/instructor.py``): results.zip's
-``gradebook.csv``, the batch's sheet of the same name, filled from the service's store."""
+"""The instructor's week routes (``autograder/service/routes/instructor.py``): the live report,
+the batch report's body with a row per student; results.zip's ``gradebook.csv``, the batch's
+sheet of the same name, filled from the service's store."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import csv
 import io
 import json
 import zipfile
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
 
 import httpx
 import pytest
 
 from autograder.database.clock import now
-from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.report import write_report
+from autograder.results import Participant, Status, SubmissionResult, TaskResult
 from autograder.service.policy import WeekPolicy
 from tests.service.lms import Lms
 from tests.service.web import forms
@@ -60,9 +65,117 @@ def test_the_results_zip_holds_the_gradebook_csv_with_each_learners_name_and_cou
     assert "week01/attempts.csv" in archive.namelist()  # kept as it was, for scripts that read it
     raw = archive.read("week01/gradebook.csv")
     assert raw.startswith("\ufeff".encode())
-    assert list(csv.reader(io.StringIO(raw.decode("utf-8-sig")))) == [
+    header, *rows = csv.reader(io.StringIO(raw.decode("utf-8-sig")))
+    assert [header, *(row for row in rows if row[1].startswith("zip-"))] == [  # the module's other tests' too
         ["Name", "LMS id", "Email", "Task 1 (max 4)", "Task 2 (max 6)", "Total", "Maximum", "Status", "Pending points"],
         ["'=HYPERLINK(\"http://x.test\",\"e\")", "zip-eve", "", "2", "5", "7", "10", "graded", "0"],
         ["Bruno Araújo", "zip-bob", "", "0", "", "0", "10", "error", "6"],
         ["User zip-ann", "zip-ann", "", "4", "", "4", "10", "pending hand marks", "6"],
     ]
+
+
+@dataclass
+class TableRow:
+    status: str
+    link: str = ""
+    name: str = ""
+    cells: list[str] = field(default_factory=list)
+
+
+class ReportTable(HTMLParser):
+    """The report's table of students (``table#results``) of a page: its headings, and each
+    row's status (``data-status``), link, the link's text (the name) and cells' text."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.headings: list[str] = []
+        self.rows: list[TableRow] = []
+        self._inside = self._cell = self._link = False
+        self._text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "table":
+            self._inside = values.get("id") == "results"
+        elif self._inside and tag == "tr" and "data-status" in values:
+            self.rows.append(TableRow(status=values["data-status"] or ""))
+        elif self._inside and tag in ("td", "th"):
+            self._cell, self._text = True, []
+        elif self._inside and tag == "a" and self.rows:
+            self.rows[-1].link, self._link = values["href"] or "", True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._inside = False
+        elif tag == "a":
+            self._link = False
+        elif self._inside and tag in ("td", "th") and self._cell:
+            self._cell = False
+            text = " ".join("".join(self._text).split())
+            if tag == "th":
+                self.headings.append(text)
+            else:
+                self.rows[-1].cells.append(text)
+
+    def handle_data(self, data: str) -> None:
+        if self._cell:
+            self._text.append(data)
+        if self._link:
+            self.rows[-1].name += data
+
+
+def test_the_live_report_is_the_batch_reports_body_a_row_per_student_by_name(lms: Lms, tmp_path: Path) -> None:
+    """One renderer: the live page's table has the batch report's columns (a column per task)
+    and cells for the same results, with the live page's own columns (attempts, counted score)
+    after the score; a row per student sorted by the LMS's name (not by user id), linking to
+    the attempt whose result it shows; a hand-in with points still to mark is pending, not
+    graded; one still queued is shown as queued."""
+    store = lms.app.state.store
+    upload(lms, "live-1", 1)  # "User live-1" in the LMS: its context is the course's
+    first = store.claim()
+    assert first is not None
+    context = first.context
+    store.remember_user(context, "live-1", "Zoë Müller", None)
+    for user, name in (("live-2", "ana Lima"), ("live-3", "Bruno Costa"), ("live-4", "Chen Wei")):
+        store.remember_user(context, user, name, None)
+    for user, number in (("live-2", 0), ("live-2", 1), ("live-3", 0)):
+        store.submit(context=context, user=user, week="week01", content=f"{user}-{number}".encode(),
+                     policy=WeekPolicy(), now=now())
+    recorded = {"live-1": [a_result(4.0, marked=False)],  # 6 points still to mark
+                "live-2": [a_result(3.0), a_result(1.0)],  # the best, the first, counts
+                "live-3": [a_result(0.0, status=Status.ERROR, marked=False)]}
+    shown: dict[str, int] = {}
+    attempt = first
+    while attempt is not None:
+        store.record_result(attempt.id, recorded[attempt.user].pop(0), week_title="week01")
+        shown.setdefault(attempt.user, attempt.id)
+        attempt = store.claim()
+    store.submit(context=context, user="live-4", week="week01", content=b"live-4", policy=WeekPolicy(), now=now())
+    queued = next(a for a in store.week_attempts(context=context, week="week01") if a.user == "live-4")
+    teacher, _ = lms.launch("live-teacher", role="instructor")
+    live = ReportTable(teacher.get(f"{lms.tool_url}/instructor/week01").text)
+    live.rows = [row for row in live.rows if row.name in ("Zoë Müller", "ana Lima", "Bruno Costa", "Chen Wei")]
+    left = store.claim()  # graded now, so the module's other tests find no attempt queued
+    assert left is not None and left.id == queued.id
+    store.record_result(left.id, a_result(1.0), week_title="week01")
+
+    assert live.headings[:5] == ["Student", "Status", "Score", "Attempts", "Counted"]
+    assert [row.name for row in live.rows] == ["ana Lima", "Bruno Costa", "Chen Wei", "Zoë Müller"]
+    assert [row.link for row in live.rows] == [f"/attempt/{shown['live-2']}", f"/attempt/{shown['live-3']}",
+                                               f"/attempt/{queued.id}", f"/attempt/{shown['live-1']}"]
+    assert [row.status for row in live.rows] == ["graded", "error", "queued", "graded"]
+    ana, bruno, chen, zoe = (row.cells for row in live.rows)
+    assert zoe[1] == "pending marks" and "+6 pending" in zoe[2] and zoe[6] == "pending"
+    assert ana[1] == "graded" and ana[3:5] == ["2", "8"]  # two attempts, 3 + 5 counted
+    assert bruno[1] == "error" and bruno[3:5] == ["1", "0"]
+    assert chen[1] == "queued" and chen[2] == "–"
+
+    batch = [a_result(4.0, marked=False), a_result(3.0), a_result(0.0, status=Status.ERROR, marked=False)]
+    named = [SubmissionResult(f"s{i}", f"s{i}", r.status, tasks=r.tasks, week="week01",
+                              participant=Participant(full_name=name))
+             for i, (r, name) in enumerate(zip(batch, ("Zoë Müller", "ana Lima", "Bruno Costa"), strict=True))]
+    report = ReportTable(write_report(named, tmp_path, week_title="week01").read_text(encoding="utf-8"))
+    assert live.headings[:3] + live.headings[5:] == report.headings
+    without_extras = {row.name: row.cells[1:3] + row.cells[5:] for row in live.rows if row.status != "queued"}
+    assert without_extras == {row.name: row.cells[1:] for row in report.rows}
