@@ -53,6 +53,14 @@ def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text[:ANSWER_CHARS]).casefold().split())[:ANSWER_CHARS]
 
 
+def fingerprint(answers: Mapping[str, str], *, distance: float = DISTANCE) -> str:
+    """A SHA-256 naming a set of answers as they are grouped (keys, and texts as far as they
+    are compared: ``ANSWER_CHARS``) and the grouping's settings: the same for the same
+    answers in any order, another for any change that can change the groups."""
+    compared = sorted((key, text[:ANSWER_CHARS]) for key, text in answers.items())
+    return hashlib.sha256(json.dumps([distance, NGRAMS, ANSWER_CHARS, compared]).encode()).hexdigest()
+
+
 def group_answers(answers: Mapping[str, str], *, distance: float = DISTANCE) -> list[list[str]]:
     """The keys of ``answers`` (key -> answer text) in groups of similar answers.
 

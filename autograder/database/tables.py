@@ -146,6 +146,7 @@ attempts = Table(
     Column("graded_at", UtcDateTime),
     Column("claimed_at", UtcDateTime),  # while grading: when its replica last renewed the claim
     Column("claimed_by", Text),  # while grading: the claim's owner token (service/claims.py)
+    Column("regrade_requested_at", UtcDateTime),  # in the week's latest regrade: when it was asked for
     UniqueConstraint("context", "user", "week", "number"),
     Index("attempts_queue", "state", "week", "id"),
     Index("attempts_owner", "context", "user", "week"),

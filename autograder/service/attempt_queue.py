@@ -22,7 +22,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Connection, Select, Text, and_, func, insert, literal, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    Text,
+    and_,
+    case,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 
 from autograder.course import normalise_week_name
@@ -37,6 +51,7 @@ from autograder.service.policy import WeekPolicy
 
 MAX_TRIES = 3  # an attempt whose grading was interrupted this often is failed, not retried again
 AttemptState = Literal["queued", "grading", "graded", "failed"]
+WAITING = ("queued", "grading")  # the states of an attempt whose (next) result is still to come
 
 # The queue, fair across learners: a learner's attempt waits behind every other learner's
 # attempts that have had fewer turns. A turn is an attempt of theirs being graded, graded
@@ -79,6 +94,7 @@ class Attempt:
     message: str | None = None
     counted_mode: Literal["best", "last"] = "best"  # the policy's choice when it was uploaded
     title: str | None = None  # the week's title as its grader gave it (for pages written again)
+    regrade_requested_at: datetime | None = None  # in the week's latest regrade (``AttemptQueue.regrade``)
 
     @property
     def key(self) -> str:
@@ -91,6 +107,17 @@ class Attempt:
         if self.score is None:
             return None
         return round(max(0.0, self.score - self.penalty * self.max_score), 6)
+
+    @property
+    def scored(self) -> bool:
+        """Whether it has a score that counts: graded, or queued again by a regrade (or an
+        interrupted grading) with its last result standing until the new one lands."""
+        return self.state != "failed" and self.score is not None
+
+    @property
+    def regrading(self) -> bool:
+        """Waiting to be graded again (or being graded) while its last result still stands."""
+        return self.state in WAITING and self.score is not None
 
 
 def attempt_key(attempt_id: int) -> str:
@@ -105,8 +132,29 @@ _KEY = literal("attempt-", Text) + sql_cast(attempts.c.id, Text)
 SELECT_ATTEMPTS = select(
     attempts.c.id, attempts.c.context, attempts.c.user, attempts.c.week, attempts.c.number, attempts.c.content_hash,
     attempts.c.submitted_at, attempts.c.state, attempts.c.penalty, attempts.c.message, attempts.c.counted_mode,
-    attempts.c.title, sql_cast(results.c.document, Text).label("document"),
+    attempts.c.title, attempts.c.regrade_requested_at, sql_cast(results.c.document, Text).label("document"),
 ).select_from(attempts.outerjoin(results, and_(results.c.week == attempts.c.week, results.c.key == _KEY)))
+
+
+# The state of an attempt whose grading could not produce a result: failed, unless it has one
+# already (a regrade queued it): then its last result stands and it is graded, as it was.
+_FAILED = case((exists().where(results.c.week == attempts.c.week, results.c.key == _KEY), "graded"),
+               else_="failed")
+
+
+@dataclass(frozen=True)
+class RegradeStatus:
+    """A week's regrade in one course: of the attempts its latest regrade took (``total``),
+    how many are ``done`` (graded again, or failed); ``regradable``: how many a regrade
+    asked for now would queue (those graded or failed)."""
+
+    done: int
+    total: int
+    regradable: int
+
+    @property
+    def running(self) -> bool:
+        return self.done < self.total
 
 
 def read_attempts(db: Connection, query: Select[Any]) -> list[Attempt]:
@@ -123,7 +171,7 @@ def read_attempts(db: Connection, query: Select[Any]) -> list[Attempt]:
     overrides = {week: read_overrides(db, week, of_week) for week, of_week in keys.items()}
     found = []
     for (id_, context, user, week, number, content_hash, submitted_at, state, penalty, message, counted_mode,
-         title, document) in rows:
+         title, regrade_requested_at, document) in rows:
         result = None if document is None else apply_marks(
             result_json.decode(document, where=f"the gradebook's result of attempt {id_}"),
             marks[week].get(attempt_key(id_), {}), overrides[week].get(attempt_key(id_), {}))
@@ -132,7 +180,7 @@ def read_attempts(db: Connection, query: Select[Any]) -> list[Attempt]:
             submitted_at=submitted_at, state=state, penalty=penalty, message=message,
             counted_mode=counted_mode, title=title, score=None if result is None else result.score,
             max_score=0.0 if result is None else result.max_score,
-            pending=0.0 if result is None else result.pending_points))
+            pending=0.0 if result is None else result.pending_points, regrade_requested_at=regrade_requested_at))
     return found
 
 
@@ -277,7 +325,7 @@ class AttemptQueue:
                 if tries is None:  # another process is claiming it, or just did
                     continue
                 if tries >= MAX_TRIES:
-                    db.execute(update(attempts).where(attempts.c.id == id_).values(state="failed", message=(
+                    db.execute(update(attempts).where(attempts.c.id == id_).values(state=_FAILED, message=(
                         f"grading stopped unexpectedly {tries} times while this notebook was graded; it was not "
                         "graded and does not count as an attempt. Tell your instructor.")))
                     continue
@@ -349,19 +397,43 @@ class AttemptQueue:
                                       claimed_at=None, claimed_by=None)).rowcount == 1
 
     def regrade(self, *, context: str, week: str, attempt_id: int | None = None) -> int:
-        """Queue graded attempts again (one, or the whole week's in this course); how many."""
-        query = update(attempts).where(attempts.c.context == context, attempts.c.week == week,
-                                       attempts.c.state.in_(("graded", "failed")))
+        """Queue graded (and failed) attempts again: one, or the whole week's in this course;
+        how many.
+
+        Each keeps its last result until the new one is recorded: it still counts
+        (``Attempt.scored``) and its pages still show it, and the score is posted again
+        only if the new result changes it (``counting.refresh_score``), so the LMS never
+        sees an empty or stale score in between. The attempts are stamped as this regrade's
+        (``regrade_requested_at``) for its progress (``regrade_status``): a regrade asked
+        for while one runs joins it, one asked for after the last finished starts anew."""
+        where = (attempts.c.context == context, attempts.c.week == week)
+        stamped = attempts.c.regrade_requested_at.is_not(None)
+        query = update(attempts).where(*where, attempts.c.state.in_(("graded", "failed")))
         if attempt_id is not None:
             query = query.where(attempts.c.id == attempt_id)
         with self.database.write() as db:
-            return db.execute(query.values(state="queued", tries=0)).rowcount
+            if db.execute(select(func.count()).where(*where, stamped, attempts.c.state.in_(WAITING))).scalar_one() == 0:
+                db.execute(update(attempts).where(*where, stamped).values(regrade_requested_at=None))
+            return db.execute(query.values(state="queued", tries=0, regrade_requested_at=clock.now())).rowcount
+
+    def regrade_status(self, *, context: str, week: str) -> RegradeStatus:
+        """How far the week's latest regrade in this course is, and how many attempts a new one
+        would queue: one query, for the pages that show it while it runs."""
+        stamped = attempts.c.regrade_requested_at.is_not(None)
+        with self.database.read() as db:
+            counts = db.execute(select(attempts.c.state, stamped.label("stamped"), func.count()).where(
+                attempts.c.context == context, attempts.c.week == week).group_by(attempts.c.state, stamped)).all()
+        return RegradeStatus(
+            done=sum(n for state, was, n in counts if was and state not in WAITING),
+            total=sum(n for _, was, n in counts if was),
+            regradable=sum(n for state, _, n in counts if state not in WAITING))
 
     def fail(self, attempt_id: int, message: str) -> bool:
-        """Grading could not produce a result: the attempt is failed (it does not count).
+        """Grading could not produce a result: the attempt is failed (it does not count), or,
+        if a regrade had queued it, graded again with its last result standing (``_FAILED``).
         False if this process's claim was taken over: the new owner's outcome stands."""
         claim = self.claim_of(attempt_id)
         self.let_go(attempt_id)
         with self.database.write() as db:
             return db.execute(update(attempts).where(self.owned(attempt_id, claim)).values(
-                state="failed", message=message, claimed_at=None, claimed_by=None)).rowcount == 1
+                state=_FAILED, message=message, claimed_at=None, claimed_by=None)).rowcount == 1

@@ -34,8 +34,12 @@ class CountedScore:
 def counted(attempts: list[Attempt]) -> CountedScore | None:
     """Of a student's attempts at a week (first to last): the best or last graded one, as the
     latest upload's policy said. For "best", pending hand-graded tasks count 0 and a tie
-    goes to the later attempt. None before any attempt is graded."""
-    graded = [a for a in attempts if a.state == "graded" and a.counted is not None]
+    goes to the later attempt. None before any attempt is graded.
+
+    An attempt a regrade queued again counts with its last result until the new one lands
+    (``Attempt.scored``): counted while the queue is still at it, it would drop to another
+    attempt's score (or none) and that would be posted to the LMS in between."""
+    graded = [a for a in attempts if a.scored and a.counted is not None]
     if not graded:
         return None
     chosen = graded[-1]

@@ -31,7 +31,8 @@ For the web app: ``attempt(id, context=..., user=...)`` filters in SQL (pass the
 student routes); ``mark(...)`` stores a hand mark and re-posts the score, ``override(...)`` an
 instructor's points for an autograded task in place of the checks' (``remove_override(...)``
 takes them back), re-posting it too; ``regrade(...)``
-re-queues; ``result(...)`` gives the gradebook's result with marks applied (the marking
+re-queues, each attempt's last result counting until its new one lands, and
+``regrade_status(...)`` says how far it is; ``result(...)`` gives the gradebook's result with marks applied (the marking
 form's data) and ``feedback(...)`` its feedback page; ``Post.state`` may also be
 ``"superseded"`` (a newer score for the same user replaced it before it was sent);
 ``Attempt.penalty`` is a fraction of ``max_score``.
@@ -89,6 +90,7 @@ class Store:
         self.remember_user, self.user_name = users.remember_user, users.user_name
         self.attempt, self.attempts, self.week_attempts = queue.attempt, queue.attempts, queue.week_attempts
         self.claim, self.release, self.fail, self.regrade = queue.claim, queue.release, queue.fail, queue.regrade
+        self.regrade_status = queue.regrade_status
         self.queue_position, self.queued_weeks = queue.queue_position, queue.queued_weeks
         self.oldest_queued_week, self.requeue_interrupted = queue.oldest_queued_week, queue.requeue_interrupted
         self.set_lineitem, self.lineitem, self.posts = posts.set_lineitem, posts.lineitem, posts.posts
@@ -135,9 +137,10 @@ class Store:
                               now=now)
 
     def result(self, attempt_id: int, *, context: str, user: str | None = None) -> SubmissionResult | None:
-        """A graded attempt's result with hand marks applied; None if not graded or not theirs."""
+        """A graded attempt's result with hand marks applied (while a regrade is at it, its last
+        one); None if not graded or not theirs."""
         attempt = self.attempt(attempt_id, context=context, user=user)
-        if attempt is None or attempt.state != "graded":
+        if attempt is None or not attempt.scored:
             return None
         return self.gradebook.result(attempt.week, attempt.key)
 
@@ -243,9 +246,10 @@ class Store:
         return [self._marked(a) for a in changed if a is not None]
 
     def _markable(self, attempt_id: int, *, context: str, task: int) -> tuple[Attempt, str | None]:
-        """A graded attempt of the course and the fingerprint of its answer to ``task``, or why not."""
+        """A graded attempt of the course (or one a regrade queued again: its marks stay with the
+        answer) and the fingerprint of its answer to ``task``, or why not."""
         attempt = self.attempt(attempt_id, context=context)
-        stored = None if attempt is None or attempt.state != "graded" else self.gradebook.result(attempt.week,
+        stored = None if attempt is None or not attempt.scored else self.gradebook.result(attempt.week,
                                                                                                   attempt.key)
         if attempt is None or stored is None:
             raise GradebookError(f"attempt {attempt_id} is not a graded attempt of this course: nothing to mark")

@@ -1,0 +1,157 @@
+"""A regrade (``AttemptQueue.regrade``, the routes ``/instructor/WEEK/regrade``): asked for on
+a confirmation page, each attempt's last result counting until its new one lands, the LMS
+sent a score only where a new one differs, the progress on the pages while it runs; on
+SQLite and PostgreSQL. The same with the real graders and the stand-in LMS:
+``test_regrade_e2e.py``."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder.results import Status, SubmissionResult, TaskResult
+from autograder.service.policy import WeekPolicy
+from autograder.service.store import Attempt, Store
+from tests.helpers import assert_accessible
+from tests.service.lms import Lms
+from tests.service.test_accessibility_browser import press_until
+from tests.service.web import Browser, forms
+
+pytestmark = pytest.mark.lms(grading=False)  # the web app on a real store: results recorded straight into it
+
+T0 = datetime(2026, 9, 10, 12, 0, tzinfo=UTC)
+A = "https://moodle.example|3|course-1"
+LINEITEM = "https://moodle.example/lineitem/1"
+
+
+def notebook(text: str) -> bytes:
+    cell = {"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+def result(auto: float) -> SubmissionResult:
+    return SubmissionResult(submission="x", key="x", status=Status.GRADED, tasks=[TaskResult(1, auto, 10.0)],
+                            submission_sha256="h", tests_sha256="t", grader_version="v", week="week01")
+
+
+def hand_in(lms: Lms, user: str, auto: float) -> tuple[Browser, Attempt]:
+    """``user`` launches week01 and uploads a notebook; its result (``auto`` of 10) is recorded
+    as the runner would (no grader runs in this module)."""
+    student, page = lms.launch(user)
+    csrf = next(f for f in forms(page.text) if f["id"] == "upload")["fields"]["csrf"]
+    reply = student.client.post(f"{lms.tool_url}/week/week01/upload", data={"csrf": csrf}, follow_redirects=False,
+                                files={"notebook": ("week01.ipynb", notebook(user), "application/x-ipynb+json")})
+    assert reply.status_code == 303, reply.text
+    store = lms.app.state.store
+    attempt = store.claim()
+    assert attempt is not None and attempt.user == user
+    store.record_result(attempt.id, result(auto), week_title="week01")
+    return student, attempt
+
+
+@pytest.fixture
+def store(tmp_path: Path, database_url: str | None):
+    with Store(tmp_path / "data", database=database_url) as s:
+        yield s
+
+
+def test_each_attempt_counts_with_its_last_result_until_its_new_one_lands(store: Store) -> None:
+    """Ann's best attempt (8) is her first; the regrade's result of her second (5) lands
+    first. Counted from graded attempts alone, her score would drop to 5 and be posted."""
+    store.set_lineitem(A, "week01", LINEITEM)
+    first, second = (store.submit(context=A, user="ann", week="week01", content=notebook(n), policy=WeekPolicy(),
+                                  now=T0) for n in "12")
+    for attempt, auto in ((first, 8.0), (second, 5.0)):
+        claimed = store.claim()
+        assert claimed is not None and claimed.id == attempt.id
+        store.record_result(attempt.id, result(auto), week_title="week01")
+    posted = len(store.posts(context=A))
+    assert store.regrade_status(context=A, week="week01").regradable == 2
+
+    assert store.regrade(context=A, week="week01") == 2
+    status = store.regrade_status(context=A, week="week01")
+    assert (status.done, status.total, status.running) == (0, 2, True)
+    assert store.counted_score(context=A, user="ann", week="week01") == 8.0  # not None: the last result stands
+    regraded = store.attempt(first.id)
+    assert regraded is not None and regraded.state == "queued" and regraded.regrading and regraded.score == 8.0
+    assert store.result(first.id, context=A) is not None  # the marking pages still have its answers
+
+    claimed = [store.claim(), store.claim()]
+    assert [a.id for a in claimed if a is not None] == [first.id, second.id]
+    store.record_result(second.id, result(5.0), week_title="week01")  # the lower one lands first
+    assert store.counted_score(context=A, user="ann", week="week01") == 8.0
+    assert (store.regrade_status(context=A, week="week01").done, len(store.posts(context=A))) == (1, posted)
+    store.record_result(first.id, result(8.0), week_title="week01")
+    status = store.regrade_status(context=A, week="week01")
+    assert (status.done, status.total, status.running) == (2, 2, False)
+    assert len(store.posts(context=A)) == posted  # the same score: nothing sent to the LMS at all
+
+    assert store.regrade(context=A, week="week01", attempt_id=second.id) == 1  # the last one done: a new one
+    assert (store.regrade_status(context=A, week="week01").total, store.claim().id) == (1, second.id)  # type: ignore[union-attr]
+    assert store.fail(second.id, "the grader stopped")  # a regrade that cannot finish keeps the last result
+    kept = store.attempt(second.id)
+    assert kept is not None and kept.state == "graded" and kept.score == 5.0
+    assert store.counted_score(context=A, user="ann", week="week01") == 8.0
+
+
+@pytest.mark.slow
+def test_the_week_page_links_to_a_confirmation_that_says_what_a_regrade_does(lms: Lms) -> None:
+    store = lms.app.state.store
+    student, attempt = hand_in(lms, "rg-ann", 7.0)
+    teacher, week_page = lms.launch("rg-teacher", role="instructor")
+    assert 'href="/instructor/week01/regrade" id="regrade"' in week_page.text  # a link now, not a form
+    assert "regrade" not in {f["id"] for f in forms(week_page.text)}
+
+    confirm = teacher.get(f"{lms.tool_url}/instructor/week01/regrade")
+    assert confirm.status_code == 200
+    assert "graded again with the week&#39;s tests as they are now: 1 attempts" in confirm.text
+    assert "until its new result lands" in confirm.text and "only where the new one differs" in confirm.text
+    assert store.attempt(attempt.id).state == "graded"  # type: ignore[union-attr]  # asking changed nothing
+
+    done = teacher.submit(confirm, "confirm-regrade")
+    assert done.status_code == 200 and str(done.url).endswith("/instructor/week01/regrade")
+    assert "Regrading: 0 of 1 attempts graded again." in done.text and 'id="poll"' in done.text
+    assert "Regrading: 0 of 1 attempts graded again." in teacher.get(f"{lms.tool_url}/instructor/week01").text
+    mine = student.get(f"{lms.tool_url}/attempt/{attempt.id}")
+    assert 'your score stays <strong id="score">7 / 10</strong> until the new result lands' in mine.text
+    assert 'id="feedback"' in mine.text  # the last feedback stays beside it
+
+    store.claim()
+    store.record_result(attempt.id, result(9.0), week_title="week01")
+    finished = teacher.get(f"{lms.tool_url}/instructor/week01/regrade")
+    assert "The last regrade is done: 1 of 1 attempts graded again." in finished.text and 'id="poll"' not in finished.text
+    without_token = teacher.client.post(f"{lms.tool_url}/instructor/week01/regrade", data={},
+                                        follow_redirects=False)
+    assert without_token.status_code == 403  # the CSRF check: a link elsewhere cannot start a regrade
+    assert store.attempt(attempt.id).state == "graded"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_an_instructor_regrades_from_the_keyboard_and_both_pages_pass_axe(lms: Lms, chromium: Any) -> None:
+    """Tab to the week page's regrade link, Enter; the confirmation passes axe; Tab to its
+    button, Enter: the page shows the progress in its live region, and passes axe too."""
+    store = lms.app.state.store
+    hand_in(lms, "rg-keys", 6.0)
+    browser = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
+    page = lms.open_activity(browser, "rg-keys-teacher", "instructor")
+    tool = lms.tool_frame(page)
+    press_until(page, tool, "#regrade")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    tool.locator("#confirm-regrade").wait_for()
+    assert_accessible(page, "the regrade's confirmation", frames=lms.tool_url)
+    press_until(page, tool, "#confirm-regrade button")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    assert "Regrading:" in tool.locator("#regrade-progress").inner_text()
+    assert tool.locator("#regrade-progress").get_attribute("role") == "status"
+    assert_accessible(page, "the regrade's progress", frames=lms.tool_url)
+    browser.close()
+    while (attempt := store.claim()) is not None:  # the module's other tests find nothing queued
+        store.record_result(attempt.id, result(6.0), week_title="week01")
