@@ -19,6 +19,7 @@ from markupsafe import escape
 
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
+from autograder.formats.worksheet import feedback_comment
 from autograder.gradebook import Gradebook
 from autograder.report.feedback import render_feedback
 from autograder.results import Status, SubmissionResult, TaskResult
@@ -153,3 +154,12 @@ def test_the_cli_overrides_and_report_writes_the_outputs_with_it(tmp_path: Path)
     with (out / "gradebook.csv").open(encoding="utf-8-sig", newline="") as sheet:
         [row] = list(csv.DictReader(sheet))
     assert (row["Task 1 (max 10)"], row["Total"]) == ("9.5", "9.5")
+
+
+def test_moodles_feedback_comment_gives_the_overridden_points_and_the_reason(book: Gradebook) -> None:
+    """The worksheet's and the Moodle sync's comment cell, beside the grade they fill."""
+    book.record(graded("a", 4.0))
+    book.set_override(WEEK, "a", 1, points=9.5, reason="The tolerance was <wrong>", by="Ada")
+    comment = feedback_comment(book.result(WEEK, "a"), decimal=",")  # type: ignore[arg-type]
+    assert ("<li>Task 1 (Perceptron): 9,5 / 10 (changed by the instructor from 4: The tolerance was &lt;wrong&gt;)"
+            "</li>") in comment
