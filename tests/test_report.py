@@ -4,6 +4,7 @@ self-containment, one row and one feedback page per submission, real PNG plots."
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from autograder import results as r
 from autograder.exceptions import ReportError
 from autograder.report import render_feedback, summarize, write_report
-from autograder.report.instructor import PLOTS
+from autograder.report.instructor import PLOTS, _drawn
 from autograder.report.plots import pass_rates, score_groups, task_rates
 
 WEEK_TITLE = "Week 1: The Perceptron"
@@ -187,6 +188,18 @@ def test_report_embeds_every_plot_as_png(tmp_path: Path, batch: list[r.Submissio
         assert src.startswith("data:image/png;base64,")
         png = base64.b64decode(src.removeprefix("data:image/png;base64,"))
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+
+
+def test_the_plots_are_drawn_again_only_when_the_results_change(batch: list[r.SubmissionResult]) -> None:
+    """The live page asks for its plots every 15 s: the same results read again reuse the
+    pictures; a new mark or another language draws them again."""
+    first = _drawn.images(batch, "en", None)
+    assert _drawn.images(copy.deepcopy(batch), "en", None) is first
+    marked = copy.deepcopy(batch)
+    marked[1].tasks[2].score, marked[1].tasks[2].marked = 5.0, True  # 山田's pending task marked
+    again = _drawn.images(marked, "en", None)
+    assert again is not first and again[0][2] != first[0][2]  # the histogram's numbers moved
+    assert _drawn.images(batch, "ja", None) is not first
 
 
 @pytest.mark.parametrize("size", [0, 1])

@@ -123,7 +123,9 @@ class _Drawn:
     KEPT = 8  # pages of different weeks or languages open at once
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the kept pictures
+        self._drawing = threading.Lock()  # one drawing at a time: plots._with_fonts sets matplotlib's
+        # settings for the whole process (rc_context), which two threads drawing at once would mix up
         self._images: OrderedDict[str, list[tuple[Plot, str, plots.PlotTable]]] = OrderedDict()
 
     def images(self, results: Sequence[SubmissionResult], language: str,
@@ -132,18 +134,26 @@ class _Drawn:
         # pickled, 300 results take 2 ms (their JSON 60 ms); equal results pickle alike, and
         # different ones never do, so a miss at worst draws again what it had
         key = language + ":" + hashlib.sha256(pickle.dumps(list(results))).hexdigest()
+        if (kept := self._kept(key)) is not None:
+            return kept
+        with self._drawing:
+            if (kept := self._kept(key)) is not None:  # drawn by the page that held the lock
+                return kept
+            with speaking(active):  # the plots' labels, in the instructor's language
+                drawn = [(plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii"),
+                          plot.table(results)) for plot in PLOTS]
+            with self._lock:
+                self._images[key] = drawn
+                while len(self._images) > self.KEPT:
+                    self._images.popitem(last=False)
+        return drawn
+
+    def _kept(self, key: str) -> list[tuple[Plot, str, plots.PlotTable]] | None:
         with self._lock:
             if key in self._images:
                 self._images.move_to_end(key)
                 return self._images[key]
-        with speaking(active):  # the plots' labels, in the instructor's language
-            drawn = [(plot, "data:image/png;base64," + base64.b64encode(plot.draw(results)).decode("ascii"),
-                      plot.table(results)) for plot in PLOTS]
-        with self._lock:
-            self._images[key] = drawn
-            while len(self._images) > self.KEPT:
-                self._images.popitem(last=False)
-        return drawn
+        return None
 
 
 _drawn = _Drawn()
