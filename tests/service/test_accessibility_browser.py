@@ -32,7 +32,7 @@ LOCALES = {"en": "en", "ja": "ja", "pt": "pt_br", "es": "es_mx"}  # as Moodle se
 CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 # The tool's pages an instructor opens, checked after the students have handed in ({attempt}: one of theirs).
 INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/rubric",
-                    "/attempt/{attempt}",
+                    "/instructor/week01/regrade", "/attempt/{attempt}",
                     "/instructor/week01/attempts/{attempt}/overrides")
 # A student's pages besides the upload page and the attempt page their path goes through.
 STUDENT_PAGES: tuple[str, ...] = ()

@@ -86,7 +86,7 @@ def test_the_learners_pages_messages_are_extracted_and_translated(course: Course
 # registering, the deep-linking answer: in the instructor's language (the LMS's locale for them
 # among the offered languages, else course.toml's `instructor`), so every offered language too.
 INSTRUCTOR_PAGES = ("instructor.html.j2", "marking.html.j2", "rubric.html.j2", "config.html.j2",
-                    "registered.html.j2", "autosubmit.html.j2", "markers.html.j2",
+                    "registered.html.j2", "autosubmit.html.j2", "regrade.html.j2", "markers.html.j2",
                     "overrides.html.j2")
 
 

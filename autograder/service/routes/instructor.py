@@ -62,6 +62,7 @@ def instructor_week(session: CurrentInstructor, week: PathWeek, store: StoreDep,
                         posts=store.posts(context=session.context, week=week.name), names=names,
                         syncs=[status for status in hooks.syncs() if status.entry.week == week.name],
                         csrf=session.csrf, session=session, zone=hooks.policy_for(week.name).timezone,
+                        regrade=store.regrade_status(context=session.context, week=week.name),
                         language=language)
 
 
@@ -85,12 +86,23 @@ def _student_row(own: list[Attempt], results: Mapping[int, SubmissionResult], na
     return Row(name=name, link=f"/attempt/{shown.id}", note=note, result=results[shown.id], extra=extra)
 
 
+@router.get("/regrade")
+def regrade_page(session: CurrentInstructor, week: PathWeek, store: StoreDep, course: CourseDep,
+                 pages: PagesDep) -> HTMLResponse:
+    """What a regrade of the week does (how many attempts, scores kept until each new one
+    lands) and the form that asks for it; while one runs, how far it is."""
+    return pages.render("regrade.html.j2", week=week, regrade=store.regrade_status(context=session.context,
+                                                                                 week=week.name),
+                        csrf=session.csrf, session=session, language=instructor_language(session, course))
+
+
 @router.post("/regrade")
 def regrade(session: CurrentInstructor, _: CheckedForm, week: PathWeek, store: StoreDep,
             hooks: HooksDep) -> Response:
+    """Queue the week's graded attempts again (``Store.regrade``) and show the regrade's progress."""
     store.regrade(context=session.context, week=week.name)
     hooks.wake()
-    return RedirectResponse(f"/instructor/{week.name}", status_code=303)
+    return RedirectResponse(f"/instructor/{week.name}/regrade", status_code=303)
 
 
 @router.post("/posts/{post_id}/resend")
