@@ -12,9 +12,10 @@ these attempts as it reads graded ones. The autograded points are drawn, not com
 pages show them, no test here checks a grader.
 
 The answers to the hand-graded tasks 3 and 4 give grouping work: paraphrases of the same
-right idea, wrong ideas, blanks, "don't know"s and copies of the long model answer, in the
-student's language. A few students have several graded attempts, a few have one still queued
-or one that failed, and the first answers of the list are marked.
+right idea, wrong ideas, blanks, "don't know"s, copies of the long model answer and one idea
+said sixty times over (5 kB), in the student's language. A few students have several graded
+attempts, a few have one still queued or one that failed, and the first answers of the list
+are marked.
 """
 
 from __future__ import annotations
@@ -130,8 +131,9 @@ ANSWERS: dict[str, dict[int, dict[str, list[str]]]] = {
 }
 # how often each kind of answer comes: most give a right idea in their own words, some copy the
 # (long) model answer, some a wrong idea, some leave the cell blank
-KINDS = {3: {"spam": 40, "tumour": 20, "regression": 12, "unsure": 6, "model": 10, "blank": 12},
-         4: {"criterion": 45, "margin": 15, "squares": 8, "unsure": 8, "model": 10, "blank": 14}}
+KINDS = {3: {"spam": 40, "tumour": 20, "regression": 12, "unsure": 6, "model": 10, "blank": 12, "long": 4},
+         4: {"criterion": 45, "margin": 15, "squares": 8, "unsure": 8, "model": 10, "blank": 14, "long": 4}}
+LONG = 60  # times a "long" answer says its idea again, numbered: some 5 kB, past what grouping reads of it
 SEVERAL = 12  # students with two or three graded attempts
 QUEUED = 6  # students whose (only) attempt is still queued
 FAILED = 4  # students whose last attempt failed (an earlier one graded)
@@ -198,15 +200,20 @@ def _read_solution(language: str) -> nbformat.NotebookNode:
 
 
 def _answers(rng: random.Random, language: str) -> dict[int, str]:
-    """One student's answers to tasks 3 and 4: a paraphrase of an idea, "model" (the model
-    answer kept), "" (blank), sometimes with a sentence of their own added."""
+    """One student's answers to tasks 3 and 4: a paraphrase of an idea (sometimes a little
+    changed), "model" (the model answer kept), "" (blank), or one idea said again and again."""
     chosen = {}
     for task, weights in KINDS.items():
         kind = rng.choices(list(weights), list(weights.values()))[0]
         if kind in ("model", "blank"):
             chosen[task] = "model" if kind == "model" else ""
             continue
-        text = rng.choice(ANSWERS[language][task][kind])
+        ideas = ANSWERS[language][task]
+        if kind == "long":
+            idea = next(iter(ideas.values()))[0]
+            chosen[task] = "\n".join(f"({number}) {idea}" for number in range(1, LONG + 1))
+            continue
+        text = rng.choice(ideas[kind])
         if rng.random() < 0.25:  # the same idea said a little differently
             text = text.rstrip(".。") + (" (see the lecture)." if language == "en" else " (2).")
         chosen[task] = text
