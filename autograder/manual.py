@@ -395,7 +395,7 @@ def task_answer(notebook: nbformat.NotebookNode | None, task: int, given: set[st
     answer cell: the caller says so in its own words.
     """
     cells: list[nbformat.NotebookNode] = notebook.cells if notebook is not None else []
-    section = _section(cells, task)
+    section = task_section(cells, task)
     tagged = next((c for c in cells if _answer_tag(c) == str(task)), None)
     if tagged is None:
         tagged = next((c for c in section if c.cell_type == "markdown"), None)
@@ -414,7 +414,7 @@ def _answer_tag(cell: nbformat.NotebookNode) -> str | None:
     return str(meta.get("answer")) if isinstance(meta, dict) and "answer" in meta else None
 
 
-def _section(cells: Sequence[nbformat.NotebookNode], task: int) -> list[nbformat.NotebookNode]:
+def task_section(cells: Sequence[nbformat.NotebookNode], task: int) -> list[nbformat.NotebookNode]:
     """The cells after the prompt of ``task`` and before the next task's prompt."""
     for index, cell in enumerate(cells):
         if _heading_task(cell) == task:

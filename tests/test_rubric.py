@@ -336,12 +336,15 @@ def test_merge_manual_with_a_rubric_then_an_edited_item_updates_worksheet_and_fe
         assert {m.marker for marks in book.manual_marks(WEEK).values() for m in marks.values()} == {MARKED_BY_SHEET}
 
 
-def test_the_rubric_page_speaks_the_instructors_language(course: Course) -> None:
+def test_the_marking_page_speaks_the_instructors_language(course: Course) -> None:
+    from autograder.service.marking import Filters, TaskPage, TaskStats
     from autograder.service.pages import Pages
 
-    # rendered as the rubric route renders it: the language picks the catalog and the page's lang
+    # rendered as the task's marking route renders it: the language picks the catalog and the page's lang
+    nothing = TaskPage(TaskStats(3, "", 20, 0, 0, None, None), 0, 0, [], True, [], [], -1, None, None, [], {},
+                       None, None, None, None)
     page = bytes(Pages("ML autograder").render(
-        "rubric.html.j2", week=course.week(WEEK), tasks=[], csrf="x", language="ja", changed="marked",
-        count=3, changed_task=3).body).decode()
-    assert '<html lang="ja">' in page and "ルーブリックによる採点" in page
+        "marking_task.html.j2", week=course.week(WEEK), task=3, page=nothing, filters=Filters(), query={},
+        csrf="x", changed="marked", me="t", markers={}, count=3, language="ja").body).decode()
+    assert '<html lang="ja">' in page and "この条件に合う解答はありません。" in page
     assert 'data-message="3件の解答を採点しました。"' in page  # what the live region announces

@@ -1,29 +1,60 @@
-"""What the service's marking pages show: each student's latest graded attempt with its
-hand-graded tasks' answers, and for the rubric page the answers of each task in groups of
-similar ones (``autograder.grouping``) beside the task's rubric items.
+"""What the service's marking pages show: the week's hand-graded tasks with their progress
+and statistics, and for one task its answers in groups of similar ones
+(``answer_groups``, computed off the request), one answer at a time beside the task's rubric items, with the
+student's code cells and outputs for that task.
+
+Built for a class of 300, so a page shows one answer (and the rest of its group) rather
+than every answer. Marking is anonymous by default: a student is "Student 17", a number
+given by the order in which the week's students first handed in (stable as others hand in,
+and not the LMS's id); names are shown when the marker asks. Nothing on the page is
+selected for the marker: a decision applies to the answers the marker chose.
 
 Kept apart from the routes (routes/marking.py) so that they only say who may ask and read the form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import base64
+import binascii
+import json
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.exceptions import Refused
+import nbformat
+
+from autograder.exceptions import Refused, SubmissionError
 from autograder.gradebook import ManualMark
-from autograder.grouping import group_answers
+from autograder.grouping import ANSWER_CHARS
 from autograder.i18n.runtime import N_
-from autograder.manual import parse_number, task_answer
+from autograder.manual import parse_number, task_answer, task_section
 from autograder.notebook import read_notebook
 from autograder.results import TaskResult
 from autograder.rubric import RubricItem
+from autograder.service.answer_groups import groups as groups_of
+from autograder.service.markers import assignments
 
 if TYPE_CHECKING:
     from autograder.service.store import Attempt, Store
 
-NO_ANSWER = "(no answer)"
+OUTPUT_CHARS = 20_000  # of one text output: enough for any table or log a task prints
+IMAGE_BYTES = 2_000_000  # of one image's base64: a plot, not a photograph album
+OUTPUTS_PER_CELL = 20
+IMAGE_TYPES = ("image/png", "image/jpeg")  # shown as images; SVG can carry script, so never
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colours in tracebacks
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """One student's latest graded attempt at the week, with its marks applied."""
+
+    attempt: Attempt
+    student: int  # "Student 17": the week's anonymous number
+    tasks: dict[int, TaskResult]  # its hand-graded tasks by number
 
 
 @dataclass(frozen=True)
@@ -31,61 +62,300 @@ class Answer:
     """One student's answer to one hand-graded task, and how it is marked now."""
 
     attempt: Attempt
-    name: str
+    student: int
     task: TaskResult  # with the mark applied: score, marked, stale, comment
-    text: str | None
+    text: str | None  # the first ``ANSWER_CHARS`` characters (the whole answer is shown for the one in view)
     mark: ManualMark | None  # the gradebook's: which rubric items, adjustment, note
+
+    @property
+    def done(self) -> bool:
+        """Marked, and the mark still counts (not stale)."""
+        return not self.task.pending
 
 
 @dataclass(frozen=True)
-class TaskMarking:
-    """A hand-graded task on the rubric page: its items and its answers in groups."""
+class TaskStats:
+    """How far the marking of one task is, and what it gave."""
 
     number: int
     title: str
     max_score: float
+    answers: int
+    marked: int
+    mean: float | None
+    median: float | None
+    items: list[tuple[RubricItem, int]] = field(default_factory=list)  # each item and how many marks use it
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output of a code cell as the page shows it: text, or an image (a data: URI)."""
+
+    text: str | None = None
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One code cell of the task's section in the student's notebook."""
+
+    source: str
+    outputs: list[Output]
+
+
+FILTER_FIELDS = ("unmarked", "with_item", "names", "marker", "keys")  # ``Filters.query``'s parameters
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the marker narrowed the answers to; each is in the page's address."""
+
+    unmarked: bool = False
+    item: int | None = None  # answers whose mark uses this rubric item
+    names: bool = False  # show the students' names
+    marker: str = ""  # the hand-ins assigned to this marker (an LMS user: ``markers.assignments``)
+    keys_off: bool = False  # the page's single-key shortcuts turned off (WCAG 2.1.4)
+
+    def query(self) -> dict[str, str]:
+        """The filters as query parameters, for the page's links and forms."""
+        return {key: value for key, value in (("unmarked", "1" if self.unmarked else ""),
+                                              ("with_item", str(self.item or "")), ("names", "1" if self.names else ""),
+                                              ("marker", self.marker), ("keys", "off" if self.keys_off else ""))
+                if value}
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    """One hand-graded task's marking page: one answer in view, its group, the way around."""
+
+    stats: TaskStats
+    week_marked: int
+    week_answers: int
     items: list[RubricItem]
-    groups: list[list[Answer]]
+    grouped: bool  # False: the groups are being computed (answer_groups), each answer is shown alone meanwhile
+    groups: list[list[Answer]]  # after the filters: groups with no answer left are dropped
+    group_numbers: list[int]  # each shown group's number among all the task's groups
+    group: int  # index into ``groups`` of the one in view (-1: no answer passes the filters)
+    current: Answer | None
+    text: str | None  # the whole answer in view
+    cells: list[Cell]
+    names: dict[int, str]  # attempt id -> the student's name, when asked for
+    previous: int | None  # attempt ids to go to: the answer before and after, the group before and after
+    following: int | None
+    previous_group: int | None
+    next_group: int | None
 
 
-def answers_to_mark(store: Store, context: str, week: str) -> list[tuple[Attempt, str, list[tuple[TaskResult,
-                                                                                             str | None]]]]:
-    """Each student's latest graded attempt with its hand-graded tasks and their answers."""
-    latest: dict[str, Attempt] = {}
-    for attempt in store.week_attempts(context=context, week=week):
-        if attempt.state == "graded":
-            latest[attempt.user] = attempt
-    rows = []
+def student_numbers(attempts: Sequence[Attempt]) -> dict[str, int]:
+    """Each student's anonymous number for a week: 1 for the first to hand in, and so on
+    (``attempts`` oldest first, as ``week_attempts`` gives them), so a number never changes."""
+    numbers: dict[str, int] = {}
+    for attempt in attempts:
+        numbers.setdefault(attempt.user, len(numbers) + 1)
+    return numbers
+
+
+def hand_ins(store: Store, context: str, week: str, marker: str = "") -> list[HandIn]:
+    """Each student's latest scored attempt that has hand-graded tasks (of those assigned to
+    ``marker``, if given), by anonymous number. An attempt being regraded stays, with its
+    last result, until the new one lands."""
+    every = store.week_attempts(context=context, week=week)
+    numbers = student_numbers(every)
+    latest = {attempt.user: attempt for attempt in every if attempt.scored}
+    if marker:
+        split = assignments(store, context, week)
+        latest = {user: attempt for user, attempt in latest.items() if split.get(user) == marker}
     results = store.results_of(list(latest.values()))
-    for user, attempt in sorted(latest.items()):
+    found = []
+    for user, attempt in latest.items():
         result = results.get(attempt.id)
-        manual = [task for task in result.tasks if task.manual] if result else []
-        if not manual:
-            continue
-        notebook = read_notebook(store.content(attempt))
-        rows.append((attempt, store.user_name(context, user) or user,
-                     [(task, task_answer(notebook, task.task)) for task in manual]))
-    return rows
+        manual = {task.task: task for task in result.tasks if task.manual} if result else {}
+        if manual:
+            found.append(HandIn(attempt, numbers[user], manual))
+    return sorted(found, key=lambda hand_in: hand_in.student)
 
 
-def rubric_view(store: Store, context: str, week: str) -> list[TaskMarking]:
-    """Every hand-graded task of ``week`` with its rubric and its answers grouped."""
+def task_stats(number: int, answers: Sequence[tuple[TaskResult, ManualMark | None]],
+               items: Sequence[RubricItem]) -> TaskStats:
+    """Answers, marked answers, their mean and median points, each rubric item's use."""
+    done = [(task, mark) for task, mark in answers if not task.pending]
+    points = [task.score for task, _ in done]
+    used = {item.number: sum(1 for _, mark in done if mark is not None and item.number in mark.items)
+            for item in items}
+    first = answers[0][0]
+    return TaskStats(number, first.title, first.max_score, len(answers), len(done),
+                     statistics.fmean(points) if points else None, statistics.median(points) if points else None,
+                     [(item, used[item.number]) for item in items])
+
+
+def week_stats(store: Store, context: str, week: str, marker: str = "") -> list[TaskStats]:
+    """Every hand-graded task of ``week`` with its progress and statistics (no notebook is
+    read), over the hand-ins assigned to ``marker`` if given."""
     marks = store.gradebook.manual_marks(week)
-    by_task: dict[int, list[Answer]] = {}
-    titles: dict[int, tuple[str, float]] = {}
-    for attempt, name, tasks in answers_to_mark(store, context, week):
-        for task, text in tasks:
-            titles.setdefault(task.task, (task.title, task.max_score))
-            by_task.setdefault(task.task, []).append(
-                Answer(attempt, name, task, text, marks.get(attempt.key, {}).get(task.task)))
-    view = []
-    for number, answers in sorted(by_task.items()):
-        keyed: Mapping[str, Answer] = {a.attempt.key: a for a in answers}
-        groups = group_answers({key: answer.text or "" for key, answer in keyed.items()})
-        title, max_score = titles[number]
-        view.append(TaskMarking(number, title, max_score, store.gradebook.rubric(week, number),
-                                [[keyed[key] for key in group] for group in groups]))
-    return view
+    by_task: dict[int, list[tuple[TaskResult, ManualMark | None]]] = {}
+    for hand_in in hand_ins(store, context, week, marker):
+        for number, task in hand_in.tasks.items():
+            by_task.setdefault(number, []).append((task, marks.get(hand_in.attempt.key, {}).get(number)))
+    rubric: dict[int, list[RubricItem]] = {}
+    for item in store.gradebook.rubric(week):
+        rubric.setdefault(item.task, []).append(item)
+    return [task_stats(number, answers, rubric.get(number, [])) for number, answers in sorted(by_task.items())]
+
+
+@lru_cache(maxsize=1024)
+def _answer_texts(upload: Path, tasks: tuple[int, ...]) -> tuple[str | None, ...]:
+    """The first ``ANSWER_CHARS`` characters of an uploaded notebook's answer to each of
+    ``tasks``. Uploads are kept by their content's hash, so the path names the content: each
+    notebook is read once, not on every view of the page (300 reads take ~0.3 s)."""
+    try:
+        notebook = read_notebook(upload.read_bytes())
+    except SubmissionError:
+        notebook = None
+    texts = (task_answer(notebook, task) for task in tasks)
+    return tuple(text[:ANSWER_CHARS] if text is not None else None for text in texts)
+
+
+def task_answers(store: Store, hand_ins_: Sequence[HandIn], week: str, task: int) -> list[Answer]:
+    """Every answer to ``task``, in the order of the students' numbers, with its mark."""
+    marks = store.gradebook.manual_marks(week)
+    return [Answer(h.attempt, h.student, h.tasks[task],
+                   _answer_texts(store.upload_path(h.attempt.content_hash), (task,))[0],
+                   marks.get(h.attempt.key, {}).get(task)) for h in hand_ins_ if task in h.tasks]
+
+
+def task_page(store: Store, context: str, week: str, task: int, filters: Filters, *,
+              at: int | None = None, after: int | None = None) -> TaskPage | None:
+    """The marking page of ``task``: the answer ``at`` (an attempt id) in view, else the
+    first one after ``after`` in the task's order (where a marker goes once an answer is
+    marked), else the first; all among the answers the ``filters`` leave. None when no
+    graded attempt has the task."""
+    everyone = hand_ins(store, context, week)
+    if filters.marker:  # the marker's share; the groups are the whole class's, numbered alike for every marker
+        split = assignments(store, context, week)
+        theirs = [h for h in everyone if split.get(h.attempt.user) == filters.marker]
+    else:
+        theirs = everyone
+    answers = task_answers(store, everyone, week, task)
+    mine = {h.attempt.id for h in theirs}
+    if not any(answer.attempt.id in mine for answer in answers):
+        return None
+    items = store.gradebook.rubric(week, task)
+    marks = store.gradebook.manual_marks(week)
+    week_answers = [(t, marks.get(h.attempt.key, {}).get(n)) for h in theirs for n, t in h.tasks.items()]
+    stats = task_stats(task, [(a.task, a.mark) for a in answers if a.attempt.id in mine], items)
+
+    keyed = {answer.attempt.key: answer for answer in answers}
+    found = groups_of(store, context, week, task, {key: answer.text or "" for key, answer in keyed.items()})
+    all_groups = [[keyed[key] for key in group] for group in found] if found is not None else [[a] for a in answers]
+    order = [answer.attempt.id for group in all_groups for answer in group]
+    groups, numbers = [], []
+    for number, group in enumerate(all_groups, start=1):
+        kept = [answer for answer in group if answer.attempt.id in mine and passes(answer, filters)]
+        if kept:
+            groups.append(kept)
+            numbers.append(number)
+    shown = [answer for group in groups for answer in group]
+    current = next((a for a in shown if a.attempt.id == at), None)
+    if current is None and after is not None and after in order:
+        later = set(order[order.index(after) + 1:])
+        current = next((a for a in shown if a.attempt.id in later), None)
+    if current is None and shown:
+        current = shown[0]
+
+    week_marked = sum(1 for t, _ in week_answers if not t.pending)
+    if current is None:
+        return TaskPage(stats, week_marked, len(week_answers), items, found is not None, groups, numbers, -1, None,
+                        None, [], {}, None, None, None, None)
+    shown_group = next(index for index, g in enumerate(groups) if current in g)
+    position = shown.index(current)
+    notebook, outputs = _notebook(store, current.attempt)
+    names = {}
+    if filters.names:
+        for answer in groups[shown_group]:
+            names[answer.attempt.id] = store.user_name(context, answer.attempt.user) or answer.attempt.user
+    return TaskPage(stats, week_marked, len(week_answers), items, found is not None, groups, numbers, shown_group,
+                    current,
+                    task_answer(notebook, task), task_cells(notebook, outputs, task), names,
+                    shown[position - 1].attempt.id if position > 0 else None,
+                    shown[position + 1].attempt.id if position + 1 < len(shown) else None,
+                    groups[shown_group - 1][0].attempt.id if shown_group > 0 else None,
+                    groups[shown_group + 1][0].attempt.id if shown_group + 1 < len(groups) else None)
+
+
+def passes(answer: Answer, filters: Filters) -> bool:
+    """Whether an answer is one the marker asked to see."""
+    if filters.unmarked and answer.done:
+        return False
+    return filters.item is None or (answer.mark is not None and filters.item in answer.mark.items)
+
+
+def _notebook(store: Store, attempt: Attempt) -> tuple[nbformat.NotebookNode | None, list[object]]:
+    """An attempt's notebook as the grader reads it, and each of its cells' outputs, which
+    that reading drops (the grader never looks at them): from the file's own JSON, cell for
+    cell (the cells ``read_notebook`` keeps are the ones with a ``cell_type``, in order).
+    Outputs of the old nbformat 3 are not shown."""
+    content = store.content(attempt)
+    try:
+        notebook = read_notebook(content)
+    except SubmissionError:
+        return None, []
+    cells = json.loads(content.decode("utf-8-sig")).get("cells")  # read_notebook has parsed it: it parses
+    if not isinstance(cells, list):
+        return notebook, []
+    return notebook, [cell.get("outputs") for cell in cells
+                      if isinstance(cell, dict) and isinstance(cell.get("cell_type"), str)]
+
+
+def task_cells(notebook: nbformat.NotebookNode | None, outputs: Sequence[object], task: int) -> list[Cell]:
+    """The code cells of ``task``'s section with their ``outputs`` (each cell's, in the
+    notebook's order), as the page may show them: text and PNG or JPEG images only, each
+    bounded; never the student's HTML, SVG or JavaScript, which would run in the marker's page."""
+    if notebook is None:
+        return []
+    index = {id(cell): number for number, cell in enumerate(notebook.cells)}
+    shown = []
+    for cell in task_section(notebook.cells, task):
+        if cell.cell_type != "code":
+            continue
+        given = outputs[index[id(cell)]] if index[id(cell)] < len(outputs) else None
+        kept = (_output(output) for output in (given if isinstance(given, list) else [])[:OUTPUTS_PER_CELL])
+        shown.append(Cell(str(cell.source), [output for output in kept if output is not None]))
+    return shown
+
+
+def _output(output: object) -> Output | None:
+    """One output of a student's cell made safe to show, or None (nothing showable)."""
+    if not isinstance(output, dict):
+        return None
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _text(output.get("text"))
+    if kind == "error":
+        traceback = output.get("traceback")
+        lines = traceback if isinstance(traceback, list) else [f"{output.get('ename')}: {output.get('evalue')}"]
+        return _text(ANSI.sub("", "\n".join(str(line) for line in lines)))
+    data = output.get("data")
+    if kind not in ("execute_result", "display_data") or not isinstance(data, dict):
+        return None
+    for mime in IMAGE_TYPES:
+        image = data.get(mime)
+        if isinstance(image, list):
+            image = "".join(str(part) for part in image)
+        if isinstance(image, str) and len(image) <= IMAGE_BYTES:
+            packed = "".join(image.split())
+            try:
+                base64.b64decode(packed, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            return Output(image=f"data:{mime};base64,{packed}")
+    return _text(data.get("text/plain"))
+
+
+def _text(value: object) -> Output | None:
+    text = "".join(str(part) for part in value) if isinstance(value, list) else value
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return Output(text=text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n…")
 
 
 def is_row_id(number: int) -> bool:

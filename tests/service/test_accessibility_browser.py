@@ -31,7 +31,7 @@ LANGUAGES = ("en", "ja", "pt", "es")
 LOCALES = {"en": "en", "ja": "ja", "pt": "pt_br", "es": "es_mx"}  # as Moodle sends its users' languages
 CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 # The tool's pages an instructor opens, checked after the students have handed in ({attempt}: one of theirs).
-INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/rubric",
+INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instructor/week01/marking/3",
                     "/instructor/week01/regrade", "/attempt/{attempt}",
                     "/instructor/week01/attempts/{attempt}/overrides")
 # A student's pages besides the upload page and the attempt page their path goes through.
@@ -107,8 +107,8 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
 
 def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms, chromium: Any) -> None:
     """After the students' test: the instructor's pages have no axe violation; Tab to the marking
-    link, Enter, Tab to the first points field, type, Tab to its comment, type, Tab to Save,
-    Enter: the mark is saved."""
+    link, Enter, Tab to task 3's link, Enter, Tab to the points field, type, Tab to the comment,
+    type, Tab to "Mark this answer", Enter: the mark is saved."""
     context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
     page = lms.open_activity(context, "t-a11y", "instructor")
     tool = lms.tool_frame(page)
@@ -125,20 +125,27 @@ def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms,
     with page.expect_event("framenavigated"):
         page.keyboard.press("Enter")
     tool = lms.tool_frame(page)
-    tool.locator("#marking").wait_for()
-    press_until(page, tool, "#marking input[type=number]")
-    page.keyboard.type("15")
-    press_until(page, tool, "#marking textarea")
-    page.keyboard.type("Clear argument; say why the data must be separable.")
-    page.keyboard.press("Shift+Tab")  # back to the points, as a marker checks what they typed
-    assert tool.evaluate("document.activeElement.type") == "number"
-    press_until(page, tool, "#marking button")
-    page.screenshot(path=str(ARTEFACTS / "a11y-service-marking.png"), full_page=True)
+    tool.locator("#tasks").wait_for()
+    press_until(page, tool, "#task-3")
     with page.expect_event("framenavigated"):
         page.keyboard.press("Enter")
     tool = lms.tool_frame(page)
     tool.locator("#marking").wait_for()
-    assert tool.locator("#marking input[type=number]").first.input_value() == "15"
+    press_until(page, tool, "#marking #points")
+    page.keyboard.type("15")
+    press_until(page, tool, "#marking #comment")
+    page.keyboard.type("Clear argument; say why the data must be separable.")
+    page.keyboard.press("Shift+Tab")  # back to the points, as a marker checks what they typed
+    assert tool.evaluate("document.activeElement.id") == "points"
+    press_until(page, tool, "#mark-answer")
+    page.screenshot(path=str(ARTEFACTS / "a11y-service-marking.png"), full_page=True)
+    marked = tool.locator("#marking input[name=at]").input_value()
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    tool.locator("#status").filter(has_text="1 answers marked.").wait_for()  # and on to the next answer
+    tool.goto(f"{lms.tool_url}/instructor/week01/marking/3?at={marked}")
+    assert "Marked: 15 of 20 points" in tool.locator("#answer").inner_text()
     context.close()
 
 

@@ -1,6 +1,7 @@
 """Rubric marking in a real browser (Debian's chromium, headless, through Playwright), inside
-the LMS's iframe, from the keyboard alone: an instructor defines three rubric items for
-week01's task 3, applies one to the group of two similar answers, then changes its points;
+the LMS's iframe, from the keyboard alone: an instructor opens task 3's marking page (one
+answer in view, students by number, nothing chosen, axe clean), defines three rubric items,
+applies one to the group of two similar answers with the page's keys, then changes its points;
 both students' scores, feedback pages, rows of the results download and the scores the
 LMS (the lti1p3platform stand-in) receives follow, and the other students' do not.
 Screenshots go to tests/artefacts/ (not committed) for a person to look at."""
@@ -16,6 +17,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from autograder.service import answer_groups
+from tests.helpers import assert_accessible
 from tests.service.lms import Lms
 from tests.service.web import wait_until
 
@@ -76,7 +79,7 @@ def results_rows(lms: Lms) -> dict[str, dict[str, str]]:
     return {row["user"]: row for row in csv.DictReader(io.StringIO(text))}
 
 
-def tab_to(page: Any, selector: str, frame: Any, limit: int = 60) -> None:
+def tab_to(page: Any, selector: str, frame: Any, limit: int = 80) -> None:
     """Press Tab until the element ``selector`` (in the tool's frame) has the focus."""
     target = frame.locator(selector)
     for _ in range(limit):
@@ -86,70 +89,118 @@ def tab_to(page: Any, selector: str, frame: Any, limit: int = 60) -> None:
     raise AssertionError(f"{selector} cannot be reached with Tab")
 
 
-def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everything_follows(
+def press(page: Any, key: str) -> Any:
+    """Press ``key`` where it leaves the page (a link, a submit): the tool's frame after it."""
+    with page.expect_event("framenavigated"):
+        page.keyboard.press(key)
+    return page
+
+
+def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everything_follows(
         lms: Lms, graded: dict[str, dict[str, Any]], chromium: Any) -> None:
     ARTEFACTS.mkdir(exist_ok=True)
     ana, ben = graded["s-ana"]["id"], graded["s-ben"]["id"]
     # the posts after task 4's mark (PendingManual: task 3 is still to mark) have arrived
     wait_until(lambda: all(scores(lms, user) and scores(lms, user)[-1]["scoreGiven"] == 80 for user in ANSWERS))
     before = {user: len(scores(lms, user)) for user in ANSWERS}
+    assert answer_groups.WORKER.idle(60)  # the runner grouped the answers as it recorded them
 
     context = chromium.new_context(ignore_https_errors=True, viewport={"width": 1200, "height": 1000})
     errors: list[str] = []
     context.on("weberror", lambda error: errors.append(str(error.error)))
     page = lms.open_activity(context, "t-rubric", "instructor")
     tool = lms.tool_frame(page)
-    tool.locator("#rubric").focus()
-    page.keyboard.press("Enter")
+    tab_to(page, "#mark", tool)
+    press(page, "Enter")
+    tool = lms.tool_frame(page)
+    tab_to(page, "#task-3", tool)  # the week's page: each task's progress, a link to its page
+    assert "0 of 4 marked" in tool.locator("#tasks").inner_text()
+    press(page, "Enter")
+    tool = lms.tool_frame(page)
     tool.locator("#new-item-3-points").wait_for()
     assert tool.locator("html").get_attribute("lang") == "en"
+    assert tool.locator("#grouping").count() == 0  # grouped, not "being grouped"
 
     for number, (points, comment) in enumerate(ITEMS, start=1):  # three items, typed and submitted from the keyboard
         tool.locator("#new-item-3-points").focus()
         page.keyboard.type(points)
         page.keyboard.press("Tab")
         page.keyboard.type(comment)
-        page.keyboard.press("Enter")
+        press(page, "Enter")
+        tool = lms.tool_frame(page)
         # the page after this item's form: its row is there (the status line alone says the same
-        # after every item, so the page before it would satisfy a wait for it, and the next
-        # item's typing would go into a page being replaced)
+        # after every item, so the page before it would satisfy a wait for it)
         tool.locator(f"#item-3-{number}-points").wait_for()
         tool.locator("#status").filter(has_text="Item added to task 3.").wait_for()
     assert [tool.locator(f"#item-3-{n}-points").input_value() for n in (1, 2, 3)] == ["12", "8", "-5"]
 
-    group = tool.locator("#task-3 form.group", has=tool.locator(f"input[name=attempt][value='{ana}']"))
-    assert sorted(int(v) for v in group.locator("input[name=attempt]").evaluate_all(
-        "boxes => boxes.map(box => box.value)")) == sorted([ana, ben])  # the two similar answers, one group
-    answer = group.get_by_role("checkbox", name="User s-ana (attempt 1)")  # labelled, described by the answer
-    assert answer.is_checked() and "(0,0) and (1,1)" in answer.evaluate(
-        "box => box.getAttribute('aria-describedby').split(' ').map(id => document.getElementById(id).textContent)"
-        ".join(' ')")
-    form_id = group.get_attribute("id")
-    tab_to(page, f"#{form_id} input[name=item][value='1']", tool)
-    outline = tool.locator(f"#{form_id} input[name=item][value='1']").evaluate(
-        "element => getComputedStyle(element).outlineStyle")
+    # one answer in view, anonymous, its group of two beside the rubric, nothing chosen
+    in_view = tool.locator("#marking input[name=at]").input_value()
+    assert int(in_view) == ana and tool.locator("#answer-title").inner_text().startswith("Student 1")
+    assert "(0,0) and (1,1)" in tool.locator("#answer-text").inner_text()
+    assert sorted(int(v) for v in tool.locator("#marking input[name=group]").evaluate_all(
+        "fields => fields.map(field => field.value)")) == sorted([ana, ben])  # the two similar answers, one group
+    body = tool.locator("main").inner_text()
+    assert "User s-" not in body and "s-ana" not in body  # no name, no LMS id
+    assert tool.locator("input[type=checkbox]:checked").count() == 0
+    assert_accessible(page, "the marking page of a task", frames=lms.tool_url)
+
+    tab_to(page, "#apply-1", tool)  # on a checkbox, in no text field: the keys are the page's
+    page.keyboard.press("1")  # toggles rubric item 1
+    assert tool.locator("#apply-1").is_checked() and not tool.locator("#apply-2").is_checked()
+    outline = tool.locator("#apply-1").evaluate("element => getComputedStyle(element).outlineStyle")
     assert outline not in ("", "none")  # the focus is visible
-    page.keyboard.press("Space")
-    tab_to(page, f"#{form_id} button", tool)
-    page.screenshot(path=str(ARTEFACTS / "service-rubric-group.png"), full_page=True)
-    page.keyboard.press("Enter")
+    page.keyboard.press("2")
+    page.keyboard.press("2")  # twice: off again
+    assert not tool.locator("#apply-2").is_checked()
+    page.screenshot(path=str(ARTEFACTS / "service-marking-group.png"), full_page=True)
+    press(page, "g")  # the whole group: Ana's and Ben's answers
+    tool = lms.tool_frame(page)
     tool.locator("#status").filter(has_text="2 answers marked.").wait_for()
+    assert "2 of 4 marked" in tool.locator("#progress").inner_text()
+    assert int(tool.locator("#marking input[name=at]").input_value()) not in (ana, ben)  # on to the next group
 
     final = wait_until(lambda: next((s for s in reversed(scores(lms, "s-ana"))
                                      if s["gradingProgress"] == "FullyGraded"), None))
     assert final["scoreGiven"] == 60 + 12 + 20
     assert lms.app.state.store.attempt(ben).score == 92
 
+    tab_to(page, "#apply-1", tool)
+    press(page, "p")  # back to the answer before: Ben's, Student 2
+    tool = lms.tool_frame(page)
+    assert int(tool.locator("#marking input[name=at]").input_value()) == ben
+    assert tool.locator("#answer").inner_text().count("Marked: 12 of 20 points (items 1)") == 1
+    tool.locator("#comment").focus()  # in a text field the keys are the marker's text, not the page's
+    page.keyboard.type("np1g")
+    assert tool.locator("#comment").input_value() == "np1g" and not tool.locator("#apply-1").is_checked()
+    tab_to(page, "#keys-off", tool)  # the keys turned off (WCAG 2.1.4): "1" is no longer item 1
+    page.keyboard.press("Space")
+    tab_to(page, "#filters button", tool)
+    press(page, "Enter")
+    tool = lms.tool_frame(page)
+    tab_to(page, "#apply-1", tool)
+    page.keyboard.press("1")
+    assert not tool.locator("#apply-1").is_checked() and "keys=off" in tool.url
+
     tool.locator("#item-3-1-points").focus()  # the item's points change: 12 -> 15
     page.keyboard.press("Control+a")
     page.keyboard.type("15")
-    page.keyboard.press("Enter")
+    press(page, "Enter")
+    tool = lms.tool_frame(page)
     status = tool.locator("#status")
     status.filter(has_text="2 marks updated").wait_for()
     assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
-    assert tool.locator(f"#mark-{form_id.removeprefix('group-')}-{ana}").inner_text().startswith(
-        "Marked: 15 of 20 points (items 1)")
-    page.screenshot(path=str(ARTEFACTS / "service-rubric-edited.png"), full_page=True)
+    assert tool.locator(f"#mark-{ana}").inner_text().startswith("Marked: 15 of 20 points (items 1)")
+    assert "keys=off" in tool.url and int(tool.locator("#marking input[name=at]").input_value()) == ben  # kept
+
+    tab_to(page, "#filter-names", tool)  # names on request, kept in the address
+    page.keyboard.press("Space")
+    tab_to(page, "#filters button", tool)
+    press(page, "Enter")
+    tool = lms.tool_frame(page)
+    assert "(User s-ben)" in tool.locator("#answer-title").inner_text()  # the same answer, now with names
+    assert "(User s-ana)" in tool.locator("#marking").inner_text()
+    page.screenshot(path=str(ARTEFACTS / "service-marking-names.png"), full_page=True)
     context.close()
     assert errors == []
 
@@ -172,25 +223,26 @@ def test_an_instructor_marks_a_group_with_a_rubric_item_then_edits_it_and_everyt
 
 def test_bad_rubric_input_is_refused_saying_what_to_fix(lms: Lms, graded: dict[str, dict[str, Any]]) -> None:
     browser, _ = lms.launch("t-rubric", role="instructor")
-    rubric = browser.get(f"{lms.tool_url}/instructor/week01/rubric")
-    assert rubric.status_code == 200
+    task_page = browser.get(f"{lms.tool_url}/instructor/week01/marking/4")
+    assert task_page.status_code == 200
     cases = [("new-item-4", {"points": "lots", "comment": "x"}, "is not a number"),
              ("new-item-4", {"points": "30", "comment": "Too generous"}, "outside -20..20"),
              ("new-item-4", {"points": "3", "comment": " "}, "needs a comment"),
-             ("group-4-1", {"adjustment": "", "comment": ""}, "Choose the rubric items"),
-             ("group-4-1", {"adjustment": "much", "comment": ""}, "Adjustment: &#39;much&#39; is not a number")]
+             ("marking", {"adjustment": "", "comment": ""}, "Choose the rubric items"),
+             ("marking", {"adjustment": "much", "comment": ""}, "Adjustment: &#39;much&#39; is not a number")]
     for form, data, says in cases:
-        reply = browser.submit(rubric, form, data=data)
+        reply = browser.submit(task_page, form, data=data)
         assert reply.status_code == 400 and says in reply.text, (form, data, reply.text)
-        assert 'href="/instructor/week01/rubric"' in reply.text  # the way back
+        assert 'href="/instructor/week01/marking/4' in reply.text  # the way back
     assert lms.app.state.store.gradebook.rubric("week01", 4) == []  # nothing stored from a refused form
-    huge = browser.submit(rubric, "group-4-1", data={"attempt": str(2**70), "adjustment": "1"})
+    huge = browser.submit(task_page, "marking", data={"scope": "selected", "attempt": str(2**70), "adjustment": "1"})
     assert huge.status_code == 400 and "is not one of this page&#39;s numbers" in huge.text
-    added = browser.submit(rubric, "new-item-4", data={"points": "2", "comment": "Names a remedy"})
+    added = browser.submit(task_page, "new-item-4", data={"points": "2", "comment": "Names a remedy"})
     assert added.status_code == 200 and "Item added to task 4." in added.text
     forged = browser.client.post(f"{lms.tool_url}/instructor/week01/rubric/4/items",
                                  data={"points": "3", "comment": "x", "csrf": "forged"})
     assert forged.status_code == 403
     assert [i.comment for i in lms.app.state.store.gradebook.rubric("week01", 4)] == ["Names a remedy"]
+    assert browser.get(f"{lms.tool_url}/instructor/week01/rubric").url.path == "/instructor/week01/marking"
     learner, _ = lms.launch("s-ana")
-    assert learner.get(f"{lms.tool_url}/instructor/week01/rubric").status_code == 403
+    assert learner.get(f"{lms.tool_url}/instructor/week01/marking/4").status_code == 403

@@ -85,7 +85,7 @@ def test_the_learners_pages_messages_are_extracted_and_translated(course: Course
 # The live report, marking by hand and with a rubric, the registration help and the page after
 # registering, the deep-linking answer: in the instructor's language (the LMS's locale for them
 # among the offered languages, else course.toml's `instructor`), so every offered language too.
-INSTRUCTOR_PAGES = ("instructor.html.j2", "marking.html.j2", "rubric.html.j2", "config.html.j2",
+INSTRUCTOR_PAGES = ("instructor.html.j2", "marking.html.j2", "marking_task.html.j2", "config.html.j2",
                     "registered.html.j2", "autosubmit.html.j2", "regrade.html.j2", "markers.html.j2",
                     "overrides.html.j2")
 
@@ -97,7 +97,7 @@ def test_an_instructors_page_has_no_words_outside_the_catalog(name: str) -> None
 
 def test_the_instructors_pages_messages_are_extracted_and_translated(course: Course) -> None:
     found = messages_of(INSTRUCTOR_PAGES)
-    assert {"Regrade the week", "Students ({count})", "Save the marks", "Rubric", "Registering {tool} in an LMS "
+    assert {"Regrade the week", "Students ({count})", "Mark this answer", "Rubric", "Registering {tool} in an LMS "
             "(LTI 1.3)", "{tool} is registered", "Continue"} <= found
     assert_translated(found, course)
 
