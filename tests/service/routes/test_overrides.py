@@ -156,6 +156,12 @@ def test_an_instructor_overrides_and_removes_it_from_the_keyboard_with_no_axe_vi
     assert lms.app.state.store.attempt(attempt).score == 9
     assert_accessible(page, "the overrides page with an override", frames=lms.tool_url)
 
+    tool.goto(f"{lms.tool_url}/attempt/{attempt}")  # the feedback page inside it shows the reason
+    feedback = tool.frame_locator("#feedback")
+    feedback.get_by_text("The hidden test expected the wrong shape.").wait_for()
+    assert_accessible(page, "the feedback page with an override", frames=lms.tool_url)
+    tool.locator("#overrides").focus()
+    page.keyboard.press("Enter")
     tool.locator("#remove-1 button").focus()
     page.keyboard.press("Enter")
     status.filter(has_text="Task 1: override removed").wait_for()
