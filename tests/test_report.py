@@ -190,6 +190,14 @@ def test_report_embeds_every_plot_as_png(tmp_path: Path, batch: list[r.Submissio
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
 
 
+def test_an_overridden_task_says_so_and_what_the_checks_gave(tmp_path: Path, batch: list[r.SubmissionResult]) -> None:
+    task = batch[1].tasks[0]
+    task.autograded_score, task.score, task.override_reason = task.score, 8.0, "the data set was the wrong one"
+    page = Page(write_report(batch, tmp_path, week_title=WEEK_TITLE).read_text(encoding="utf-8"))
+    marks = [s.get("title") for s in page.all("span") if "override" in (s.get("class") or "")]
+    assert marks == ["overridden by an instructor (the checks gave 10)"]
+
+
 def test_the_plots_are_drawn_again_only_when_the_results_change(batch: list[r.SubmissionResult]) -> None:
     """The live page asks for its plots every 15 s: the same results read again reuse the
     pictures; a new mark or another language draws them again."""
