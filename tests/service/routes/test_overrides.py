@@ -2,7 +2,8 @@
 (``autograder/service/routes/overrides.py``): through the stand-in LMS, the new counted
 score reaches the LMS's scores once, the student's feedback page shows the reason, and
 removing the override sends the checks' score back; bad input is refused saying what to fix;
-the page works from the keyboard alone in Chromium with no axe violation. The web app runs
+the page works from the keyboard alone in Chromium with no axe violation (screenshots in
+tests/artefacts/). The web app runs
 without graders (results are recorded into its store as the runner records them) and a real
 outbox sends the scores."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +24,7 @@ from tests.service.lms import Lms
 from tests.service.web import Browser, forms, wait_until
 
 pytestmark = pytest.mark.lms(grading=False)
+ARTEFACTS = Path(__file__).resolve().parents[2] / "artefacts"  # screenshots for a person to look at (not committed)
 
 
 @pytest.fixture(scope="module")
@@ -155,11 +158,14 @@ def test_an_instructor_overrides_and_removes_it_from_the_keyboard_with_no_axe_vi
     assert status.get_attribute("role") == "status"
     assert lms.app.state.store.attempt(attempt).score == 9
     assert_accessible(page, "the overrides page with an override", frames=lms.tool_url)
+    ARTEFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTEFACTS / "service-overrides.png"), full_page=True)
 
     tool.goto(f"{lms.tool_url}/attempt/{attempt}")  # the feedback page inside it shows the reason
     feedback = tool.frame_locator("#feedback")
     feedback.get_by_text("The hidden test expected the wrong shape.").wait_for()
     assert_accessible(page, "the feedback page with an override", frames=lms.tool_url)
+    page.screenshot(path=str(ARTEFACTS / "service-overrides-feedback.png"), full_page=True)
     tool.locator("#overrides").focus()
     page.keyboard.press("Enter")
     tool.locator("#remove-1 button").focus()
