@@ -92,6 +92,38 @@ def numbered_notebook(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+# the source notebook of generate's tests (tests/generate/, tests/authoring/): its student and
+# solution notebooks are the files beside it, byte for byte
+GENERATE_SOURCE = ROOT / "tests" / "fixtures" / "generate" / "week99.ipynb"
+# it calls the student's code: `autograder generate` refuses a test that passes without an answer
+WEEK99_HIDDEN = ("import numpy as np\nimport pytest\n\n\n@pytest.mark.task(1)\n@pytest.mark.points(10)\n"
+                 "def test_hidden(student):\n    model = student.Mean().fit(np.zeros((3, 1)), np.array([1.0, 2.0, 3.0]))\n"
+                 "    assert list(model.predict(np.zeros((2, 1)))) == [2.0, 2.0]\n")
+
+
+def week99_course(root: Path) -> Course:
+    """A tiny course under ``root`` for generate's tests: ``GENERATE_SOURCE`` as source/week99,
+    two data files, its hidden tests, and a Jupyter checkpoint generate must leave behind."""
+    week = root / "source" / "week99"
+    (week / "tests").mkdir(parents=True)
+    (week / "data").mkdir()
+    shutil.copy(GENERATE_SOURCE, week / "week99.ipynb")
+    (week / "data" / "points.csv").write_text("x,y\n1,2\n")
+    (week / "data" / "notes.txt").write_text("small data\n")
+    (week / "tests" / "test_week99.py").write_text(WEEK99_HIDDEN)
+    (week / ".ipynb_checkpoints").mkdir()
+    (week / ".ipynb_checkpoints" / "week99-checkpoint.ipynb").write_text("{}")
+    return Course(root)
+
+
+def edit_week99(course: Course, change: Callable[[nbformat.NotebookNode], object]) -> None:
+    """Apply ``change`` to the source notebook of ``week99_course``'s week, as an author's edit."""
+    week = course.week("week99")
+    nb = nbformat.read(week.source_notebook, as_version=nbformat.NO_CONVERT)
+    change(nb)
+    nbformat.write(nb, week.source_notebook)
+
+
 def write_week_from_the_docs(root: Path) -> Path:
     """The week-7 example of docs/AUTHORING.md, written under ``root`` from its blocks (a
     ``markdown cell``/``python cell`` block is one notebook cell, a ``file=`` block a
