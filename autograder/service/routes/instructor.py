@@ -35,6 +35,7 @@ from autograder.service.pages import STATES
 from autograder.service.store import Attempt
 
 router = APIRouter(prefix="/instructor/{name}")
+ATTEMPT_NOTE = N_("attempt {number}")  # under a student's name on the live report: the attempt shown
 
 
 @router.get("")
@@ -78,11 +79,11 @@ def _student_row(own: list[Attempt], results: Mapping[int, SubmissionResult], na
     shown = score.attempt if score is not None else next((a for a in reversed(own) if a.id in results), None)
     if shown is None:
         return Row(name=name, link=f"/attempt/{latest.id}",
-                   note=gettext("attempt {number}").format(number=latest.number), state=latest.state,
+                   note=gettext(ATTEMPT_NOTE).format(number=latest.number), state=latest.state,
                    state_name=STATES[latest.state], message=latest.message or "", extra=extra)
-    note = gettext("attempt {number}").format(number=shown.number)
+    note = gettext(ATTEMPT_NOTE).format(number=shown.number)
     if latest.id not in results:
-        note += " · " + gettext("attempt {number}").format(number=latest.number) + ": " + gettext(STATES[latest.state])
+        note += " · " + gettext(ATTEMPT_NOTE).format(number=latest.number) + ": " + gettext(STATES[latest.state])
     return Row(name=name, link=f"/attempt/{shown.id}", note=note, result=results[shown.id], extra=extra)
 
 
