@@ -125,6 +125,7 @@ class ReportTable(HTMLParser):
             self.rows[-1].name += data
 
 
+@pytest.mark.slow  # two launches through the LMS, and the plots drawn
 def test_the_live_report_is_the_batch_reports_body_a_row_per_student_by_name(lms: Lms, tmp_path: Path) -> None:
     """One renderer: the live page's table has the batch report's columns (a column per task)
     and cells for the same results, with the live page's own columns (attempts, counted score)
