@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import nbformat
 
 from autograder.exceptions import Refused, SubmissionError
-from autograder.gradebook import ManualMark
+from autograder.gradebook import MARKED_BY_SHEET, ManualMark
 from autograder.grouping import ANSWER_CHARS
 from autograder.i18n.runtime import N_
 from autograder.manual import parse_number, task_answer, task_section
@@ -71,6 +71,12 @@ class Answer:
     def done(self) -> bool:
         """Marked, and the mark still counts (not stale)."""
         return not self.task.pending
+
+    @property
+    def marked_by(self) -> str | None:
+        """The course user who gave the mark; None when a sheet gave it, or it is older than markers."""
+        marker = self.mark.marker if self.mark is not None else None
+        return None if marker == MARKED_BY_SHEET else marker
 
 
 @dataclass(frozen=True)

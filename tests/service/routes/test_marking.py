@@ -147,3 +147,4 @@ def test_a_markers_queue_shows_only_the_hand_ins_assigned_to_them(lms: Lms, mark
     saved = teacher.client.post(f"{url}/3", data={"csrf": csrf, "at": str(ids["m-chi"]), "points": "12"})
     assert saved.status_code == 200, saved.text
     assert store.gradebook.manual_marks("week01")[f"attempt-{ids['m-chi']}"][3].marker == "m-teacher"  # who marked
+    assert "(by User m-teacher)" in teacher.get(f"{url}/3?at={ids['m-chi']}").text
