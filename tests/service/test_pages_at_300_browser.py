@@ -36,6 +36,7 @@ from autograder.service.routes import ROUTERS
 from tests.helpers import assert_accessible
 from tests.service.class_of_300 import LANGUAGES, WEEK, ClassOf300
 from tests.service.lms import Lms
+from tests.service.test_accessibility_browser import press_until
 
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
 pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]
@@ -130,6 +131,8 @@ def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instruc
         translations = framework_translations(language)
         students = (translations.gettext if translations is not None else untranslated)("Students ({count})")
         assert students.format(count=len(class_of_300.students)) in text
+    if "/marking" in path:  # anonymous until the marker asks for names
+        assert [s.name for s in class_of_300.students if s.name in text] == []
     ARTEFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTEFACTS / f"pages-300-{language}-{_file_name(path)}.png"))
     big = tool.evaluate("document.querySelectorAll('*').length") > BIG_PAGE
@@ -158,3 +161,79 @@ def _messages(language: str) -> list[tuple[str, str]]:
 
 def _file_name(path: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", path.removeprefix("/instructor/")).strip("-")
+
+
+def test_a_marker_marks_a_group_at_300_by_keyboard_alone_and_the_live_report_shows_it(
+        lms: Lms, class_of_300: ClassOf300, instructor: dict[str, Any]) -> None:
+    """From the live report: Tab to the marking link, Enter; Tab to task 3, Enter; Tab to
+    "Unmarked answers only", Space, Tab to Show, Enter; then the page's keys, 1 (the rubric's
+    first item) and g (the whole group in view). The page says how many were marked and its
+    count moves by as many; asked for (Tab, Space, Tab, Enter), the next group's names are
+    shown as written; the live report shows the marked students' new points for task 3."""
+    store = lms.app.state.store
+    store.gradebook.add_rubric_item(WEEK, 3, points=20, comment="Names a real classification problem")
+    page = instructor["page"]("en")
+    tool = lms.tool_frame(page)
+    tool.goto(f"{lms.tool_url}/instructor/{WEEK}/marking/3")  # the groups are computed once, off the request
+    for _ in range(60):
+        if tool.locator("#grouping").count() == 0:
+            break
+        time.sleep(1)
+        tool.goto(f"{lms.tool_url}/instructor/{WEEK}/marking/3")
+    assert tool.locator("#grouping").count() == 0, "the groups of 294 answers were not computed within a minute"
+    tool.goto(f"{lms.tool_url}/instructor/{WEEK}")
+
+    press_until(page, tool, "#mark")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    press_until(page, tool, "#task-3")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    press_until(page, tool, "#filter-unmarked")
+    page.keyboard.press("Space")
+    press_until(page, tool, "#filters button")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    tool.locator("#marking").wait_for()
+    before = _marked(tool.locator("#progress").inner_text())
+    group = [int(value) for value in tool.locator("#marking input[name=group]").evaluate_all(
+        "inputs => inputs.map(input => input.value)")]
+    assert len(group) > 1, "the first unmarked answer is alone: no group to mark"
+    tool.evaluate("document.activeElement.blur()")  # the keys act outside the fields, as after a click on the page
+    page.keyboard.press("1")
+    assert tool.locator("#apply-1").is_checked()
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("g")
+    tool = lms.tool_frame(page)
+    tool.locator("#status").filter(has_text=f"{len(group)} answers marked.").wait_for()
+    assert _marked(tool.locator("#progress").inner_text()) == before + len(group)
+    page.screenshot(path=str(ARTEFACTS / "pages-300-marked-a-group.png"))
+    by_attempt = {attempt: class_of_300.student(user).name for user, attempts in class_of_300.attempts.items()
+                  for attempt in attempts}
+    press_until(page, tool, "#filter-names")  # the names, asked for: each in its own script
+    page.keyboard.press("Space")
+    press_until(page, tool, "#filters button")
+    with page.expect_event("framenavigated"):
+        page.keyboard.press("Enter")
+    tool = lms.tool_frame(page)
+    shown = tool.locator("#marking .members").inner_text()
+    named = [int(value) for value in tool.locator("#marking input[name=group]").evaluate_all(
+        "inputs => inputs.map(input => input.value)")]
+    assert named and all(by_attempt[attempt] in shown for attempt in named)
+
+    tool.goto(f"{lms.tool_url}/instructor/{WEEK}")
+    report = tool.locator("#results")
+    headers = report.locator("thead th").all_inner_texts()
+    task3 = next(index for index, heading in enumerate(headers) if heading.startswith("T3"))
+    for attempt in group:
+        name = json.dumps(by_attempt[attempt], ensure_ascii=False)  # a CSS string, as JSON writes it
+        row = report.locator("tbody tr", has=tool.locator(f"td[data-value={name}]"))
+        assert float(row.locator("td").nth(task3).get_attribute("data-value") or "nan") == 20, by_attempt[attempt]
+
+
+def _marked(progress: str) -> int:
+    """The first count of a "212 of 300 marked" line."""
+    return int(re.match(r"\d+", progress)[0])  # type: ignore[index]
