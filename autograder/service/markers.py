@@ -2,14 +2,15 @@
 marker's queue and progress, and who marked what.
 
 A marker is a course user whose last launch opened the instructor pages (``users.py``). An
-instructor splits a week's hand-ins to mark (each student's latest graded attempt with a
-hand-graded task) among the markers they select, by student and evenly: ``plan_split``
-decides, ``split`` stores it in ``marker_assignments`` (course, week, student -> marker).
-A split is stable: the same markers over the same hand-ins give the same split, a
-re-split moves only hand-ins nobody has marked yet, and as few of them as evenness allows
-(each keeps its marker while that marker is selected and under its share); a hand-in with
-a mark stays with whoever gave the latest one (``ManualMark.marker``). A hand-in uploaded
-after the split has no marker until the next one.
+instructor splits a week's hand-ins to mark (each student's latest scored attempt with a
+hand-graded task: one a regrade queued again keeps its place) among the markers they
+select, by student and evenly: ``plan_split`` decides, ``split`` stores it in
+``marker_assignments`` (course, week, student -> marker). A split is stable: the same
+markers over the same hand-ins give the same split, a re-split moves only hand-ins nobody
+has marked yet, and as few of them as evenness allows (each keeps its marker while that
+marker is selected and under its share); a hand-in with a mark stays with whoever gave the
+latest one (``ManualMark.marker``). A hand-in uploaded after the split has no marker until
+the next one.
 
 The marking pages show a marker's queue, the hand-ins ``assignments`` gives them; marks name
 their marker whichever queue they were saved from, so two markers saving the same answer
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class HandIn:
-    """A student's latest graded attempt of a week that has hand-graded tasks."""
+    """A student's latest scored attempt of a week that has hand-graded tasks."""
 
     student: str  # the LMS user who handed it in
     answers: int  # its hand-graded tasks
@@ -55,9 +56,9 @@ class Progress:
 
 
 def hand_ins(store: Store, context: str, week: str) -> dict[str, HandIn]:
-    """The week's hand-ins to mark in one course, by student (their latest graded attempt, as
+    """The week's hand-ins to mark in one course, by student (their latest scored attempt, as
     the marking pages show it), in three reads whatever their number."""
-    latest = {a.user: a for a in store.week_attempts(context=context, week=week) if a.state == "graded"}
+    latest = {a.user: a for a in store.week_attempts(context=context, week=week) if a.scored}
     results = store.results_of(list(latest.values()))
     with store.database.read() as db:
         marks = read_marks(db, week, [a.key for a in latest.values()])

@@ -103,6 +103,16 @@ def test_a_split_gives_each_marker_a_queue_and_progress_and_each_mark_names_its_
     assert sorted(Counter(again.values()).values()) == [2, 3]
 
 
+def test_a_regrade_under_way_keeps_each_markers_share_and_progress(store: Store) -> None:
+    ids = graded(store, "s1", "s2")
+    store.remember_user(A, "t-1", "Tess", None, [INSTRUCTOR])
+    split(store, A, "week01", ["t-1"])
+    store.mark(ids["s1"], context=A, task=2, points=3.0, marker="t-1")
+    assert store.regrade(context=A, week="week01") == 2  # both queued again, their results standing
+    assert [(p.marker, p.hand_ins, p.marked) for p in progress(store, A, "week01")] == [("t-1", 2, 1)]
+    assert split(store, A, "week01", ["t-1"]) == {"s1": "t-1", "s2": "t-1"}
+
+
 def test_two_markers_saving_the_same_answer_at_once_both_land_and_the_mark_is_one_of_theirs(store: Store) -> None:
     ids = graded(store, "s1")
     saved, barrier = [], threading.Barrier(2)
