@@ -233,7 +233,8 @@ def task_page(store: Store, context: str, week: str, task: int, filters: Filters
               at: int | None = None, after: int | None = None) -> TaskPage | None:
     """The marking page of ``task``: the answer ``at`` (an attempt id) in view, else the
     first one after ``after`` in the task's order (where a marker goes once an answer is
-    marked), else the first; all among the answers the ``filters`` leave. None when no
+    marked), else the first unmarked one, else the first; all among the answers the
+    ``filters`` leave. None when no
     graded attempt has the task."""
     everyone = hand_ins(store, context, week)
     if filters.marker:  # the marker's share; the groups are the whole class's, numbered alike for every marker
@@ -266,7 +267,7 @@ def task_page(store: Store, context: str, week: str, task: int, filters: Filters
         later = set(order[order.index(after) + 1:])
         current = next((a for a in shown if a.attempt.id in later), None)
     if current is None and shown:
-        current = shown[0]
+        current = next((answer for answer in shown if not answer.done), shown[0])  # where the marking is
 
     week_marked = sum(1 for t, _ in week_answers if not t.pending)
     if current is None:

@@ -148,3 +148,12 @@ def test_a_markers_queue_shows_only_the_hand_ins_assigned_to_them(lms: Lms, mark
     assert saved.status_code == 200, saved.text
     assert store.gradebook.manual_marks("week01")[f"attempt-{ids['m-chi']}"][3].marker == "m-teacher"  # who marked
     assert "(by User m-teacher)" in teacher.get(f"{url}/3?at={ids['m-chi']}").text
+
+
+def test_the_page_opens_at_the_first_answer_still_to_mark(lms: Lms, marked: dict[str, Any]) -> None:
+    store, teacher = lms.app.state.store, marked["teacher"]
+    url = f"{lms.tool_url}/instructor/week01/marking/3"
+    first = int(marking_form(teacher.get(url))["fields"]["at"])
+    store.mark(first, context=store.attempt(first).context, task=3, points=12)
+    opened = int(marking_form(teacher.get(url))["fields"]["at"])
+    assert opened != first and store.attempt(opened).pending == 20
