@@ -1,7 +1,8 @@
 """The live report (``/instructor/WEEK``) in a real browser (Debian's chromium through
 Playwright, inside the stand-in LMS's iframe): the batch report's table with a row per
 student, sorted by name, sorted again from the keyboard, filtered and searched; the
-15-second refresh brings a new result in and keeps the filters and the order; no axe
+15-second refresh brings a new result in and keeps the filters and the order, and leaves
+the page alone while nothing changed (a 304); no axe
 violation (WCAG 2.1 AA). A screenshot goes to tests/artefacts/ (not committed) for a person
 to look at."""
 
@@ -97,6 +98,10 @@ def test_the_live_report_sorts_filters_and_keeps_them_as_results_land(lms: Lms, 
     assert tool.locator("#f-text").input_value() == "L" and tool.locator("#f-status").input_value() == "graded"
     assert tool.locator("#results th:nth-child(3)").get_attribute("aria-sort") == "descending"
     assert names.all_inner_texts() == ["ana Lima", "Zoë Müller"]
+    tool.evaluate("document.getElementById('results').seen = true")
+    with page.expect_response(lambda reply: reply.url.endswith("/instructor/week01") and reply.status == 304):
+        browser.clock.run_for(15_000)  # nothing new: the server says so, and the table stays as it is
+    assert tool.evaluate("document.getElementById('results').seen") is True
     tool.locator("#f-text").fill("")  # the new table's filters work: Bruno's 9 now, graded, sorted first
     assert names.all_inner_texts() == ["Bruno Costa", "ana Lima", "山田 太郎", "Zoë Müller"]
     assert tool.locator("#f-count").inner_text() == f"4 of {rows.count()} shown"

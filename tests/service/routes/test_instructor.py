@@ -158,10 +158,15 @@ def test_the_live_report_is_the_batch_reports_body_a_row_per_student_by_name(lms
                      now=now())
     queued = next(a for a in store.week_attempts(context=context, week="week01") if a.user == "live-4")
     teacher, _ = lms.launch("live-teacher", role="instructor")
-    live = ReportTable(teacher.get(f"{lms.tool_url}/instructor/week01").text)
+    reply = teacher.client.get(f"{lms.tool_url}/instructor/week01")
+    unchanged = teacher.client.get(f"{lms.tool_url}/instructor/week01", headers={"If-None-Match": reply.headers["ETag"]})
+    assert (unchanged.status_code, unchanged.content) == (304, b"")  # the 15-second refresh: nothing new
+    live = ReportTable(reply.text)
     live.rows = [row for row in live.rows if row.name in ("Zoë Müller", "ana Lima", "Bruno Costa", "Chen Wei")]
     while (left := store.claim()) is not None:  # graded now, so the module's other tests find none queued
         store.record_result(left.id, a_result(1.0), week_title="week01")
+    changed = teacher.client.get(f"{lms.tool_url}/instructor/week01", headers={"If-None-Match": reply.headers["ETag"]})
+    assert changed.status_code == 200 and changed.headers["ETag"] != reply.headers["ETag"]  # new results: the page
 
     assert live.headings[:5] == ["Student", "Status", "Score", "Attempts", "Counted"]
     assert [row.name for row in live.rows] == ["ana Lima", "Bruno Costa", "Chen Wei", "Zoë Müller"]
