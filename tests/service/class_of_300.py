@@ -245,6 +245,9 @@ def enrol(lms: Lms, course: Course, *, seed: int = 300) -> ClassOf300:
     """Hand in week01 for 300 students in ``lms``'s service (one whose grading is off:
     ``pytest.mark.lms(grading=False)``, or a runner would claim them first) and record their
     results as the runner does; what was recorded."""
+    if lms.app.state.grading:
+        raise RuntimeError("the class of 300 needs a service that does not grade (its runner would claim the "
+                           "hand-ins first): give the test module pytestmark = pytest.mark.lms(grading=False)")
     started = time.perf_counter()
     store = lms.app.state.store
     registration = lms.platform.registration()
