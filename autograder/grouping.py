@@ -9,14 +9,14 @@ after Unicode NFKC normalisation (full-width and half-width forms alike), case f
 whitespace collapsing; empty answers form a group of their own.
 
 Grouping is bounded, because the answers are whatever students uploaded and it runs in the
-service's web process and in ``grade``: only an answer's first ``ANSWER_CHARS`` characters
-are compared. The cut comes before normalising, since NFKC can make one character 18 (a
-500,000 x U+FDFA answer would become 9 million characters, seconds of CPU and gigabytes
-in the vectoriser), and again after it and case folding, which lengthen text. Two answers
-alike in their first ``ANSWER_CHARS`` characters are proposed as one group; the marker
-still reads each whole answer. The clustering of a set of answers is kept
-(``CACHED_SETS`` sets, keyed by a SHA-256 of the compared texts), so a page shown again
-with the same answers does not cluster them again.
+service's web process (in the background: ``service/answer_groups.py``) and in ``grade``:
+only an answer's first ``ANSWER_CHARS`` characters are compared. The cut comes before
+normalising, since NFKC can make one character 18 (a 500,000 x U+FDFA answer would become 9
+million characters, seconds of CPU and gigabytes in the vectoriser), and again after it and
+case folding, which lengthen text. Two answers alike in their first ``ANSWER_CHARS``
+characters are proposed as one group; the marker still reads each whole answer. The service
+groups a set of answers once, keeping the groups by the set's ``fingerprint``, so a page
+shown again does not group them again.
 
 The groups only propose: the marker sees every answer of a group and can leave any out.
 How close they come to a marker's groups, and the other methods tried, is measured by
@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -40,10 +38,6 @@ from sklearn.metrics.pairwise import cosine_distances
 DISTANCE = 0.65  # average cosine distance up to which answers join one group
 NGRAMS = (2, 4)
 ANSWER_CHARS = 4000  # compared of each answer: ~40 lines of prose, more than any answer the course asks for
-CACHED_SETS = 64  # sets of answers whose clustering is kept (labels only: a few kB each)
-
-_clusterings: OrderedDict[str, list[int]] = OrderedDict()  # fingerprint -> labels, least recently used first
-_clusterings_lock = threading.Lock()  # the service's web process serves pages from several threads
 
 
 def normalise(text: str) -> str:
@@ -84,25 +78,10 @@ def group_answers(answers: Mapping[str, str], *, distance: float = DISTANCE) -> 
 
 
 def _cluster(texts: list[str], distance: float) -> list[int]:
-    """A cluster label for each of ``texts`` (distinct, non-empty, sorted), computed once
-    per set of texts: the rubric page is shown again and again with the same answers."""
+    """A cluster label for each of ``texts`` (distinct, non-empty, sorted): agglomerative
+    clustering of their TF-IDF character n-grams."""
     if len(texts) < 2:
         return list(range(len(texts)))
-    fingerprint = hashlib.sha256(json.dumps([distance, NGRAMS, texts]).encode()).hexdigest()
-    with _clusterings_lock:
-        if fingerprint in _clusterings:
-            _clusterings.move_to_end(fingerprint)
-            return _clusterings[fingerprint]
-    labels = _labels(texts, distance)
-    with _clusterings_lock:
-        _clusterings[fingerprint] = labels
-        while len(_clusterings) > CACHED_SETS:
-            _clusterings.popitem(last=False)
-    return labels
-
-
-def _labels(texts: list[str], distance: float) -> list[int]:
-    """Agglomerative clustering of ``texts``' TF-IDF character n-grams."""
     vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, sublinear_tf=True).fit_transform(texts)
     distances = np.clip(cosine_distances(vectors), 0.0, None)  # rounding can make a self-distance -1e-16
     model = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",

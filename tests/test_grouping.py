@@ -1,17 +1,13 @@
 """autograder/grouping.py: the grouping's work is bounded whatever a student wrote, and a set
-of answers is clustered once however often its page is shown. (How the groups come out, in
+of answers has a fingerprint the service keeps its groups by. (How the groups come out, in
 four languages and whatever the order: tests/test_rubric.py; how well they match a
 marker's: benchmarks/grouping_quality.py.)"""
 
 from __future__ import annotations
 
 import tracemalloc
-from collections import OrderedDict
 
-import pytest
-
-from autograder import grouping
-from autograder.grouping import ANSWER_CHARS, group_answers, normalise
+from autograder.grouping import ANSWER_CHARS, fingerprint, group_answers, normalise
 
 # NFKC makes U+FDFA (one Arabic ligature, 3 bytes of UTF-8) 18 characters: this 1.5 MB answer
 # became 9 million characters and cost 26-36 s and 2.2 GB per view of the rubric page
@@ -31,21 +27,15 @@ def test_an_answer_nfkc_lengthens_18_times_is_cut_before_and_after_normalising()
     assert peak < 20_000_000, f"grouping two 1.5 MB answers allocated {peak / 1e6:.0f} MB at its peak"
 
 
-def test_the_same_answers_are_clustered_once_however_often_they_are_grouped(monkeypatch: pytest.MonkeyPatch) -> None:
-    clustered: list[list[str]] = []
-    labels = grouping._labels
-
-    def counting(texts: list[str], distance: float) -> list[int]:
-        clustered.append(texts)
-        return labels(texts, distance)
-
-    monkeypatch.setattr(grouping, "_labels", counting)
-    monkeypatch.setattr(grouping, "_clusterings", OrderedDict())  # nothing kept from another test
-    answers = {"a": "It converges if the data are separable (cached test).", "b": "Converges on separable data.",
+def test_a_set_of_answers_has_one_fingerprint_whatever_its_order_and_another_for_any_change() -> None:
+    """The service keeps a set's groups by its fingerprint (``service/answer_groups.py``):
+    computed once per change of the answers, not per view of the page."""
+    answers = {"a": "It converges if the data are separable.", "b": "Converges on separable data.",
                "c": "The learning rate is too large."}
-    first = group_answers(answers)
-    assert {frozenset(keys) for keys in group_answers(dict(reversed(answers.items())))} == set(map(frozenset, first))
-    assert group_answers(answers) == first
-    assert len(clustered) == 1  # the page shown three times, the answers clustered once
-    group_answers({**answers, "d": "Another answer arrived."})
-    assert len(clustered) == 2  # a new answer: clustered again
+    same = fingerprint(answers)
+    assert fingerprint(dict(reversed(answers.items()))) == same
+    assert fingerprint({**answers, "c": "The learning rate is too small."}) != same  # an answer changed
+    assert fingerprint({**answers, "d": "Another answer arrived."}) != same
+    assert fingerprint({"a": answers["a"], "b": answers["c"], "c": answers["b"]}) != same  # who wrote what
+    long = "x" * ANSWER_CHARS
+    assert fingerprint({**answers, "a": long + " beyond"}) == fingerprint({**answers, "a": long + " compared"})

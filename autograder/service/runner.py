@@ -24,7 +24,9 @@ goes back without counting a try, as does one whose week cannot be graded (the w
 paused for ``BROKEN_WEEK_PAUSE_S``).
 
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
-page, counted score, AGS post) and ``on_graded`` is told. An attempt claimed by a service
+page, counted score, AGS post) and ``on_graded`` is told; a result with a hand-graded task
+has the week's groups of similar answers computed again in the background
+(``answer_groups.regroup``), so the marking page finds them ready. An attempt claimed by a service
 that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
 One whose claim another replica took over while this one stalled (``claims.py``) is that
 replica's: this one's result, release or failure is dropped, with a warning saying so.
@@ -60,8 +62,10 @@ from autograder.grading.distributed import ClusterGraders
 from autograder.grading.pool import Feed, FeedRunner, GraderPool, Job
 from autograder.manual import answer_hashes
 from autograder.results import Participant, SubmissionResult
+from autograder.service.answer_groups import regroup
 from autograder.service.events import attempt_fields, event
 from autograder.service.health import Health, Outage, database_away
+from autograder.service.marking import hand_ins, task_answers
 from autograder.service.store import Attempt, Store
 from autograder.submission import Submission
 
@@ -71,6 +75,15 @@ if TYPE_CHECKING:
     from distributed import Client
 
 log = logging.getLogger(__name__)
+
+
+def week_answers(store: Store, context: str, week: str) -> dict[int, dict[str, str]]:
+    """Each hand-graded task's answers (attempt key -> text) as the marking page groups them:
+    every student's, whoever marks them."""
+    everyone = hand_ins(store, context, week)
+    tasks = sorted({number for hand_in in everyone for number in hand_in.tasks})
+    return {task: {answer.attempt.key: answer.text or "" for answer in task_answers(store, everyone, week, task)}
+            for task in tasks}
 
 IDLE_S = 600.0  # a grader with no work for this long is let go (its memory freed)
 POLL_S = 1.0  # how often the queue is looked at without a wake-up (uploads from another process)
@@ -300,6 +313,9 @@ class GradingService:
                 self.on_graded(updated)
             except Exception:
                 log.exception("on_graded failed for attempt %s", attempt.id)
+        if any(task.manual for task in result.tasks):
+            regroup(self.store, updated.context, updated.week,
+                    lambda: week_answers(self.store, updated.context, updated.week))
 
     def _not_stored(self, attempt: Attempt, exc: Exception) -> None:
         log.error("could not record the result of attempt %s", attempt.id, exc_info=exc)
