@@ -140,15 +140,15 @@ def split(store: Store, context: str, week: str, markers: Sequence[str]) -> dict
     return plan
 
 
-def progress(store: Store, context: str, week: str) -> list[Progress]:
-    """Each marker's share of the week and how much of it is marked, by name: the course's
-    markers and anyone else a hand-in is assigned to."""
-    names = store.users.markers(context)
-    split = assignments(store, context, week)
-    shares: dict[str, list[HandIn]] = {marker: [] for marker in names}
-    for student, hand_in in hand_ins(store, context, week).items():
+def progress(store: Store, context: str, found: Mapping[str, HandIn], split: Mapping[str, str],
+             markers: Mapping[str, str]) -> list[Progress]:
+    """Each marker's share of the week's hand-ins ``found`` under ``split`` and how much of it
+    is marked, by name: the course's ``markers`` (user -> name, ``Users.markers``) and anyone
+    else a hand-in is assigned to."""
+    shares: dict[str, list[HandIn]] = {marker: [] for marker in markers}
+    for student, hand_in in found.items():
         if student in split:
             shares.setdefault(split[student], []).append(hand_in)
-    rows = [Progress(marker, names.get(marker) or store.user_name(context, marker) or marker, len(mine),
+    rows = [Progress(marker, markers.get(marker) or store.user_name(context, marker) or marker, len(mine),
                      sum(h.answers for h in mine), sum(h.marked for h in mine)) for marker, mine in shares.items()]
     return sorted(rows, key=lambda row: (row.name, row.marker))

@@ -27,10 +27,10 @@ def markers(session: CurrentInstructor, week: PathWeek, store: StoreDep, course:
     the week and how much of it is marked, and the form that splits it."""
     found = hand_ins(store, session.context, week.name)
     current = assignments(store, session.context, week.name)
-    shares = progress(store, session.context, week.name)
-    return pages.render("markers.html.j2", week=week, shares=shares, hand_ins=len(found),
-                        unassigned=sum(1 for student in found if student not in current),
-                        known=store.users.markers(session.context), selected=set(current.values()),
+    known = store.users.markers(session.context)
+    return pages.render("markers.html.j2", week=week, shares=progress(store, session.context, found, current, known),
+                        hand_ins=len(found), unassigned=sum(1 for student in found if student not in current),
+                        known=known, selected=set(current.values()),
                         split_count=split_count, csrf=session.csrf, user=session.user,
                         language=instructor_language(session, course))
 
