@@ -345,6 +345,12 @@ class AttemptQueue:
             return {week: n for week, n in db.execute(select(attempts.c.week, func.count()).where(
                 attempts.c.state == "queued").group_by(attempts.c.week))}
 
+    def waiting(self, *, context: str, week: str) -> int:
+        """How many of a course's attempts at a week are queued or being graded."""
+        with self.database.read() as db:
+            return db.execute(select(func.count()).where(attempts.c.context == context, attempts.c.week == week,
+                                                         attempts.c.state.in_(WAITING))).scalar_one()
+
     def oldest_queued_week(self) -> str | None:
         with self.database.read() as db:
             return db.execute(select(attempts.c.week).where(attempts.c.state == "queued")

@@ -25,8 +25,9 @@ paused for ``BROKEN_WEEK_PAUSE_S``).
 
 Either way a result is recorded through ``Store.record_result`` (result JSON, feedback
 page, counted score, AGS post) and ``on_graded`` is told; a result with a hand-graded task
-has the week's groups of similar answers computed again in the background
-(``answer_groups.regroup``), so the marking page finds them ready. An attempt claimed by a service
+that leaves none of its course's week waiting has the week's groups of similar answers
+computed again in the background (``answer_groups.regroup``), so the marking page finds
+them ready. An attempt claimed by a service
 that is killed is queued again when the next one starts (``Store.requeue_interrupted``).
 One whose claim another replica took over while this one stalled (``claims.py``) is that
 replica's: this one's result, release or failure is dropped, with a warning saying so.
@@ -313,7 +314,10 @@ class GradingService:
                 self.on_graded(updated)
             except Exception:
                 log.exception("on_graded failed for attempt %s", attempt.id)
-        if any(task.manual for task in result.tasks):
+        # once the week's queue is empty: during a rush of hand-ins (or a regrade) the groups are
+        # computed once after the last, not once per hand-in on the cores the graders need
+        if any(task.manual for task in result.tasks) and not self.store.queue.waiting(context=updated.context,
+                                                                                       week=updated.week):
             regroup(self.store, updated.context, updated.week,
                     lambda: week_answers(self.store, updated.context, updated.week))
 

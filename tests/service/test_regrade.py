@@ -75,6 +75,7 @@ def test_each_attempt_counts_with_its_last_result_until_its_new_one_lands(store:
     assert store.regrade(context=A, week="week01") == 2
     status = store.regrade_status(context=A, week="week01")
     assert (status.done, status.total, status.running) == (0, 2, True)
+    assert store.queue.waiting(context=A, week="week01") == 2  # the runner regroups answers once it is 0
     assert store.counted_score(context=A, user="ann", week="week01") == 8.0  # not None: the last result stands
     regraded = store.attempt(first.id)
     assert regraded is not None and regraded.state == "queued" and regraded.regrading and regraded.score == 8.0
@@ -88,6 +89,7 @@ def test_each_attempt_counts_with_its_last_result_until_its_new_one_lands(store:
     store.record_result(first.id, result(8.0), week_title="week01")
     status = store.regrade_status(context=A, week="week01")
     assert (status.done, status.total, status.running) == (2, 2, False)
+    assert store.queue.waiting(context=A, week="week01") == 0
     assert len(store.posts(context=A)) == posted  # the same score: nothing sent to the LMS at all
 
     assert store.regrade(context=A, week="week01", attempt_id=second.id) == 1  # the last one done: a new one
