@@ -129,10 +129,13 @@ def plan_split(week: str, found: Mapping[str, HandIn], current: Mapping[str, str
 def split(store: Store, context: str, week: str, markers: Sequence[str]) -> dict[str, str]:
     """Split the week's hand-ins among ``markers`` (``plan_split``) and store it in place of
     the week's earlier split, in one transaction; the new split, student -> marker.
-    ``markers`` are the caller's to check (the course's: ``Users.markers``)."""
-    plan = plan_split(week, hand_ins(store, context, week), assignments(store, context, week), markers)
+    ``markers`` are the caller's to check (the course's: ``Users.markers``). Two splits of
+    one week at once take turns (a lock on the course's week), each planned from the split
+    before it: the later one stands."""
     table = marker_assignments.c
     with store.database.write() as db:
+        store.database.lock(db, "marker split", context, week)
+        plan = plan_split(week, hand_ins(store, context, week), assignments(store, context, week), markers)
         db.execute(delete(marker_assignments).where(table.context == context, table.week == week))
         if plan:
             db.execute(insert(marker_assignments), [{"context": context, "week": week, "user": student,

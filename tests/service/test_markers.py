@@ -118,6 +118,27 @@ def test_a_regrade_under_way_keeps_each_markers_share_and_progress(store: Store)
     assert split(store, A, "week01", ["t-1"]) == {"s1": "t-1", "s2": "t-1"}
 
 
+def test_two_instructors_splitting_at_once_both_go_through_and_one_split_stands(store: Store) -> None:
+    graded(store, *(f"s{n}" for n in range(6)))
+    for marker in ("t-1", "t-2", "t-3"):
+        store.remember_user(A, marker, marker, None, [INSTRUCTOR])
+    done, barrier = [], threading.Barrier(2)
+
+    def split_often(markers: list[str]) -> None:
+        barrier.wait()
+        for _ in range(10):
+            split(store, A, "week01", markers)
+        done.append(markers)
+
+    threads = [threading.Thread(target=split_often, args=(m,)) for m in (["t-1", "t-2"], ["t-2", "t-3"])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(done) == 2  # neither split failed
+    assert sorted(Counter(assignments(store, A, "week01").values()).values()) == [3, 3]
+
+
 def test_two_markers_saving_the_same_answer_at_once_both_land_and_the_mark_is_one_of_theirs(store: Store) -> None:
     ids = graded(store, "s1")
     saved, barrier = [], threading.Barrier(2)
