@@ -7,9 +7,10 @@ each hand-in goes through the calls the service's runner makes, in its order, an
 one record a graded attempt has (``Store.submit`` stores the upload and queues the attempt,
 ``Store.claim`` takes it, the result starts as ``judge.base_result``, the answers' fingerprints
 come from ``manual.answer_hashes`` as ``Runner._record`` computes them, ``Store.record_result``
-writes the gradebook's result, the feedback page and the attempt's row). Every page then reads
-these attempts as it reads graded ones. The autograded points are drawn, not computed: the
-pages show them, no test here checks a grader.
+writes the gradebook's result, the feedback page and the attempt's row; then the groups of
+similar answers are computed in the background, as the runner has them computed:
+``answer_groups.regroup``). Every page then reads these attempts as it reads graded ones. The
+autograded points are drawn, not computed: the pages show them, no test here checks a grader.
 
 The answers to the hand-graded tasks 3 and 4 give grouping work: paraphrases of the same
 right idea, wrong ideas, blanks, "don't know"s, copies of the long model answer and one idea
@@ -37,7 +38,9 @@ from autograder.i18n.languages import translations
 from autograder.manual import answer_hashes
 from autograder.notebook import declared_language
 from autograder.results import Participant, Status, SubmissionResult, TaskResult, TestResult
+from autograder.service.answer_groups import regroup
 from autograder.service.policy import WeekPolicy
+from autograder.service.runner import week_answers
 from autograder.service.store import Attempt, Store
 from autograder.submission import Submission
 from tests.service.lms import Lms
@@ -278,6 +281,9 @@ def enrol(lms: Lms, course: Course, *, seed: int = 300) -> ClassOf300:
             assert store.record_result(attempt.id, _result(week, submission, handed_out, rng),
                                        week_title=title) is not None
             enrolled.answers[student.user] = _written(student.language, answers)
+    # as the runner does after a result with a hand-graded task once nothing of the week waits
+    # (for a rush, once after the last): the groups of similar answers, computed in the background
+    regroup(store, context, WEEK, lambda: week_answers(store, context, WEEK))
     for student in queued:
         store.remember_user(context, student.user, student.name, None)
         answers = _answers(rng, student.language)
