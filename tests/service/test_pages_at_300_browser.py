@@ -63,8 +63,13 @@ def instructor_pages() -> list[str]:
 
 def fillers(class_of_300: ClassOf300) -> dict[str, str]:
     """The values of the instructor routes' other path parameters: a hand-graded task, and
-    the latest attempt of the first student (graded, its task 3 marked)."""
-    return {"task": "3", "attempt_id": str(class_of_300.attempts[class_of_300.marked[0]][-1])}
+    the latest attempt of a Japanese-named student (graded, its task 3 marked)."""
+    return {"task": "3", "attempt_id": str(class_of_300.attempts[class_of_300.marked[1]][-1])}
+
+
+def named(class_of_300: ClassOf300) -> str:
+    """The name of the student whose attempt ``fillers`` opens."""
+    return class_of_300.student(class_of_300.marked[1]).name
 
 
 def parameters(path: str) -> list[str]:
@@ -133,6 +138,8 @@ def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instruc
         assert students.format(count=len(class_of_300.students)) in text
     if "/marking" in path:  # anonymous until the marker asks for names
         assert [s.name for s in class_of_300.students if s.name in text] == []
+    if "{attempt_id}" in path:  # a page about one attempt names its student, in their script
+        assert named(class_of_300) == SAMPLE_NAMES[0] and SAMPLE_NAMES[0] in text
     ARTEFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTEFACTS / f"pages-300-{language}-{_file_name(path)}.png"))
     big = tool.evaluate("document.querySelectorAll('*').length") > BIG_PAGE
