@@ -5,7 +5,7 @@ CPU hogs (two spinning processes per core), with one grader process and with two
 of ten copies (ten students, the same seed) per condition, so the ten share one pool start.
 
 * ``week02/slow_pure_python_pocket.ipynb``: a correct Pocket in pure Python per sample that
-  recomputes E_in after every update (~1.5 s of CPU a fit, once in the notebook and once in
+  recomputes E_in after every update (~0.75 s of CPU a fit, once in the notebook and once in
   the task-3 accuracies test).
 * ``week03/slow_unvectorised_gradient_descent.ipynb``: a correct logistic regression whose
   gradient walks the samples and features one by one in plain Python, so every step of
@@ -58,7 +58,7 @@ class SlowKind:
 KINDS = {
     "pure_python_pocket": SlowKind(
         "week02", FIXTURES / "week02" / "slow_pure_python_pocket.ipynb",
-        Limits(cell_timeout_s=3, call_timeout_s=2.5, submission_timeout_s=20, tests_timeout_s=20)),
+        Limits(cell_timeout_s=1.5, call_timeout_s=1.25, submission_timeout_s=20, tests_timeout_s=20)),
     "unvectorised_gradient_descent": SlowKind(
         "week03", FIXTURES / "week03" / "slow_unvectorised_gradient_descent.ipynb",
         Limits(cell_timeout_s=0.5, call_timeout_s=0.12, submission_timeout_s=20, tests_timeout_s=20)),

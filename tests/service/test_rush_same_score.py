@@ -4,7 +4,7 @@
 admin runs it (its own process, https on loopback, two warm graders, its SQLite files),
 launched from the stand-in LMS. Three learners upload while the machine is idle: the
 week-2 notebook whose Pocket is correct but slow (``slow_pure_python_pocket``: pure Python
-per sample, ~1.5 s of CPU a fit), the correct one, and one that keeps its last weights
+per sample, ~0.75 s of CPU a fit), the correct one, and one that keeps its last weights
 instead of the best. Then, beside CPU hogs (two spinning processes per core), a rush of
 twelve learners uploads the same three kinds, byte-unique. Every upload must get the
 score and the feedback (each test's points and words, the result's messages) its kind
@@ -12,8 +12,8 @@ got idle, and every score must reach the LMS once.
 
 The service's budgets are ``Limits()``'s; ``serve`` has no option for others. What a
 course can tighten is one hidden test's calls (``@pytest.mark.call_timeout``), so the test
-runs on a copy of week 2 whose task-3 accuracies tests allow 2.5 s of CPU a call: the
-slow Pocket's fit inside them needs ~1.5 s, which beside the hogs is 4 s or more of wall
+runs on a copy of week 2 whose task-3 accuracies tests allow 1.25 s of CPU a call: the
+slow Pocket's fit inside them needs ~0.75 s, which beside the hogs is 2 s or more of wall
 time. On wall-clock budgets that test is stopped and its 5 points lost (seen by making
 the zygote send no CPU meter, so budgets count wall time); on CPU time they are kept."""
 
@@ -48,7 +48,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "week02"
 KINDS = {"slow": "slow_pure_python_pocket.ipynb", "correct": "correct_fresh_notebook.ipynb",
          "wrong": "wrong_keeps_last_weights.ipynb"}
 RUSH = ["slow"] * 6 + ["correct"] * 3 + ["wrong"] * 3  # the kind each learner of the rush uploads
-CALL_TIMEOUT_S = 2.5  # CPU seconds a call of the task-3 tests may use: the slow fit needs ~1.5
+CALL_TIMEOUT_S = 1.25  # CPU seconds a call of the task-3 tests may use: the slow fit needs ~0.75
 
 
 def tight_course(folder: Path) -> Path:
