@@ -39,7 +39,7 @@ from tests.service.lms import Lms
 from tests.service.test_accessibility_browser import press_until
 
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
-pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]
+pytestmark = [pytest.mark.lms(grading=False, in_memory=True), pytest.mark.slow]
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 LOCALES = {"en": "en", "ja": "ja", "pt": "pt_br", "es": "es_mx"}  # as Moodle sends its users' languages
 BOUND_S = 10.0  # from the request to the page's load event, at 300 students, on a loaded machine
