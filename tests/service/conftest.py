@@ -47,5 +47,6 @@ def lms(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def class_of_300(lms: Lms, course: Course) -> ClassOf300:
     """week01 handed in by 300 students (names and notebooks in en, ja, pt, es) into the
     module's service, results recorded as the runner records them (tests/service/class_of_300.py);
-    the module's service must not grade: ``pytestmark = pytest.mark.lms(grading=False)``."""
+    the module's service must not grade, and builds it faster in memory:
+    ``pytestmark = pytest.mark.lms(grading=False, in_memory=True)``."""
     return enrol(lms, course)
