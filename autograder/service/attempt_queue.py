@@ -57,16 +57,20 @@ WAITING = ("queued", "grading")  # the states of an attempt whose (next) result 
 # attempts that have had fewer turns. A turn is an attempt of theirs being graded, graded
 # since the oldest waiting attempt was uploaded, or waiting ahead of it. One learner's ten
 # uploads thus take every other learner's first in turn, and someone who uploads while they
-# wait is graded next, not after the ten.
+# wait is graded next, not after the ten. An attempt a regrade queued again (it keeps its last
+# result meanwhile) waits behind every new upload, which has none: a regrade of 300 attempts
+# does not keep a student waiting for their first result of the week; the turns are counted
+# from the oldest new upload then.
 _FAIR_QUEUE = text("""
-    WITH since AS (SELECT MIN(submitted_at) AS t FROM attempts WHERE state = 'queued'),
+    WITH since AS (SELECT COALESCE(MIN(CASE WHEN regrade_requested_at IS NULL THEN submitted_at END),
+                                   MIN(submitted_at)) AS t FROM attempts WHERE state = 'queued'),
     served AS (SELECT context, "user", COUNT(*) AS n FROM attempts, since
                WHERE state = 'grading' OR (state = 'graded' AND graded_at >= since.t) GROUP BY context, "user"),
-    queue AS (SELECT id, week, context, "user",
+    queue AS (SELECT id, week, context, "user", regrade_requested_at IS NOT NULL AS regrade,
                      ROW_NUMBER() OVER (PARTITION BY context, "user" ORDER BY id) - 1 AS ahead
               FROM attempts WHERE state = 'queued')
     SELECT q.id, q.week FROM queue q LEFT JOIN served s ON s.context = q.context AND s."user" = q."user"
-    ORDER BY COALESCE(s.n, 0) + q.ahead, q.id""")
+    ORDER BY q.regrade, COALESCE(s.n, 0) + q.ahead, q.id""")
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,18 @@ def test_each_attempt_counts_with_its_last_result_until_its_new_one_lands(store:
     assert store.counted_score(context=A, user="ann", week="week01") == 8.0
 
 
+def test_a_new_upload_is_graded_before_the_attempts_a_regrade_queued(store: Store) -> None:
+    ann = [store.submit(context=A, user="ann", week="week01", content=notebook(n), policy=WeekPolicy(), now=T0)
+           for n in "12"]
+    for attempt in ann:
+        store.claim()
+        store.record_result(attempt.id, result(6.0), week_title="week01")
+    assert store.regrade(context=A, week="week01") == 2
+    bob = store.submit(context=A, user="bob", week="week01", content=notebook("b"), policy=WeekPolicy(), now=T0)
+    assert store.queue_position(bob.id) == 1  # not after ann's regrade
+    assert [store.claim().id for _ in range(3)] == [bob.id, ann[0].id, ann[1].id]  # type: ignore[union-attr]
+
+
 @pytest.mark.slow
 def test_the_week_page_links_to_a_confirmation_that_says_what_a_regrade_does(lms: Lms) -> None:
     store = lms.app.state.store
