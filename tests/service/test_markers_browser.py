@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
 from autograder.database.clock import now
@@ -18,7 +17,7 @@ from autograder.service.policy import WeekPolicy
 from tests.helpers import assert_accessible
 from tests.service.lms import Lms
 from tests.service.lti_platform import COURSE
-from tests.service.test_rubric_browser import SOLUTION, press, tab_to
+from tests.service.test_rubric_browser import notebook, press, tab_to
 
 pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]  # results recorded straight into the store
 STUDENTS = [f"mb-s{n}" for n in range(1, 7)]
@@ -29,14 +28,6 @@ ANSWERS = ["Spam filtering: each e-mail a vector of word counts, labelled spam o
            "I did not have time for this one.",
            "顧客が解約するかどうかを利用履歴から予測する。",
            "Detectar fraude em transações de cartão de crédito."]
-
-
-def notebook(answer: str) -> bytes:
-    nb = nbformat.read(SOLUTION, as_version=4)
-    for cell in nb.cells:
-        if cell.metadata.get("autograder", {}).get("answer") == 3:
-            cell.source = answer
-    return nbformat.writes(nb).encode()
 
 
 def hand_in(answer: str) -> SubmissionResult:
