@@ -40,8 +40,10 @@ HONEST = ("correct_loop_eta_y_x.ipynb", "correct_raschka_y_minus_yhat.ipynb", "c
 HONEST_COUNT = 20  # honest submissions (right and wrong) mixed into the corpus
 NOBODY = 65534
 # Tight wall-time limits keep the hanging cases cheap; memory and processes small enough
-# that the bombs hit the cgroup, large enough for numpy and scikit-learn.
-HOSTILE = Limits(memory_mb=768, zygote_mb=256, nproc=64, scratch_mb=128, cell_timeout_s=3, call_timeout_s=2,
+# that the bombs hit the cgroup, large enough for numpy and scikit-learn. The fork bomb's cell
+# ends once its worker has had 3 s of CPU, shared with every child spinning beside it, so its
+# wait grows with nproc (at 0.5 s a cell: 36-55 s with 64 processes, 16-20 s with 32).
+HOSTILE = Limits(memory_mb=768, zygote_mb=256, nproc=32, scratch_mb=128, cell_timeout_s=3, call_timeout_s=2,
                  submission_timeout_s=30, tests_timeout_s=8, restarts=2)
 BATCH_BUDGET_S = 400.0
 
