@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from autograder.i18n.runtime import N_, _, untranslated
 
@@ -74,7 +75,22 @@ class WorksheetError(AutograderError):
 
 
 class GradebookError(AutograderError):
-    """The gradebook cannot be opened or a mark cannot be stored (says the file and why)."""
+    """The gradebook cannot be opened or a mark cannot be stored (says the file and why).
+
+    A change refused for what was asked (``refusing``) also keeps its catalog ``message``
+    and ``values``: a page tells the instructor that in their language, without the
+    gradebook's path, which is the service's business and not theirs."""
+
+    message: str | None = None  # the catalog message (N_) of a refused change; None: the file itself failed
+    values: Mapping[str, Any] = {}  # its fields: numbers, names, as the message says them
+
+    @classmethod
+    def refusing(cls, path: Path | str | None, message: str, **values: object) -> GradebookError:
+        """A change the gradebook at ``path`` refuses: ``message`` (marked ``N_`` where it is
+        written) filled with ``values``, after the path (if given) for the command line and the logs."""
+        error = cls(("" if path is None else f"{path}: ") + message.format(**values))
+        error.message, error.values = message, values
+        return error
 
     @classmethod
     def newer_schema(cls, path: Path | str, found: int | str, known: int | str) -> GradebookError:

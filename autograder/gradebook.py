@@ -36,12 +36,16 @@ from autograder.database.tables import manual_marks, results, rubric_applied, ru
 from autograder.exceptions import GradebookError
 from autograder.formats import result_json
 from autograder.formats.points import format_points
+from autograder.i18n.runtime import N_
 from autograder.results import SubmissionResult
 from autograder.rubric import RubricItem, rubric_comment, rubric_points
 
 FILENAME = "gradebook.sqlite"  # its name inside a week's output folder
 
-
+# Changes the gradebook refuses, said by more than one check (GradebookError.refusing: translated on a page)
+OUTSIDE_POINTS = N_("{points} points for task {task} of {key} is outside 0..{maximum}, the task's points")
+NO_RUBRIC_ITEM = N_("task {task} of {week} has no rubric item {numbers}: define it first")
+NO_TASK = N_("{key} in {week} has no task {task}")
 MARKED_BY_SHEET = "sheet"  # the marker of a mark merged from a marking sheet (``merge-manual``)
 
 
@@ -366,9 +370,8 @@ class Gradebook:
         with self.database.write() as db:
             maximum = self._manual_maximum(db, week, key, task)
             if not 0 <= points <= maximum:
-                raise GradebookError(
-                    f"{self.path}: {points} points for task {task} of {key!r} is outside 0..{maximum}"
-                )
+                raise GradebookError.refusing(self.path, OUTSIDE_POINTS, points=format_points(points), task=task,
+                                              key=repr(key), maximum=format_points(maximum))
             self._write_mark(db, week, key, task, points=float(points), comment=comment,
                              answer_sha256=answer_sha256, marker=marker)
 
@@ -382,11 +385,13 @@ class Gradebook:
             defined = {i.number: i for i in self._rubric(db, week, task)}
             unknown = sorted(set(items) - set(defined))
             if unknown:
-                raise GradebookError(f"{self.path}: task {task} of {week} has no rubric item "
-                                     f"{', '.join(map(str, unknown))}: define it first")
+                raise GradebookError.refusing(self.path, NO_RUBRIC_ITEM, task=task, week=week,
+                                              numbers=", ".join(map(str, unknown)))
             if abs(adjustment) > maximum:
-                raise GradebookError(f"{self.path}: an adjustment of {format_points(adjustment)} for task {task} is "
-                                     f"larger than the task's {format_points(maximum)} points")
+                raise GradebookError.refusing(
+                    self.path, N_("an adjustment of {adjustment} for task {task} is larger than the task's {maximum} "
+                                  "points"), adjustment=format_points(adjustment), task=task,
+                    maximum=format_points(maximum))
             chosen = [defined[n] for n in sorted(set(items))]
             self._write_mark(db, week, key, task, points=rubric_points(chosen, adjustment, maximum),
                              comment=rubric_comment(chosen, note), answer_sha256=answer_sha256,
@@ -402,9 +407,10 @@ class Gradebook:
         try:
             target = stored.task(task)
         except KeyError:
-            raise GradebookError(f"{self.path}: {key!r} in {week} has no task {task}") from None
+            raise GradebookError.refusing(self.path, NO_TASK, key=repr(key), week=week, task=task) from None
         if not target.manual:
-            raise GradebookError(f"{self.path}: task {task} of {week} is autograded, not marked by hand")
+            raise GradebookError.refusing(self.path, N_("task {task} of {week} is autograded, not marked by hand"),
+                                          task=task, week=week)
         return target.max_score
 
     def _write_mark(self, db: Connection, week: str, key: str, task: int, *, points: float, comment: str,
@@ -450,16 +456,18 @@ class Gradebook:
             try:
                 target = result_json.from_dict(document).task(task)
             except KeyError:
-                raise GradebookError(f"{self.path}: {key!r} in {week} has no task {task}") from None
+                raise GradebookError.refusing(self.path, NO_TASK, key=repr(key), week=week, task=task) from None
             if target.manual:
-                raise GradebookError(f"{self.path}: task {task} of {week} is marked by hand: give it a mark instead "
-                                     "of an override")
+                raise GradebookError.refusing(
+                    self.path, N_("task {task} of {week} is marked by hand: give it a mark instead of an override"),
+                    task=task, week=week)
             if not 0 <= points <= target.max_score:
-                raise GradebookError(f"{self.path}: {format_points(points)} points for task {task} of {key!r} is "
-                                     f"outside 0..{format_points(target.max_score)}, the task's points")
+                raise GradebookError.refusing(self.path, OUTSIDE_POINTS, points=format_points(points), task=task,
+                                              key=repr(key), maximum=format_points(target.max_score))
             if not reason:
-                raise GradebookError(f"{self.path}: an override of task {task} of {key!r} needs a reason: the "
-                                     "student reads it beside the new points")
+                raise GradebookError.refusing(
+                    self.path, N_("an override of task {task} of {key} needs a reason: the student reads it beside "
+                                  "the new points"), task=task, key=repr(key))
             override = ScoreOverride(float(points), reason, by, clock.now())
             db.execute(self.database.upsert(score_overrides, {
                 "week": week, "key": key, "task": task, "points": override.points, "reason": override.reason,
@@ -472,7 +480,8 @@ class Gradebook:
             removed = db.execute(delete(score_overrides).where(
                 score_overrides.c.week == week, score_overrides.c.key == key, score_overrides.c.task == task))
             if removed.rowcount != 1:
-                raise GradebookError(f"{self.path}: task {task} of {key!r} in {week} has no override to remove")
+                raise GradebookError.refusing(self.path, N_("task {task} of {key} in {week} has no override to remove"),
+                                              task=task, key=repr(key), week=week)
 
     def overrides(self, week: str, keys: Collection[str] | None = None) -> dict[str, dict[int, ScoreOverride]]:
         """``{key: {task: ScoreOverride}}`` for every overridden result of ``week`` (of ``keys`` only, if given)."""
@@ -519,7 +528,7 @@ class Gradebook:
                 rubric_items.c.week == week, rubric_items.c.task == task, rubric_items.c.number == number)
                 .values(points=float(points), comment=comment.strip()))
             if changed.rowcount != 1:
-                raise GradebookError(f"{self.path}: task {task} of {week} has no rubric item {number}")
+                raise GradebookError.refusing(self.path, NO_RUBRIC_ITEM, task=task, week=week, numbers=number)
             of_task = (rubric_applied.c.week == week, rubric_applied.c.task == task)
             keys = list(db.execute(select(rubric_applied.c.key).where(*of_task, rubric_applied.c.number == number)
                                    .order_by(rubric_applied.c.key)).scalars())
@@ -544,9 +553,11 @@ class Gradebook:
             raise GradebookError(f"{self.path}: no result in {week}: grade the week before writing its rubric")
         maximum = self._manual_maximum(db, week, key, task)
         if not -maximum <= points <= maximum:
-            raise GradebookError(f"{self.path}: a rubric item of {format_points(points)} points for task {task} is "
-                                 f"outside -{format_points(maximum)}..{format_points(maximum)} (the task's points, "
-                                 "either way)")
+            raise GradebookError.refusing(
+                self.path, N_("a rubric item of {points} points for task {task} is outside -{maximum}..{maximum} "
+                              "(the task's points, either way)"), points=format_points(points), task=task,
+                maximum=format_points(maximum))
         if not comment.strip():
-            raise GradebookError(f"{self.path}: a rubric item for task {task} needs a comment: it is what the "
-                                 "student reads")
+            raise GradebookError.refusing(
+                self.path, N_("a rubric item for task {task} needs a comment: it is what the student reads"),
+                task=task)

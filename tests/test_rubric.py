@@ -341,10 +341,12 @@ def test_the_marking_page_speaks_the_instructors_language(course: Course) -> Non
     from autograder.service.pages import Pages
 
     # rendered as the task's marking route renders it: the language picks the catalog and the page's lang
-    nothing = TaskPage(TaskStats(3, "", 20, 0, 0, None, None), 0, 0, [], True, [], [], -1, None, None, [], {},
+    nothing = TaskPage(TaskStats(3, 20, 0, 0, None, None), 0, 0, [], True, [], [], -1, None, None, [], {},
                        None, None, None, None)
     page = bytes(Pages("ML autograder").render(
         "marking_task.html.j2", week=course.week(WEEK), task=3, page=nothing, filters=Filters(), query={},
         csrf="x", changed="marked", me="t", markers={}, count=3, language="ja").body).decode()
     assert '<html lang="ja">' in page and "この条件に合う解答はありません。" in page
+    assert "<title>パーセプトロン: " in page and "The perceptron" not in page  # the week's catalog titles it
+    assert "<h1>課題3: 現実の分類問題" in page and "real-world" not in page
     assert 'data-message="3件の解答を採点しました。"' in page  # what the live region announces

@@ -63,3 +63,14 @@ def week_title(week: Week, language: str | None) -> str:
     """The week's title as its notebook in ``language`` has it (the week's catalog), else as written."""
     found = translations(week, language) if language else None
     return found.gettext(week.title) if found is not None else week.title
+
+
+def task_title(week: Week, number: int, language: str | None) -> str:
+    """Task ``number``'s title as the week's notebook in ``language`` has it, else as written;
+    "" for a task the week does not have or one without a title. A stored result titles its
+    tasks in its student's language: a page for someone else titles them from the course."""
+    task = next((t for t in week.tasks if t.number == number), None)
+    if task is None or not task.title:
+        return ""
+    found = translations(week, language) if language else None
+    return found.gettext(task.title) if found is not None else task.title

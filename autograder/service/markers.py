@@ -152,6 +152,7 @@ def progress(store: Store, context: str, found: Mapping[str, HandIn], split: Map
     for student, hand_in in found.items():
         if student in split:
             shares.setdefault(split[student], []).append(hand_in)
-    rows = [Progress(marker, markers.get(marker) or store.user_name(context, marker) or marker, len(mine),
+    others = store.user_names(context, [marker for marker in shares if marker not in markers])
+    rows = [Progress(marker, markers.get(marker) or others.get(marker) or marker, len(mine),
                      sum(h.answers for h in mine), sum(h.marked for h in mine)) for marker, mine in shares.items()]
     return sorted(rows, key=lambda row: (row.name, row.marker))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import re
 import statistics
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import nbformat
 
-from autograder.exceptions import Refused, SubmissionError
+from autograder.exceptions import AutograderError, GradebookError, Refused, SubmissionError
 from autograder.gradebook import MARKED_BY_SHEET, ManualMark
 from autograder.grouping import ANSWER_CHARS
 from autograder.i18n.runtime import N_
@@ -41,6 +42,7 @@ from autograder.service.markers import assignments
 if TYPE_CHECKING:
     from autograder.service.store import Attempt, Store
 
+log = logging.getLogger(__name__)
 OUTPUT_CHARS = 20_000  # of one text output: enough for any table or log a task prints
 IMAGE_BYTES = 2_000_000  # of one image's base64: a plot, not a photograph album
 OUTPUTS_PER_CELL = 20
@@ -83,8 +85,7 @@ class Answer:
 class TaskStats:
     """How far the marking of one task is, and what it gave."""
 
-    number: int
-    title: str
+    number: int  # its title is the course's, in the page's language (the template's task_title)
     max_score: float
     answers: int
     marked: int
@@ -189,7 +190,7 @@ def task_stats(number: int, answers: Sequence[tuple[TaskResult, ManualMark | Non
     used = {item.number: sum(1 for _, mark in done if mark is not None and item.number in mark.items)
             for item in items}
     first = answers[0][0]
-    return TaskStats(number, first.title, first.max_score, len(answers), len(done),
+    return TaskStats(number, first.max_score, len(answers), len(done),
                      statistics.fmean(points) if points else None, statistics.median(points) if points else None,
                      [(item, used[item.number]) for item in items])
 
@@ -276,10 +277,9 @@ def task_page(store: Store, context: str, week: str, task: int, filters: Filters
     shown_group = next(index for index, g in enumerate(groups) if current in g)
     position = shown.index(current)
     notebook, outputs = _notebook(store, current.attempt)
-    names = {}
-    if filters.names:
-        for answer in groups[shown_group]:
-            names[answer.attempt.id] = store.user_name(context, answer.attempt.user) or answer.attempt.user
+    named = groups[shown_group] if filters.names else []  # anonymous unless names are asked for
+    known = store.user_names(context, [answer.attempt.user for answer in named])
+    names = {answer.attempt.id: known.get(answer.attempt.user) or answer.attempt.user for answer in named}
     return TaskPage(stats, week_marked, len(week_answers), items, found is not None, groups, numbers, shown_group,
                     current,
                     task_answer(notebook, task), task_cells(notebook, outputs, task), names,
@@ -383,6 +383,16 @@ def form_ids(values: Sequence[object], what: str, *, back: str) -> list[int]:
                           terms={"what": what}, value=repr(text[:40]))
         ids.append(int(text))
     return ids
+
+
+def refused_change(error: AutograderError, *, back: str) -> Refused:
+    """The error page for a change the gradebook refused (``error``): its catalog message in the
+    instructor's language, without the gradebook's path (the service's business, in the log);
+    a failure that is not about what was asked says to try again."""
+    if isinstance(error, GradebookError) and error.message is not None:
+        return Refused(400, error.message, back=back, **error.values)
+    log.warning("the gradebook did not take an instructor's change: %s", error)
+    return Refused(400, N_("The gradebook did not take this change: reload the page and try again."), back=back)
 
 
 def form_number(text: object, what: str, *, back: str, empty: float | None = None) -> float:

@@ -55,6 +55,7 @@ from autograder.database.tables import attempts
 from autograder.exceptions import CourseError, GradebookError
 from autograder.formats.atomic import write_bytes
 from autograder.gradebook import FILENAME, Gradebook
+from autograder.i18n.runtime import N_
 from autograder.publish import attempt_page, publish_attempt
 from autograder.results import SubmissionResult
 from autograder.service.attempt_queue import MAX_TRIES, Attempt, AttemptQueue, AttemptState
@@ -87,7 +88,7 @@ class Store:
             raise
         # the calls the web app, the runner and the outbox make, each answered by its module
         users, queue, posts = self.users, self.queue, self.ags_posts
-        self.remember_user, self.user_name = users.remember_user, users.user_name
+        self.remember_user, self.user_name, self.user_names = users.remember_user, users.user_name, users.user_names
         self.attempt, self.attempts, self.week_attempts = queue.attempt, queue.attempts, queue.week_attempts
         self.claim, self.release, self.fail, self.regrade = queue.claim, queue.release, queue.fail, queue.regrade
         self.regrade_status = queue.regrade_status
@@ -252,11 +253,12 @@ class Store:
         stored = None if attempt is None or not attempt.scored else self.gradebook.result(attempt.week,
                                                                                                   attempt.key)
         if attempt is None or stored is None:
-            raise GradebookError(f"attempt {attempt_id} is not a graded attempt of this course: nothing to mark")
+            raise GradebookError.refusing(None, N_("attempt {attempt} is not a graded attempt of this course: "
+                                                   "nothing to mark"), attempt=attempt_id)
         try:
             return attempt, stored.task(task).answer_sha256
         except KeyError:
-            raise GradebookError(f"{attempt.week} has no task {task}") from None
+            raise GradebookError.refusing(None, N_("{week} has no task {task}"), week=attempt.week, task=task) from None
 
     def _marked(self, attempt: Attempt) -> Attempt:
         """After the gradebook took a mark for an attempt: its pages written again, its counted

@@ -7,7 +7,7 @@ Moodle sends ``membership#Instructor`` to editing and non-editing teachers alike
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import select
 
@@ -34,6 +34,16 @@ class Users:
         with self.database.read() as db:
             return db.execute(select(service_users.c.name).where(service_users.c.context == context,
                                                                  service_users.c.user == user)).scalar()
+
+    def user_names(self, context: str, users: Collection[str]) -> dict[str, str]:
+        """The names of ``users`` of the course (user -> name) in one read, for a page that names
+        a class (300 reads of ``user_name`` took ~60 ms); a user who never launched is left out."""
+        if not users:
+            return {}
+        with self.database.read() as db:
+            rows = db.execute(select(service_users.c.user, service_users.c.name).where(
+                service_users.c.context == context, service_users.c.user.in_(sorted(set(users))))).all()
+        return {user: name for user, name in rows if name}
 
     def markers(self, context: str) -> dict[str, str]:
         """The course's markers (user -> name, by name): whoever last launched with a role that

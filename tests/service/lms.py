@@ -43,11 +43,13 @@ class Lms:
     def browser(self) -> Browser:
         return Browser(self.certificate, keep_alive=self.keep_alive)
 
-    def launch(self, user: str, *, role: str = "learner", link: str | None = None) -> tuple[Browser, httpx.Response]:
-        """A user opens the activity in the LMS: login initiation, auth, the form post, the tool's page."""
+    def launch(self, user: str, *, role: str = "learner", link: str | None = None,
+               locale: str = "") -> tuple[Browser, httpx.Response]:
+        """A user opens the activity in the LMS: login initiation, auth, the form post, the tool's
+        page (``locale``: the language the LMS shows them in, "": none sent)."""
         browser = self.browser()
-        page = browser.get(f"{self.platform_url}/start",
-                           params={"user": user, "role": role, "link": link or self.activity_link})
+        page = browser.get(f"{self.platform_url}/start", params={"user": user, "role": role, "locale": locale,
+                                                                 "link": link or self.activity_link})
         return browser, page
 
     def open_activity(self, context: Any, user: str, role: str, locale: str = "") -> Any:

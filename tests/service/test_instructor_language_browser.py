@@ -16,6 +16,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.i18n.languages import framework_translations
+from autograder.service.locales import week_title
 from tests.helpers import assert_accessible
 from tests.service.lms import Lms
 
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
 
 
-def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japanese(lms: Lms,
+def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japanese(lms: Lms, course: Course,
                                                                                       chromium: Any) -> None:
     translations = framework_translations("ja")
     assert translations is not None
@@ -34,6 +35,8 @@ def test_an_instructor_launched_in_japanese_reads_the_report_and_marking_in_japa
     tool = lms.tool_frame(page)
     tool.locator("#report").wait_for()
     assert tool.evaluate("document.documentElement.lang") == "ja"
+    week = course.week("week01")  # the week's title from its catalog, as its Japanese notebook has it
+    assert tool.locator("h1").inner_text().startswith(week_title(week, "ja")) and week_title(week, "ja") != week.title
     assert tool.locator("#results thead th").all_inner_texts() == [  # the batch report's table, no task yet
         _("Student"), _("Status"), _("Score"), _("Attempts"), _("Counted"), _("Timeouts"), _("Time"), _("Messages")]
     assert tool.locator("#regrade").inner_text() == _("Regrade the week") != "Regrade the week"

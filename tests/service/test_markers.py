@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from autograder.service.lti import INSTRUCTOR_ROLES
 from autograder.service.markers import HandIn, Progress, assignments, hand_ins, plan_split, progress, split
@@ -83,6 +84,20 @@ def test_the_courses_markers_are_those_whose_last_launch_let_them_in(store: Stor
     store.remember_user(A, "t-3", "Tom", None, [LEARNER])  # a teacher no more in this course
     store.remember_user("another course", "t-4", "Ida", None, [INSTRUCTOR])
     assert store.users.markers(A) == {"t-2": "Abe", "t-1": "Tess"}
+
+
+def test_a_class_is_named_in_one_read(store: Store) -> None:
+    """The pages that name a class (the live report, results.zip, the markers and marking pages)
+    read its names at once: one statement for 40 students, not one each."""
+    for n in range(40):
+        store.remember_user(A, f"s-{n}", f"名前 {n}", None, [LEARNER])
+    store.remember_user("another course", "s-1", "Ida", None, [LEARNER])
+    statements: list[str] = []
+    event.listen(store.database.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    names = store.user_names(A, [f"s-{n}" for n in range(40)] + ["never-launched"])
+    assert names == {f"s-{n}": f"名前 {n}" for n in range(40)}  # who never launched is left out
+    assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == statements[-1:]
+    assert store.users.user_names(A, ["s-1"]) == {"s-1": "名前 1"} and store.user_names(A, []) == {}
 
 
 def test_a_split_gives_each_marker_a_queue_and_progress_and_each_mark_names_its_marker(store: Store) -> None:

@@ -29,9 +29,11 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
+from autograder.course import Course
 from autograder.i18n.catalog import read_catalog
 from autograder.i18n.languages import framework_catalog_path, framework_translations
 from autograder.i18n.runtime import untranslated
+from autograder.service.locales import task_title, week_title
 from autograder.service.routes import ROUTERS
 from tests.helpers import assert_accessible
 from tests.service.class_of_300 import LANGUAGES, WEEK, ClassOf300
@@ -108,7 +110,7 @@ def instructor(lms: Lms, class_of_300: ClassOf300, chromium: Any) -> Iterator[di
 @pytest.mark.parametrize("path", PAGES)
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instructor: dict[str, Any], language: str,
-                                     path: str) -> None:
+                                     path: str, course: Course) -> None:
     page = instructor["page"](language)
     tool = lms.tool_frame(page)
     address = path.format(**fillers(class_of_300))
@@ -123,6 +125,8 @@ def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instruc
     assert seconds < BOUND_S, f"{path} took {seconds:.1f} s to show at 300 students"
 
     assert tool.evaluate("document.documentElement.lang") == language
+    week = course.week(WEEK)  # titled from the week's catalog in the instructor's language
+    assert tool.title().startswith(week_title(week, language) + ": "), tool.title()
     text = tool.locator("body").inner_text()
     assert not MOJIBAKE.search(text), MOJIBAKE.search(text)
     if language != "en":  # the page's words are the language's: its catalog's, not the English
@@ -140,6 +144,8 @@ def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instruc
         assert [s.name for s in class_of_300.students if s.name in text] == []
     if "{attempt_id}" in path:  # a page about one attempt names its student, in their script
         assert named(class_of_300) == SAMPLE_NAMES[0] and SAMPLE_NAMES[0] in text
+    if path.endswith("/overrides"):  # a Japanese student's tasks, titled in the instructor's language all the same
+        assert task_title(week, 1, language) in text
     ARTEFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTEFACTS / f"pages-300-{language}-{_file_name(path)}.png"))
     big = tool.evaluate("document.querySelectorAll('*').length") > BIG_PAGE

@@ -130,7 +130,9 @@ def test_the_week_page_links_to_a_confirmation_that_says_what_a_regrade_does(lms
     done = teacher.submit(confirm, "confirm-regrade")
     assert done.status_code == 200 and str(done.url).endswith("/instructor/week01/regrade")
     assert f"Regrading: 0 of {n} attempts graded again." in done.text and 'id="poll"' in done.text
-    assert f"Regrading: 0 of {n} attempts graded again." in teacher.get(f"{lms.tool_url}/instructor/week01").text
+    week_page = teacher.get(f"{lms.tool_url}/instructor/week01").text
+    live = week_page[week_page.index('<div id="live">'):]  # what the week page's 15-s refresh replaces
+    assert f'<p id="regrade-progress">Regrading: 0 of {n} attempts graded again.</p>' in live
     mine = student.get(f"{lms.tool_url}/attempt/{attempt.id}")
     assert 'your score stays <strong id="score">7 / 10</strong> until the new result lands' in mine.text
     assert 'id="feedback"' in mine.text  # the last feedback stays beside it

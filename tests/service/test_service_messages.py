@@ -148,15 +148,18 @@ def fields(message: str) -> set[str]:
 
 
 def test_the_services_messages_are_translated_with_their_fields(course: Course) -> None:
-    """Every catalog message in the service's code (its refusals, the launch's advice) is translated
-    in each offered language, with the same ``{fields}`` (a field the message lacks would fail the
-    error page itself): the check of ``autograder generate``, kept by CI for the service."""
+    """Every catalog message in the service's code (its refusals, the launch's advice, the changes
+    the gradebook refuses, which its pages show) is translated in each offered language, with the
+    same ``{fields}`` (a field the message lacks would fail the error page itself): the check of
+    ``autograder generate``, kept by CI for the service."""
     found = {str(message.id) for message in framework_template()
-             if any(where.startswith("autograder/service/") and where.endswith(".py")
-                    for where, _line in message.locations)} | {LaunchRefused("why").advice}
+             if any((where.startswith("autograder/service/") and where.endswith(".py"))
+                    or where == "autograder/gradebook.py" for where, _line in message.locations)}
+    found |= {LaunchRefused("why").advice}
     assert {EXPIRED, "The request's body came too slowly and was dropped: check the connection and send it again.",
             "This course has no week {week}: open the week's activity from the course page in the LMS.",
-            "The feedback is not ready yet: this page updates itself when it is."} <= found
+            "The feedback is not ready yet: this page updates itself when it is.",
+            "a rubric item for task {task} needs a comment: it is what the student reads"} <= found
     assert_translated(found, course)
     for language in course.languages.offered:
         if language == FRAMEWORK_SOURCE_LANGUAGE:

@@ -57,7 +57,8 @@ def instructor_week(request: Request, session: CurrentInstructor, week: PathWeek
     theirs: dict[str, list[Attempt]] = {}  # each student's attempts, first to last
     for attempt in sorted(attempts, key=lambda a: a.number):
         theirs.setdefault(attempt.user, []).append(attempt)
-    names = {user: store.user_name(session.context, user) or user for user in theirs}
+    known = store.user_names(session.context, theirs)
+    names = {user: known.get(user) or user for user in theirs}
     rows = [_student_row(own, results, names[user], active.gettext if active is not None else untranslated)
             for user, own in theirs.items()]
     page = pages.render("instructor.html.j2", week=week, students=len(rows),
@@ -154,11 +155,12 @@ def results_zip(session: CurrentInstructor, week: PathWeek, store: StoreDep, cou
                 archive.writestr(f"{folder}.html", attempt_page(course, result, week_title=attempt.title or name))
         archive.writestr(f"{name}/attempts.csv", "\n".join(lines) + "\n")
         rows = []
+        known = store.user_names(session.context, theirs)
         for user, own in theirs.items():
             score = counted_score(own)
             shown = score.attempt if score is not None else next((a for a in reversed(own) if a.id in results), None)
             if shown is not None:
-                rows.append((Learner(name=store.user_name(session.context, user) or user, lms_id=user),
+                rows.append((Learner(name=known.get(user) or user, lms_id=user),
                              results[shown.id]))
         archive.writestr(f"{name}/{GRADEBOOK_CSV}", gradebook_csv(rows).encode("utf-8"))
     return Response(buffer.getvalue(), media_type="application/zip",

@@ -14,7 +14,15 @@ from autograder.exceptions import AutograderError, Refused
 from autograder.i18n.runtime import N_
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
 from autograder.service.locales import instructor_language
-from autograder.service.marking import FILTER_FIELDS, Filters, form_ids, form_number, task_page, week_stats
+from autograder.service.marking import (
+    FILTER_FIELDS,
+    Filters,
+    form_ids,
+    form_number,
+    refused_change,
+    task_page,
+    week_stats,
+)
 
 router = APIRouter(prefix="/instructor/{name}")
 
@@ -100,7 +108,7 @@ def mark(task: int, session: CurrentInstructor, form: CheckedForm, week: PathWee
             marked = store.rubric_mark(attempts, context=session.context, task=task, items=items,
                                        adjustment=adjustment, note=note, marker=session.user)
     except AutograderError as exc:
-        raise Refused(400, str(exc), back=back) from exc
+        raise refused_change(exc, back=back) from exc
     hooks.scores_changed()
     return RedirectResponse(marking_page(week.name, task, after=attempts[-1], changed="marked", count=len(marked),
                                          **query), status_code=303)
@@ -125,7 +133,7 @@ def add_rubric_item(task: int, session: CurrentInstructor, form: CheckedForm, we
     try:
         store.gradebook.add_rubric_item(week.name, task, points=points, comment=str(form.get("comment", "")))
     except AutograderError as exc:
-        raise Refused(400, str(exc), back=back) from exc
+        raise refused_change(exc, back=back) from exc
     return item_done(week.name, task, "added", 1, form)
 
 
@@ -139,6 +147,6 @@ def edit_rubric_item(task: int, number: int, session: CurrentInstructor, form: C
         changed = store.edit_rubric_item(week.name, task, number, points=points,
                                          comment=str(form.get("comment", "")))
     except AutograderError as exc:
-        raise Refused(400, str(exc), back=back) from exc
+        raise refused_change(exc, back=back) from exc
     hooks.scores_changed()
     return item_done(week.name, task, "edited", len(changed), form)

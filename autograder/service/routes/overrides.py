@@ -14,7 +14,7 @@ from autograder.i18n.runtime import N_
 from autograder.service.attempt_queue import Attempt
 from autograder.service.deps import CheckedForm, CourseDep, CurrentInstructor, HooksDep, PagesDep, PathWeek, StoreDep
 from autograder.service.locales import instructor_language
-from autograder.service.marking import form_ids, form_number, is_row_id
+from autograder.service.marking import form_ids, form_number, is_row_id, refused_change
 from autograder.service.sessions import Session
 from autograder.service.store import Store
 
@@ -57,7 +57,7 @@ def override(attempt_id: int, task: int, session: CurrentInstructor, form: Check
         store.override(attempt.id, context=session.context, task=task, points=points,
                        reason=str(form.get("reason", "")), by=session.name or session.user)
     except AutograderError as exc:
-        raise Refused(400, str(exc), back=back) from exc
+        raise refused_change(exc, back=back) from exc
     hooks.scores_changed()
     return RedirectResponse(f"{back}?changed={task}#task-{task}", status_code=303)
 
@@ -71,6 +71,6 @@ def remove_override(attempt_id: int, task: int, session: CurrentInstructor, form
     try:
         store.remove_override(attempt.id, context=session.context, task=task)
     except AutograderError as exc:
-        raise Refused(400, str(exc), back=back) from exc
+        raise refused_change(exc, back=back) from exc
     hooks.scores_changed()
     return RedirectResponse(f"{back}?removed={task}#task-{task}", status_code=303)

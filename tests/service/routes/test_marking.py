@@ -121,10 +121,17 @@ def test_bad_numbers_and_choices_are_refused_saying_what_to_fix(lms: Lms, marked
              ({"scope": "selected", "attempt": str(2**70), "adjustment": "1"}, "is not one of this page"),
              ({"at": str(ids["m-dan"]), "points": "5", "item": "1"}, "not both"),
              ({"at": str(ids["m-dan"]), "points": "lots"}, "is not a number"),
-             ({"at": str(ids["m-dan"])}, "Choose the rubric items")]
+             ({"at": str(ids["m-dan"])}, "Choose the rubric items"),
+             ({"at": str(ids["m-dan"]), "points": "99"}, "99 points for task 3 of"),  # the gradebook's refusals
+             ({"at": str(ids["m-dan"]), "adjustment": "99"}, "an adjustment of 99 for task 3")]
     for data, says in cases:
         reply = teacher.client.post(url, data={"csrf": csrf, **data})
         assert reply.status_code == 400 and says in reply.text.replace("&#39;", "'"), (data, reply.text[-800:])
+        assert "gradebook.sqlite" not in reply.text  # the service's file is no business of the instructor's
+    item = teacher.client.post(f"{lms.tool_url}/instructor/week01/rubric/3/items",
+                               data={"csrf": csrf, "points": "2", "comment": " "})
+    assert item.status_code == 400 and "a rubric item for task 3 needs a comment" in item.text
+    assert "gradebook.sqlite" not in item.text
     assert lms.app.state.store.attempt(ids["m-dan"]).pending == 20  # nothing stored from a refused form
     assert teacher.get(f"{lms.tool_url}/instructor/week01/marking/4").status_code == 404  # no such hand-graded task
     learner, _ = lms.launch("m-ana")

@@ -114,9 +114,17 @@ def test_an_override_that_cannot_stand_is_refused_saying_what_to_fix(lms: Lms) -
     for task, data, says in cases:
         reply = teacher.client.post(f"{url}/{task}", data={"csrf": csrf, **data})
         assert reply.status_code == 400 and says in reply.text, (task, data, reply.text)
+        assert "gradebook.sqlite" not in reply.text  # the service's file is no business of the instructor's
         assert f'href="/instructor/week01/attempts/{attempt}/overrides"' in reply.text  # the way back
     nothing = teacher.client.post(f"{url}/1/remove", data={"csrf": csrf})
     assert nothing.status_code == 400 and "has no override to remove" in nothing.text
+    portuguese, _ = lms.launch("ov-teacher-pt", role="instructor", locale="pt_BR")
+    page = portuguese.get(url)  # the tasks titled from the course in Portuguese, not from the result ("Perceptron")
+    assert "Tarefa 1: a atualização do perceptron" in page.text and "Perceptron" not in page.text
+    said = portuguese.client.post(f"{url}/1", data={"csrf": forms(page.text)[0]["fields"]["csrf"], "points": "2",
+                                                    "reason": " "})
+    assert said.status_code == 400 and "exige um motivo: o estudante o lê ao lado dos novos pontos" in said.text
+    assert "gradebook.sqlite" not in said.text
     assert teacher.client.post(f"{url}/1", data={"csrf": "forged", "points": "2", "reason": "x"}).status_code == 403
     elsewhere = teacher.get(f"{lms.tool_url}/instructor/week02/attempts/{attempt}/overrides")
     assert elsewhere.status_code == 404 and "no such attempt in week02" in elsewhere.text
