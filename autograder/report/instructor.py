@@ -15,7 +15,7 @@ import hashlib
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from gettext import NullTranslations
@@ -67,12 +67,13 @@ class TaskColumn:
     max_score: float
 
 
-def task_columns(results: Sequence[SubmissionResult]) -> list[TaskColumn]:
-    """One column per task seen in the batch, titled from the first result that has it."""
+def task_columns(results: Sequence[SubmissionResult], titles: Mapping[int, str] | None = None) -> list[TaskColumn]:
+    """One column per task seen in the batch, titled from ``titles`` (the week's, in the
+    report's language), else from the first result that has it (in its student's language)."""
     seen: dict[int, TaskColumn] = {}
     for result in results:
         for task in result.tasks:
-            seen.setdefault(task.task, TaskColumn(task.task, task.title, task.max_score))
+            seen.setdefault(task.task, TaskColumn(task.task, (titles or {}).get(task.task, task.title), task.max_score))
     return [seen[n] for n in sorted(seen)]
 
 
@@ -160,7 +161,7 @@ _drawn = _Drawn()
 
 
 def report_body(rows: Sequence[Row], *, language: str, active: NullTranslations | None, lang: str | None = None,
-                extra_columns: Sequence[str] = ()) -> Markup:
+                extra_columns: Sequence[str] = (), week: Week | None = None) -> Markup:
     """The report's body: summary cards, the plots, the table of ``rows`` (sorted by name, with
     a column per task, filters and search; marks still to give shown as pending), and the
     hidden tests' pass rates. The one renderer of both reports: ``write_report``'s page puts
@@ -170,8 +171,10 @@ def report_body(rows: Sequence[Row], *, language: str, active: NullTranslations 
     ``active`` translates it (``language`` names it, for the plots drawn once per language);
     ``lang`` writes its numbers in that language's form (the service's pages; None: as the
     batch's files write them). ``extra_columns`` are headings (marked with ``N_``) of columns
-    after the score, each row's ``extra`` their numbers. The page that shows the body
-    includes ``report.js`` (``report_script``) after it for the sorting and the filters."""
+    after the score, each row's ``extra`` their numbers. Given the ``week`` (and ``active``
+    holding its catalog), the task columns are titled as its notebook in ``language`` titles
+    them, not in the language of whichever student's result came first. The page that shows
+    the body includes ``report.js`` (``report_script``) after it for the sorting and the filters."""
     results = [row.result for row in rows if row.result is not None]
     waiting: dict[str, tuple[str, int]] = {}
     for row in rows:
@@ -186,7 +189,9 @@ def report_body(rows: Sequence[Row], *, language: str, active: NullTranslations 
         summary=summarize(results),
         waiting=waiting,
         breakdown=test_breakdown(results),
-        columns=task_columns(results),
+        columns=task_columns(results, None if week is None else {
+            task.number: active.gettext(task.title) if active is not None else task.title
+            for task in week.tasks if task.title}),
         extra_columns=list(extra_columns),
         images=_drawn.images(results, language, active),
         **values,
@@ -231,7 +236,7 @@ def write_report(results: Sequence[SubmissionResult], out_dir: Path, *, week_tit
         _=active.gettext if active is not None else untranslated,
         results=results,
         summary=summarize(results),
-        body=report_body(rows, language=language, active=active),
+        body=report_body(rows, language=language, active=active, week=week),
         slowest=sorted((r for r in results if r.duration_s > 0), key=lambda r: -r.duration_s)[:SLOWEST_SHOWN],
         names=names,
         similar=list(similar),

@@ -140,6 +140,8 @@ def test_the_instructors_page_at_300(lms: Lms, class_of_300: ClassOf300, instruc
         translations = framework_translations(language)
         students = (translations.gettext if translations is not None else untranslated)("Students ({count})")
         assert students.format(count=len(class_of_300.students)) in text
+        titles = tool.locator("#results thead th[title]").evaluate_all("cells => cells.map(c => c.title)")
+        assert [task_title(week, task.number, language) for task in week.tasks] == titles[:4]  # not a result's
     if "/marking" in path:  # anonymous until the marker asks for names
         assert [s.name for s in class_of_300.students if s.name in text] == []
     if "{attempt_id}" in path:  # a page about one attempt names its student, in their script

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from autograder.exceptions import Refused
 from autograder.formats.result_json import encode
 from autograder.formats.spreadsheet_cells import spreadsheet_cell
-from autograder.i18n.languages import framework_translations
+from autograder.i18n.languages import translations
 from autograder.i18n.runtime import N_, untranslated
 from autograder.publish import GRADEBOOK_CSV, Learner, attempt_page, gradebook_csv
 from autograder.report.instructor import Row, report_body, report_script, report_style
@@ -51,7 +51,7 @@ def instructor_week(request: Request, session: CurrentInstructor, week: PathWeek
     changed the answer is a bodiless 304 and the page keeps its tables as they are (300
     students' page is ~400 kB, and replacing it would close what the reader opened)."""
     language = instructor_language(session, course)
-    active = framework_translations(language)
+    active = translations(week, language)  # the week's catalog (its title and tasks'), then the framework's
     attempts = store.week_attempts(context=session.context, week=week.name)
     results = store.results_of(attempts)  # the week's results in one read, marks applied
     theirs: dict[str, list[Attempt]] = {}  # each student's attempts, first to last
@@ -63,7 +63,7 @@ def instructor_week(request: Request, session: CurrentInstructor, week: PathWeek
             for user, own in theirs.items()]
     page = pages.render("instructor.html.j2", week=week, students=len(rows),
                         report=report_body(rows, language=language, active=active, lang=language,
-                                           extra_columns=(N_("Attempts"), N_("Counted"))),
+                                           extra_columns=(N_("Attempts"), N_("Counted")), week=week),
                         report_style=report_style(), report_script=report_script(),
                         lineitem=store.lineitem(session.context, week.name),
                         posts=store.posts(context=session.context, week=week.name), names=names,

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from autograder.course import Course
 from autograder.database.clock import now
 from autograder.report import write_report
 from autograder.results import Participant, Status, SubmissionResult, TaskResult
@@ -126,7 +127,8 @@ class ReportTable(HTMLParser):
 
 
 @pytest.mark.slow  # two launches through the LMS, and the plots drawn
-def test_the_live_report_is_the_batch_reports_body_a_row_per_student_by_name(lms: Lms, tmp_path: Path) -> None:
+def test_the_live_report_is_the_batch_reports_body_a_row_per_student_by_name(lms: Lms, tmp_path: Path,
+                                                                            course: Course) -> None:
     """One renderer: the live page's table has the batch report's columns (a column per task)
     and cells for the same results, with the live page's own columns (attempts, counted score)
     after the score; a row per student sorted by the LMS's name (not by user id), linking to
@@ -184,7 +186,8 @@ def test_the_live_report_is_the_batch_reports_body_a_row_per_student_by_name(lms
     named = [SubmissionResult(f"s{i}", f"s{i}", r.status, tasks=r.tasks, week="week01",
                               participant=Participant(full_name=name))
              for i, (r, name) in enumerate(zip(batch, ("Zoë Müller", "ana Lima", "Bruno Costa"), strict=True))]
-    report = ReportTable(write_report(named, tmp_path, week_title="week01").read_text(encoding="utf-8"))
+    written = write_report(named, tmp_path, week_title="week01", week=course.week("week01"))  # its tasks' titles
+    report = ReportTable(written.read_text(encoding="utf-8"))
     assert live.headings[:3] + live.headings[5:] == report.headings
     without_extras = {row.name: row.cells[1:3] + row.cells[5:] for row in live.rows if row.status != "queued"}
     assert without_extras == {row.name: row.cells[1:] for row in report.rows}
