@@ -30,15 +30,19 @@ import pytest
 from fastapi.routing import APIRoute
 
 from autograder.course import Course
+from autograder.formats.points import format_points
 from autograder.i18n.catalog import read_catalog
 from autograder.i18n.languages import framework_catalog_path, framework_translations
 from autograder.i18n.runtime import untranslated
 from autograder.service.locales import task_title, week_title
+from autograder.service.markers import assignments
+from autograder.service.outbox import Outbox
 from autograder.service.routes import ROUTERS
 from tests.helpers import assert_accessible
 from tests.service.class_of_300 import LANGUAGES, WEEK, ClassOf300
 from tests.service.lms import Lms
 from tests.service.test_accessibility_browser import press_until
+from tests.service.web import wait_until
 
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
 pytestmark = [pytest.mark.lms(grading=False, in_memory=True), pytest.mark.slow]
@@ -252,3 +256,144 @@ def test_a_marker_marks_a_group_at_300_by_keyboard_alone_and_the_live_report_sho
 def _marked(progress: str) -> int:
     """The first count of a "212 of 300 marked" line."""
     return int(re.match(r"\d+", progress)[0])  # type: ignore[index]
+
+
+SECOND = "t300-second"  # the second marker: the first is the English instructor of the sweep (t300-en)
+
+
+def test_two_markers_split_the_class_and_mark_their_own_queues_at_300(lms: Lms, class_of_300: ClassOf300,
+                                                                      instructor: dict[str, Any],
+                                                                      chromium: Any) -> None:
+    """A second instructor launches; the first splits the week's hand-ins between the two on
+    the markers page from the keyboard; each opens their own queue of task 4 (no other test of
+    the module marks it, so the walk's and the sweep's counts hold in any order) in their own
+    browser and marks three answers, in turns: each saw only their own students, the markers
+    page counts each one's three, and each of the six marks names who saved it."""
+    store = lms.app.state.store
+    second = chromium.new_context(ignore_https_errors=True, viewport={"width": 1280, "height": 1000})
+    try:
+        pages = {"t300-en": instructor["page"]("en"), SECOND: lms.open_activity(second, SECOND, "instructor")}
+        page = pages["t300-en"]
+        tool = lms.tool_frame(page)
+        tool.goto(f"{lms.tool_url}/instructor/{WEEK}")
+        press_until(page, tool, "#markers")
+        with page.expect_event("framenavigated"):
+            page.keyboard.press("Enter")
+        tool = lms.tool_frame(page)
+        for box in tool.locator("#split input[type=checkbox]").all():  # the two of us, from the keyboard
+            value = box.get_attribute("value")
+            press_until(page, tool, f"#split input[value='{value}']")
+            if (value in pages) != box.is_checked():
+                page.keyboard.press("Space")
+        press_until(page, tool, "#split button")
+        with page.expect_event("framenavigated"):
+            page.keyboard.press("Enter")
+        tool = lms.tool_frame(page)
+        graded = len(class_of_300.students) - len(class_of_300.queued)
+        tool.locator("#split-done").filter(has_text=f"The marking of {graded} hand-ins").wait_for()
+        split = assignments(store, class_of_300.context, WEEK)
+        shares = {marker: sorted(s for s, m in split.items() if m == marker) for marker in pages}
+        assert sorted(split.values()) == sorted(list(pages) * (graded // 2)) and set(split) == {
+            s.user for s in class_of_300.students if s.user not in class_of_300.queued}
+        counted = _shares(tool, pages)  # of tasks 3 and 4 of each one's share: task 3 of some marked already
+
+        tools = {}
+        for marker, page_ in pages.items():  # each opens their own queue from the markers page, then task 4
+            tool = lms.tool_frame(page_)
+            tool.goto(f"{lms.tool_url}/instructor/{WEEK}/markers")
+            press_until(page_, tool, f"#shares a[href$='marker={marker}']")
+            with page_.expect_event("framenavigated"):
+                page_.keyboard.press("Enter")
+            tool = lms.tool_frame(page_)
+            press_until(page_, tool, "#task-4")
+            with page_.expect_event("framenavigated"):
+                page_.keyboard.press("Enter")
+            tools[marker] = tool = lms.tool_frame(page_)
+            assert f"0 of {len(shares[marker])}" in tool.locator("#progress").inner_text()
+        by_attempt = {attempt: user for user, attempts in class_of_300.attempts.items() for attempt in attempts}
+        seen: dict[str, list[str]] = {marker: [] for marker in pages}
+        for _ in range(3):  # in turns: each saves an answer of their queue while the other is on theirs
+            for marker, page_ in pages.items():
+                tool = tools[marker]
+                seen[marker].append(by_attempt[int(tool.locator("#marking input[name=at]").input_value())])
+                tool.locator("#points").focus()
+                page_.keyboard.type("5")
+                with page_.expect_event("framenavigated"):
+                    page_.keyboard.press("Enter")  # the form's first button: mark the answer in view
+                tools[marker] = tool = lms.tool_frame(page_)
+                tool.locator("#status").filter(has_text="answers marked").wait_for()
+        for marker in pages:  # each saw three of their own students, and their count moved by three
+            assert len(set(seen[marker])) == 3 and set(seen[marker]) <= set(shares[marker]), (marker, seen[marker])
+            assert f"3 of {len(shares[marker])}" in tools[marker].locator("#progress").inner_text()
+        marks = store.gradebook.manual_marks(WEEK)
+        by = {by_attempt[int(key.removeprefix("attempt-"))]: mark[4].marker for key, mark in marks.items()
+              if 4 in mark}
+        assert by == {student: marker for marker in pages for student in seen[marker]}  # none lost, each named
+        tool = lms.tool_frame(pages[SECOND])
+        tool.goto(f"{lms.tool_url}/instructor/{WEEK}/markers")
+        assert _shares(tool, pages) == {marker: (marked + 3, answers) for marker, (marked, answers) in counted.items()}
+    finally:
+        second.close()
+
+
+def _shares(tool: Any, markers: Any) -> dict[str, tuple[int, int]]:
+    """Each marker's "18 of 294 marked" on the markers page, as (marked, answers)."""
+    counts = {}
+    for marker in markers:
+        row = tool.locator(f"#shares tr:has(a[href$='marker={marker}'])").inner_text()
+        found = re.search(r"(\d+) of (\d+) marked", row)
+        assert found, f"no count on the markers page for {marker}: {row}"
+        counts[marker] = (int(found[1]), int(found[2]))
+    return counts
+
+
+def test_an_override_reaches_the_lms_once_at_300(lms: Lms, class_of_300: ClassOf300,
+                                                 instructor: dict[str, Any]) -> None:
+    """With the service's outbox sending (the class's scores, queued when the line item
+    became known at the first instructor's launch, reach the LMS first): from one student's
+    attempt page, Tab to its overrides, Enter; type task 1's points and a reason, Tab to its
+    button, Enter. The stand-in LMS receives that student's new counted score once, and the
+    student's feedback page, inside the attempt page, shows the reason."""
+    store = lms.app.state.store
+    context = class_of_300.context
+    marked = store.gradebook.manual_marks(WEEK)  # nobody's mark of theirs to send alongside
+    user = next(s.user for s in class_of_300.students if s.user in class_of_300.answers
+                and s.user not in class_of_300.several + class_of_300.failed
+                and f"attempt-{class_of_300.attempts[s.user][-1]}" not in marked
+                and store.result(class_of_300.attempts[s.user][-1], context=context).task(1).score == 0)
+    attempt = class_of_300.attempts[user][-1]
+    maximum = store.result(attempt, context=context).task(1).max_score
+    before = store.counted_score(context=context, user=user, week=WEEK)
+    page = instructor["page"]("en")  # an instructor's launch: the service knows the week's line item
+    assert before is not None and store.lineitem(context, WEEK) is not None
+
+    def theirs() -> list[dict[str, Any]]:
+        return [score for score in lms.platform.scores if score["userId"] == user]
+
+    with Outbox(store, lms.app.state.tool.sender, poll_s=0.2):
+        wait_until(lambda: all(post.state != "pending" for post in store.posts(context=context)), timeout=120)
+        assert [score["scoreGiven"] for score in theirs()] == [before]  # the class's scores, sent
+        tool = lms.tool_frame(page)
+        tool.goto(f"{lms.tool_url}/attempt/{attempt}")
+        press_until(page, tool, "#overrides")
+        with page.expect_event("framenavigated"):
+            page.keyboard.press("Enter")
+        tool = lms.tool_frame(page)
+        press_until(page, tool, "#points-1")
+        page.keyboard.type(format_points(maximum))
+        page.keyboard.press("Tab")
+        reason = "Your fit is right: the hidden test's tolerance was too tight."
+        page.keyboard.type(reason)
+        press_until(page, tool, "#override-1 button")
+        with page.expect_event("framenavigated"):
+            page.keyboard.press("Enter")
+        lms.tool_frame(page).locator("#status").filter(has_text="Task 1: override saved").wait_for()
+        after = store.counted_score(context=context, user=user, week=WEEK)
+        assert after == before + maximum
+        wait_until(lambda: len(theirs()) == 2, timeout=60)
+        time.sleep(1)  # time for a second post to arrive, were one sent
+    assert [score["scoreGiven"] for score in theirs()] == [before, after]
+    assert lms.platform.refused_scores == []
+    tool = lms.tool_frame(page)
+    tool.goto(f"{lms.tool_url}/attempt/{attempt}")  # the student's feedback page, inside it, gives the reason
+    tool.frame_locator("#feedback").get_by_text(reason).wait_for()
