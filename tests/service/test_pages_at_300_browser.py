@@ -59,6 +59,14 @@ MOJIBAKE = re.compile("[\u00c2-\u00ef][\u0080-\u00bf\u0152-\u0178\u0192\u02c6-\u
                       "|\ufffd|&(?:#x?[0-9a-fA-F]+|amp|quot|lt|gt);")
 
 
+def navigate(lms: Lms, page: Any, key: str = "Enter") -> Any:
+    """Press ``key`` (Enter on a link or a button, or a key of the page's) and wait for the
+    navigation it starts; the tool's frame as it is after it."""
+    with page.expect_event("framenavigated"):
+        page.keyboard.press(key)
+    return lms.tool_frame(page)
+
+
 def instructor_pages() -> list[str]:
     """The paths of the instructor's pages the app serves, in order: the GET routes of the
     routers ``create_app`` includes (``routes.ROUTERS``), ``{name}`` the week's."""
@@ -203,19 +211,13 @@ def test_a_marker_marks_a_group_at_300_by_keyboard_alone_and_the_live_report_sho
     tool.goto(f"{lms.tool_url}/instructor/{WEEK}")
 
     press_until(page, tool, "#mark")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     press_until(page, tool, "#task-3")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     press_until(page, tool, "#filter-unmarked")
     page.keyboard.press("Space")
     press_until(page, tool, "#filters button")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tool.locator("#marking").wait_for()
     before = _marked(tool.locator("#progress").inner_text())
     group = [int(value) for value in tool.locator("#marking input[name=group]").evaluate_all(
@@ -224,9 +226,7 @@ def test_a_marker_marks_a_group_at_300_by_keyboard_alone_and_the_live_report_sho
     tool.evaluate("document.activeElement.blur()")  # the keys act outside the fields, as after a click on the page
     page.keyboard.press("1")
     assert tool.locator("#apply-1").is_checked()
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("g")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page, "g")
     tool.locator("#status").filter(has_text=f"{len(group)} answers marked.").wait_for()
     assert _marked(tool.locator("#progress").inner_text()) == before + len(group)
     page.screenshot(path=str(ARTEFACTS / "pages-300-marked-a-group.png"))
@@ -235,9 +235,7 @@ def test_a_marker_marks_a_group_at_300_by_keyboard_alone_and_the_live_report_sho
     press_until(page, tool, "#filter-names")  # the names, asked for: each in its own script
     page.keyboard.press("Space")
     press_until(page, tool, "#filters button")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     shown = tool.locator("#marking .members").inner_text()
     named = [int(value) for value in tool.locator("#marking input[name=group]").evaluate_all(
         "inputs => inputs.map(input => input.value)")]
@@ -277,18 +275,14 @@ def test_two_markers_split_the_class_and_mark_their_own_queues_at_300(lms: Lms, 
         tool = lms.tool_frame(page)
         tool.goto(f"{lms.tool_url}/instructor/{WEEK}")
         press_until(page, tool, "#markers")
-        with page.expect_event("framenavigated"):
-            page.keyboard.press("Enter")
-        tool = lms.tool_frame(page)
+        tool = navigate(lms, page)
         for box in tool.locator("#split input[type=checkbox]").all():  # the two of us, from the keyboard
             value = box.get_attribute("value")
             press_until(page, tool, f"#split input[value='{value}']")
             if (value in pages) != box.is_checked():
                 page.keyboard.press("Space")
         press_until(page, tool, "#split button")
-        with page.expect_event("framenavigated"):
-            page.keyboard.press("Enter")
-        tool = lms.tool_frame(page)
+        tool = navigate(lms, page)
         graded = len(class_of_300.students) - len(class_of_300.queued)
         tool.locator("#split-done").filter(has_text=f"The marking of {graded} hand-ins").wait_for()
         split = assignments(store, class_of_300.context, WEEK)
@@ -302,13 +296,9 @@ def test_two_markers_split_the_class_and_mark_their_own_queues_at_300(lms: Lms, 
             tool = lms.tool_frame(page_)
             tool.goto(f"{lms.tool_url}/instructor/{WEEK}/markers")
             press_until(page_, tool, f"#shares a[href$='marker={marker}']")
-            with page_.expect_event("framenavigated"):
-                page_.keyboard.press("Enter")
-            tool = lms.tool_frame(page_)
+            tool = navigate(lms, page_)
             press_until(page_, tool, "#task-4")
-            with page_.expect_event("framenavigated"):
-                page_.keyboard.press("Enter")
-            tools[marker] = tool = lms.tool_frame(page_)
+            tools[marker] = tool = navigate(lms, page_)
             assert f"0 of {len(shares[marker])}" in tool.locator("#progress").inner_text()
         by_attempt = {attempt: user for user, attempts in class_of_300.attempts.items() for attempt in attempts}
         seen: dict[str, list[str]] = {marker: [] for marker in pages}
@@ -318,9 +308,7 @@ def test_two_markers_split_the_class_and_mark_their_own_queues_at_300(lms: Lms, 
                 seen[marker].append(by_attempt[int(tool.locator("#marking input[name=at]").input_value())])
                 tool.locator("#points").focus()
                 page_.keyboard.type("5")
-                with page_.expect_event("framenavigated"):
-                    page_.keyboard.press("Enter")  # the form's first button: mark the answer in view
-                tools[marker] = tool = lms.tool_frame(page_)
+                tools[marker] = tool = navigate(lms, page_)  # the form's first button: mark the answer in view
                 tool.locator("#status").filter(has_text="answers marked").wait_for()
         for marker in pages:  # each saw three of their own students, and their count moved by three
             assert len(set(seen[marker])) == 3 and set(seen[marker]) <= set(shares[marker]), (marker, seen[marker])
@@ -376,18 +364,14 @@ def test_an_override_reaches_the_lms_once_at_300(lms: Lms, class_of_300: ClassOf
         tool = lms.tool_frame(page)
         tool.goto(f"{lms.tool_url}/attempt/{attempt}")
         press_until(page, tool, "#overrides")
-        with page.expect_event("framenavigated"):
-            page.keyboard.press("Enter")
-        tool = lms.tool_frame(page)
+        tool = navigate(lms, page)
         press_until(page, tool, "#points-1")
         page.keyboard.type(format_points(maximum))
         page.keyboard.press("Tab")
         reason = "Your fit is right: the hidden test's tolerance was too tight."
         page.keyboard.type(reason)
         press_until(page, tool, "#override-1 button")
-        with page.expect_event("framenavigated"):
-            page.keyboard.press("Enter")
-        lms.tool_frame(page).locator("#status").filter(has_text="Task 1: override saved").wait_for()
+        navigate(lms, page).locator("#status").filter(has_text="Task 1: override saved").wait_for()
         after = store.counted_score(context=context, user=user, week=WEEK)
         assert after == before + maximum
         wait_until(lambda: len(theirs()) == 2, timeout=60)
