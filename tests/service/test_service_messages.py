@@ -2,7 +2,7 @@
 catalogs: no template text outside ``_``, every template message found by ``autograder i18n
 update`` (the extractor reads the Jinja templates) and translated in each offered language.
 (That generate refuses a course whose framework catalog lacks a translation is
-tests/test_i18n.py's; this keeps the templates from adding English that no catalog sees.)"""
+tests/i18n/test_generation.py's; this keeps the templates from adding English that no catalog sees.)"""
 
 from __future__ import annotations
 
