@@ -19,7 +19,8 @@ import pytest
 
 from autograder.i18n.languages import framework_translations
 from autograder.i18n.runtime import untranslated
-from tests.helpers import assert_accessible, axe_violations, focus_outline
+from tests.helpers import assert_accessible, axe_violations
+from tests.service.keyboard import navigate, press_until
 from tests.service.lms import Lms
 
 pytestmark = pytest.mark.sandbox
@@ -36,16 +37,6 @@ INSTRUCTOR_PAGES = ("/instructor/week01", "/instructor/week01/marking", "/instru
                     "/instructor/week01/attempts/{attempt}/overrides")
 # A student's pages besides the upload page and the attempt page their path goes through.
 STUDENT_PAGES: tuple[str, ...] = ()
-
-
-def press_until(page: Any, frame: Any, selector: str, key: str = "Tab", limit: int = 40) -> None:
-    """Press ``key`` until the element ``selector`` of ``frame`` has the focus, and see it drawn."""
-    for _ in range(limit):
-        page.keyboard.press(key)
-        if frame.evaluate(f"document.hasFocus() && document.activeElement.matches({selector!r})"):
-            assert focus_outline(frame), f"{selector} has the focus but no visible outline"
-            return
-    raise AssertionError(f"{key} never reached {selector}")
 
 
 def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms, chromium: Any) -> None:
@@ -77,9 +68,7 @@ def test_students_upload_and_read_feedback_by_keyboard_in_each_language(lms: Lms
         assert choosers[-1] is chooser.value, "Space opened a file chooser the page did not report"
         chooser.value.set_files(str(SOLUTIONS / language / "week01.ipynb"))
         press_until(page, tool, "#upload button")
-        with page.expect_event("framenavigated"):
-            page.keyboard.press("Enter")
-        tool = lms.tool_frame(page)
+        tool = navigate(lms, page)
         state = tool.locator("#state")
         state.wait_for()
         assert state.get_attribute("role") == "status"
@@ -122,14 +111,10 @@ def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms,
     tool.goto(lms.tool_url + "/instructor/week01")
     page.screenshot(path=str(ARTEFACTS / "a11y-service-instructor.png"), full_page=True)
     press_until(page, tool, "#mark")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tool.locator("#tasks").wait_for()
     press_until(page, tool, "#task-3")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tool.locator("#marking").wait_for()
     press_until(page, tool, "#marking #points")
     page.keyboard.type("15")
@@ -140,9 +125,7 @@ def test_instructors_mark_by_keyboard_and_every_instructor_page_passes(lms: Lms,
     press_until(page, tool, "#mark-answer")
     page.screenshot(path=str(ARTEFACTS / "a11y-service-marking.png"), full_page=True)
     marked = tool.locator("#marking input[name=at]").input_value()
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tool.locator("#status").filter(has_text="1 answers marked.").wait_for()  # and on to the next answer
     tool.goto(f"{lms.tool_url}/instructor/week01/marking/3?at={marked}")
     assert "Marked: 15 of 20 points" in tool.locator("#answer").inner_text()

@@ -40,8 +40,8 @@ from autograder.service.outbox import Outbox
 from autograder.service.routes import ROUTERS
 from tests.helpers import assert_accessible
 from tests.service.class_of_300 import LANGUAGES, WEEK, ClassOf300
+from tests.service.keyboard import navigate, press_until
 from tests.service.lms import Lms
-from tests.service.test_accessibility_browser import press_until
 from tests.service.web import wait_until
 
 pytest.importorskip("axe_playwright_python", reason="axe-playwright-python is not installed (pip install -e '.[test]')")
@@ -57,14 +57,6 @@ BIG_PAGE, CONTRAST_IN = 3000, "ja"
 SAMPLE_NAMES = ("田中 花子", "João Gonçalves", "Ángela Muñoz", "Liam O'Brien")
 MOJIBAKE = re.compile("[\u00c2-\u00ef][\u0080-\u00bf\u0152-\u0178\u0192\u02c6-\u02dc\u2013-\u203a\u20ac\u2122]"
                       "|\ufffd|&(?:#x?[0-9a-fA-F]+|amp|quot|lt|gt);")
-
-
-def navigate(lms: Lms, page: Any, key: str = "Enter") -> Any:
-    """Press ``key`` (Enter on a link or a button, or a key of the page's) and wait for the
-    navigation it starts; the tool's frame as it is after it."""
-    with page.expect_event("framenavigated"):
-        page.keyboard.press(key)
-    return lms.tool_frame(page)
 
 
 def instructor_pages() -> list[str]:

@@ -17,8 +17,8 @@ from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.service.policy import WeekPolicy
 from autograder.service.store import Attempt, Store
 from tests.helpers import assert_accessible
+from tests.service.keyboard import navigate, press_until
 from tests.service.lms import Lms
-from tests.service.test_accessibility_browser import press_until
 from tests.service.web import Browser, forms
 
 pytestmark = pytest.mark.lms(grading=False)  # the web app on a real store: results recorded straight into it
@@ -157,15 +157,11 @@ def test_an_instructor_regrades_from_the_keyboard_and_both_pages_pass_axe(lms: L
     page = lms.open_activity(browser, "rg-keys-teacher", "instructor")
     tool = lms.tool_frame(page)
     press_until(page, tool, "#regrade")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tool.locator("#confirm-regrade").wait_for()
     assert_accessible(page, "the regrade's confirmation", frames=lms.tool_url)
     press_until(page, tool, "#confirm-regrade button")
-    with page.expect_event("framenavigated"):
-        page.keyboard.press("Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     assert "Regrading:" in tool.locator("#regrade-progress").inner_text()
     assert tool.locator("#regrade-progress").get_attribute("role") == "status"
     assert_accessible(page, "the regrade's progress", frames=lms.tool_url)

@@ -19,6 +19,7 @@ import pytest
 
 from autograder.service import answer_groups
 from tests.helpers import assert_accessible
+from tests.service.keyboard import navigate
 from tests.service.lms import Lms
 from tests.service.web import wait_until
 
@@ -89,13 +90,6 @@ def tab_to(page: Any, selector: str, frame: Any, limit: int = 80) -> None:
     raise AssertionError(f"{selector} cannot be reached with Tab")
 
 
-def press(page: Any, key: str) -> Any:
-    """Press ``key`` where it leaves the page (a link, a submit): the tool's frame after it."""
-    with page.expect_event("framenavigated"):
-        page.keyboard.press(key)
-    return page
-
-
 def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everything_follows(
         lms: Lms, graded: dict[str, dict[str, Any]], chromium: Any) -> None:
     ARTEFACTS.mkdir(exist_ok=True)
@@ -111,12 +105,10 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
     page = lms.open_activity(context, "t-rubric", "instructor")
     tool = lms.tool_frame(page)
     tab_to(page, "#mark", tool)
-    press(page, "Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tab_to(page, "#task-3", tool)  # the week's page: each task's progress, a link to its page
     assert "0 of 4 marked" in tool.locator("#tasks").inner_text()
-    press(page, "Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tool.locator("#new-item-3-points").wait_for()
     assert tool.locator("html").get_attribute("lang") == "en"
     assert tool.locator("#grouping").count() == 0  # grouped, not "being grouped"
@@ -126,8 +118,7 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
         page.keyboard.type(points)
         page.keyboard.press("Tab")
         page.keyboard.type(comment)
-        press(page, "Enter")
-        tool = lms.tool_frame(page)
+        tool = navigate(lms, page)
         # the page after this item's form: its row is there (the status line alone says the same
         # after every item, so the page before it would satisfy a wait for it)
         tool.locator(f"#item-3-{number}-points").wait_for()
@@ -154,8 +145,7 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
     page.keyboard.press("2")  # twice: off again
     assert not tool.locator("#apply-2").is_checked()
     page.screenshot(path=str(ARTEFACTS / "service-marking-group.png"), full_page=True)
-    press(page, "g")  # the whole group: Ana's and Ben's answers
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page, "g")  # the whole group: Ana's and Ben's answers
     tool.locator("#status").filter(has_text="2 answers marked.").wait_for()
     assert "2 of 4 marked" in tool.locator("#progress").inner_text()
     assert int(tool.locator("#marking input[name=at]").input_value()) not in (ana, ben)  # on to the next group
@@ -166,8 +156,7 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
     assert lms.app.state.store.attempt(ben).score == 92
 
     tab_to(page, "#apply-1", tool)
-    press(page, "p")  # back to the answer before: Ben's, Student 2
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page, "p")  # back to the answer before: Ben's, Student 2
     assert int(tool.locator("#marking input[name=at]").input_value()) == ben
     assert tool.locator("#answer").inner_text().count("Marked: 12 of 20 points (items 1)") == 1
     tool.locator("#comment").focus()  # in a text field the keys are the marker's text, not the page's
@@ -176,8 +165,7 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
     tab_to(page, "#keys-off", tool)  # the keys turned off (WCAG 2.1.4): "1" is no longer item 1
     page.keyboard.press("Space")
     tab_to(page, "#filters button", tool)
-    press(page, "Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     tab_to(page, "#apply-1", tool)
     page.keyboard.press("1")
     assert not tool.locator("#apply-1").is_checked() and "keys=off" in tool.url
@@ -185,8 +173,7 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
     tool.locator("#item-3-1-points").focus()  # the item's points change: 12 -> 15
     page.keyboard.press("Control+a")
     page.keyboard.type("15")
-    press(page, "Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     status = tool.locator("#status")
     status.filter(has_text="2 marks updated").wait_for()
     assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
@@ -196,8 +183,7 @@ def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everyth
     tab_to(page, "#filter-names", tool)  # names on request, kept in the address
     page.keyboard.press("Space")
     tab_to(page, "#filters button", tool)
-    press(page, "Enter")
-    tool = lms.tool_frame(page)
+    tool = navigate(lms, page)
     assert "(User s-ben)" in tool.locator("#answer-title").inner_text()  # the same answer, now with names
     assert "(User s-ana)" in tool.locator("#marking").inner_text()
     page.screenshot(path=str(ARTEFACTS / "service-marking-names.png"), full_page=True)
