@@ -1,7 +1,7 @@
 """The negative control (autograder/grading/negative_control.py): a week whose hidden tests
 give a point to its student notebook, untouched or with every answer emptied, is refused
 by `generate` and by `import`, the tests named. The course's own six weeks pass it in
-tests/test_cli.py::test_generate_check_passes_on_the_committed_notebooks (`generate --check`)."""
+`make test`'s first step, `autograder generate --check` on the committed notebooks (CI runs it)."""
 
 from __future__ import annotations
 
