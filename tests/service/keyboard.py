@@ -26,6 +26,16 @@ def press_until(page: Any, frame: Any, selector: str, key: str = "Tab", limit: i
     raise AssertionError(f"{key} never reached {selector}")
 
 
+def tab_to(page: Any, selector: str, frame: Any, limit: int = 80) -> None:
+    """Press Tab until the element ``selector`` of ``frame`` has the focus (none if it has it)."""
+    target = frame.locator(selector)
+    for _ in range(limit):
+        if target.evaluate("element => element === document.activeElement"):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{selector} cannot be reached with Tab")
+
+
 def navigate(lms: Lms, page: Any, key: str = "Enter") -> Any:
     """Press ``key`` (Enter on a link or a button, or a key of the page's) and wait for the
     navigation it starts and the new document's load: the tool's frame as it is after it."""

@@ -15,9 +15,10 @@ from autograder.results import Status, SubmissionResult, TaskResult
 from autograder.service.markers import assignments
 from autograder.service.policy import WeekPolicy
 from tests.helpers import assert_accessible
+from tests.service.keyboard import navigate, tab_to
 from tests.service.lms import Lms
 from tests.service.lti_platform import COURSE
-from tests.service.test_rubric_browser import notebook, press, tab_to
+from tests.service.test_rubric_browser import notebook
 
 pytestmark = [pytest.mark.lms(grading=False), pytest.mark.slow]  # results recorded straight into the store
 STUDENTS = [f"mb-s{n}" for n in range(1, 7)]
@@ -58,17 +59,15 @@ def open_markers_page(lms: Lms, browser: Any, user: str) -> tuple[Any, Any]:
     page = lms.open_activity(browser, user, "instructor")
     tool = lms.tool_frame(page)
     tab_to(page, "#markers", tool)
-    press(page, "Enter")
-    return page, lms.tool_frame(page)
+    return page, navigate(lms, page)
 
 
 def open_queue(lms: Lms, page: Any, user: str) -> Any:
     """From the markers page, ``user``'s queue, then its task 3: the first answer theirs to mark."""
     tab_to(page, f"#shares a[href$='marker={user}']", lms.tool_frame(page))
-    press(page, "Enter")
-    tab_to(page, "#task-3", lms.tool_frame(page))
-    press(page, "Enter")
-    return lms.tool_frame(page)
+    tool = navigate(lms, page)
+    tab_to(page, "#task-3", tool)
+    return navigate(lms, page)
 
 
 def in_view(tool: Any) -> int:
@@ -90,8 +89,7 @@ def test_two_markers_split_the_week_and_mark_their_own_queues_at_once(lms: Lms, 
             if value in MARKERS and not box.is_checked():
                 page.keyboard.press("Space")
         tab_to(page, "#split button", tool)
-        press(page, "Enter")
-        tool = lms.tool_frame(page)
+        tool = navigate(lms, page)
         tool.locator("#split-done").filter(has_text="The marking of 6 hand-ins is split among the markers.").wait_for()
         split = assignments(store, context, "week01")
         assert sorted(split.values()) == sorted(MARKERS * 3)
@@ -108,8 +106,7 @@ def test_two_markers_split_the_week_and_mark_their_own_queues_at_once(lms: Lms, 
                 seen[user].append(ids[in_view(tool)])
                 tool.locator("#points").focus()
                 pages[user].keyboard.type("15")
-                press(pages[user], "Enter")  # the form's first button: mark the answer in view
-                tools[user] = tool = lms.tool_frame(pages[user])
+                tools[user] = tool = navigate(lms, pages[user])  # Enter: the form's first button, mark the answer in view
                 tool.locator("#status").filter(has_text="answers marked").wait_for()
         assert {user: sorted(students) for user, students in seen.items()} == {
             user: sorted(s for s, m in split.items() if m == user) for user in MARKERS}  # each their own three

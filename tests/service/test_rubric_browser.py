@@ -19,7 +19,7 @@ import pytest
 
 from autograder.service import answer_groups
 from tests.helpers import assert_accessible
-from tests.service.keyboard import navigate
+from tests.service.keyboard import navigate, tab_to
 from tests.service.lms import Lms
 from tests.service.web import wait_until
 
@@ -78,16 +78,6 @@ def results_rows(lms: Lms) -> dict[str, dict[str, str]]:
     with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
         text = archive.read("week01/attempts.csv").decode()
     return {row["user"]: row for row in csv.DictReader(io.StringIO(text))}
-
-
-def tab_to(page: Any, selector: str, frame: Any, limit: int = 80) -> None:
-    """Press Tab until the element ``selector`` (in the tool's frame) has the focus."""
-    target = frame.locator(selector)
-    for _ in range(limit):
-        if target.evaluate("element => element === document.activeElement"):
-            return
-        page.keyboard.press("Tab")
-    raise AssertionError(f"{selector} cannot be reached with Tab")
 
 
 def test_an_instructor_marks_a_group_by_keyboard_then_edits_the_item_and_everything_follows(
