@@ -61,8 +61,7 @@ def instructor_language(session: Session, course: Course) -> str:
 
 def week_title(week: Week, language: str | None) -> str:
     """The week's title as its notebook in ``language`` has it (the week's catalog), else as written."""
-    found = translations(week, language) if language else None
-    return found.gettext(week.title) if found is not None else week.title
+    return _as_the_notebook_says(week, week.title, language)
 
 
 def task_title(week: Week, number: int, language: str | None) -> str:
@@ -70,7 +69,10 @@ def task_title(week: Week, number: int, language: str | None) -> str:
     "" for a task the week does not have or one without a title. A stored result titles its
     tasks in its student's language: a page for someone else titles them from the course."""
     task = next((t for t in week.tasks if t.number == number), None)
-    if task is None or not task.title:
-        return ""
+    return _as_the_notebook_says(week, task.title, language) if task is not None and task.title else ""
+
+
+def _as_the_notebook_says(week: Week, text: str, language: str | None) -> str:
+    """``text``, written in the week's source notebook, as its notebook in ``language`` has it."""
     found = translations(week, language) if language else None
-    return found.gettext(task.title) if found is not None else task.title
+    return found.gettext(text) if found is not None else text
