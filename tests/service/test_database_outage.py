@@ -69,13 +69,16 @@ def notebook(index: int) -> bytes:
 
 def upload(browser: Browser, page: httpx.Response, index: int, refusals: list[httpx.Response],
            after_s: float = 0.0) -> None:
-    """Upload (``after_s`` from now) until it is taken. A 503 must be the page saying the upload
-    was not taken (kept in ``refusals``); then the learner sends it again, as it says."""
+    """Upload (``after_s`` from now) until it is taken: the upload's own answer is the redirect to
+    its attempt (whose page, fetched next, may itself meet the restart and say 503). Else it
+    must be the 503 page saying the upload was not taken (kept in ``refusals``); then the
+    learner sends it again, as it says."""
     time.sleep(after_s)
     while True:
         reply = browser.submit(page, "upload", files={"notebook": ("week01.ipynb", notebook(index),
                                                                    "application/x-ipynb+json")})
-        if reply.status_code == 200 and "/attempt/" in str(reply.url):
+        answer = reply.history[0] if reply.history else reply  # the upload's, before the page it leads to
+        if answer.status_code == 303 and "/attempt/" in answer.headers["location"]:
             return
         assert reply.status_code == 503, (reply.status_code, reply.text[:2000])
         refusals.append(reply)
